@@ -1,0 +1,298 @@
+"""Extraction: slice by cursor, plan patches (heuristic or model), apply them, and the scheduler (spec §5).
+
+fix: spec §12 — the cursor uses one index space (full-history offsets), and the memory_tool skip looks only at
+the unprocessed slice, so one memory write by the main agent no longer silences extraction for the session.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from memory_core.clock import monotonic_ms
+from memory_core.entries import Entry, merge_entry, parse_entries, render_entries
+from memory_core.errors import ModelError
+from memory_core.events import EventSink, ExtractEvent, NullSink
+from memory_core.formats import iso_ms, to_ms
+from memory_core.history import ChatMessage, TranscriptLine, transcript, writes_memory
+from memory_core.index import rebuild_index
+from memory_core.model import Message, Model, ModelRequest
+from memory_core.patches import Patch, dedupe_patches, extract_heuristic
+from memory_core.prompts import render_prompt
+from memory_core.recall import build_manifest
+from memory_core.scan import DocCache, scan
+from memory_core.state import read_cursor, scaffold, update_meta, write_cursor
+from memory_core.store import Store
+from memory_core.topic import MEMORY_TYPES, TopicDoc, parse_topic, render_topic, replace_body
+
+EXTRACT_PURPOSE: Final = "auto-memory-extract"
+EXTRACT_TIMEOUT_S: Final = 30.0
+_SLUG_RUN: Final = re.compile(r"[^a-z0-9]+")
+EXTRACT_SCHEMA: Final = {
+    "type": "object",
+    "properties": {
+        "patches": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "topic": {"type": "string", "enum": list(MEMORY_TYPES)},
+                    "summary": {"type": "string"},
+                    "why": {"type": "string"},
+                    "how_to_apply": {"type": "string"},
+                },
+                "required": ["topic", "summary"],
+            },
+        }
+    },
+    "required": ["patches"],
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractRequest:
+    """One extraction request: the session's whole history so far."""
+
+    session_id: str
+    history: tuple[ChatMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractOutcome:
+    """What an extraction did."""
+
+    status: str
+    """``completed`` | ``skipped`` | ``failed``."""
+    touched_topics: tuple[str, ...] = ()
+    skipped_reason: str | None = None
+    """``memory_tool`` | ``queued``."""
+    patches: tuple[Patch, ...] = ()
+    written: tuple[str, ...] = ()
+    """Relative paths of topic files created or changed."""
+    processed_offset: int | None = None
+    strategy: str = "heuristic"
+    fallback_reason: str | None = None
+    error: str | None = None
+
+    @property
+    def system_message(self) -> str | None:
+        """``Managed auto-memory updated: <topic>.md, …`` when topics were touched."""
+        if not self.touched_topics:
+            return None
+        return "Managed auto-memory updated: " + ", ".join(f"{t}.md" for t in self.touched_topics)
+
+
+def slugify(summary: str) -> str:
+    """Lower-case, non-alphanumeric runs to ``-``, trimmed, ≤ 80 chars, ``memory`` when empty (spec §5.5)."""
+    slug = _SLUG_RUN.sub("-", summary.lower()).strip("-")[:80].strip("-")
+    return slug or "memory"
+
+
+def _title(summary: str) -> str:
+    return summary[:69] + "..." if len(summary) > 72 else summary
+
+
+def _new_key(store: Store, topic: str, summary: str, *, now: datetime) -> str:
+    slug = slugify(summary)
+    for suffix in ["", *(f"-{n}" for n in range(2, 101))]:
+        key = f"{topic}/{slug}{suffix}.md"
+        if store.stat(key) is None:
+            return key
+    return f"{topic}/{slug}-{int(to_ms(now))}.md"
+
+
+def apply_patches(store: Store, patches: Sequence[Patch], docs: Sequence[TopicDoc], *, now: datetime) -> list[str]:
+    """Merge into a doc whose first entry has the same summary, else create ``<topic>/<slug>.md`` (spec §5.5).
+
+    Returns the keys written, in order.
+    """
+    known = list(docs)
+    written: list[str] = []
+    for patch in patches:
+        incoming = Entry(patch.summary, patch.why, patch.how_to_apply)
+        target = next(
+            (
+                d for d in known
+                if d.type == patch.topic
+                and (first := parse_entries(d.body))
+                and first[0].summary.lower() == patch.summary.lower()
+            ),
+            None,
+        )
+        if target is not None:
+            entries = parse_entries(target.body)
+            merged = merge_entry(entries[0], incoming)
+            if merged == entries[0]:
+                continue
+            text = replace_body(store.read(target.relative_path), render_entries([merged, *entries[1:]]))
+            if text is None:
+                continue
+            store.write(target.relative_path, text)
+            key = target.relative_path
+        else:
+            key = _new_key(store, patch.topic, patch.summary, now=now)
+            body = render_entries([incoming])
+            store.write(key, render_topic(name=_title(patch.summary), description=patch.summary,
+                                          kind=patch.topic, body=body))
+        stat = store.stat(key)
+        doc = parse_topic(store.read(key), relative_path=key, mtime_ms=stat.mtime_ms if stat else 0.0)
+        known = [d for d in known if d.relative_path != key] + ([doc] if doc else [])
+        if key not in written:
+            written.append(key)
+    return written
+
+
+def plan_by_model(
+    lines: Sequence[TranscriptLine], docs: Sequence[TopicDoc], *, model: Model, timeout_s: float
+) -> list[Patch]:
+    """Ask the model for patches for the unprocessed slice; the same filters and dedupe then apply."""
+    system = render_prompt("extract_system", manifest=build_manifest(docs))
+    user = render_prompt("extract_user", lines=lines)
+    reply = model.query(
+        ModelRequest(
+            purpose=EXTRACT_PURPOSE,
+            messages=(Message("system", system.text), Message("user", user.text)),
+            schema=EXTRACT_SCHEMA,
+            timeout_s=timeout_s,
+            prompt_version=f"{system.version}+{user.version}",
+        )
+    )
+    raw: list[Any] = list(reply.data["patches"])
+    offset = lines[-1].offset if lines else 0
+    return dedupe_patches(
+        Patch(p["topic"], str(p["summary"]), p.get("why") or None, p.get("how_to_apply") or None, offset)
+        for p in raw
+    )
+
+
+def run_extract(
+    store: Store,
+    request: ExtractRequest,
+    *,
+    now: datetime,
+    root: str,
+    model: Model | None = None,
+    timeout_s: float = EXTRACT_TIMEOUT_S,
+    cache: DocCache | None = None,
+) -> ExtractOutcome:
+    """Extract durable facts from the unprocessed slice of one session (spec §5.3 with the §5.5 pipeline)."""
+    scaffold(store, now=now)
+    cursor = read_cursor(store)
+    lines = transcript(request.history)
+    start = cursor.get("processedOffset", 0) if cursor.get("sessionId") == request.session_id else 0
+    start = start if isinstance(start, int) else 0
+    next_offset = len(request.history)  # fix: spec §12 — full-history offsets, one index space
+    if any(writes_memory(m, root=root) for m in request.history[start:]):
+        # fix: spec §12 — only the unprocessed slice counts, and the cursor moves past it (as Claude Code's
+        # hasMemoryWritesSince does), so one write by the main agent does not silence the rest of the session
+        write_cursor(store, session_id=request.session_id, processed_offset=next_offset, now=now)
+        return ExtractOutcome("skipped", skipped_reason="memory_tool", processed_offset=next_offset)
+    sliced = [ln for ln in lines if ln.offset >= start]
+    user_lines = [ln for ln in sliced if ln.role == "user"]
+    if not user_lines:
+        write_cursor(store, session_id=request.session_id, processed_offset=next_offset, now=now)
+        return ExtractOutcome("completed", processed_offset=next_offset)
+    docs = scan(store, cache=cache).docs
+    strategy, fallback = "heuristic", None
+    patches: list[Patch] | None = None
+    if model is not None:
+        try:
+            patches, strategy = plan_by_model(sliced, docs, model=model, timeout_s=timeout_s), "model"
+        except ModelError as exc:
+            fallback = exc.reason
+    if patches is None:
+        patches = extract_heuristic((ln.offset, ln.text) for ln in user_lines)
+    written = apply_patches(store, patches, docs, now=now)
+    touched = tuple(t for t in MEMORY_TYPES if any(k.startswith(f"{t}/") for k in written))
+    update_meta(
+        store,
+        now=now,
+        lastExtractionAt=iso_ms(now),
+        lastExtractionSessionId=request.session_id,
+        lastExtractionTouchedTopics=list(touched),
+        lastExtractionStatus="updated" if touched else "noop",
+    )
+    if touched:
+        rebuild_index(store, cache=cache)
+    write_cursor(store, session_id=request.session_id, processed_offset=next_offset, now=now)
+    return ExtractOutcome(
+        "completed", touched, None, tuple(patches), tuple(written), next_offset, strategy, fallback
+    )
+
+
+@dataclass
+class ExtractScheduler:
+    """One extraction running per store, at most one trailing request that later requests supersede (§5.2).
+
+    ``schedule`` runs the extraction in the caller's thread; a call that arrives from another thread while one
+    runs is queued (or supersedes the queued one) and returns ``skipped``/``queued`` at once; the running call
+    then runs the trailing request before it returns.
+    """
+
+    store: Store
+    root: str
+    model: Model | None = None
+    events: EventSink = field(default_factory=NullSink)
+    cache: DocCache | None = None
+    timeout_s: float = EXTRACT_TIMEOUT_S
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _running: bool = False
+    _queued: tuple[ExtractRequest, datetime] | None = None
+    trailing_runs: int = 0
+    """How many queued requests have been run as trailing extractions."""
+
+    def schedule(self, request: ExtractRequest, *, now: datetime) -> ExtractOutcome:
+        """Run, queue or supersede an extraction request, emitting one event per exit."""
+        with self._lock:
+            if self._running:
+                self._queued = (request, now)
+                outcome = ExtractOutcome("skipped", skipped_reason="queued")
+                self._emit(request, outcome, 0.0)
+                return outcome
+            self._running = True
+        try:
+            outcome = self._run(request, now)
+            while True:
+                with self._lock:
+                    queued, self._queued = self._queued, None
+                    if queued is None:
+                        self._running = False
+                        break
+                self.trailing_runs += 1
+                self._run(*queued)
+        except BaseException:
+            with self._lock:
+                self._running = False
+            raise
+        return outcome
+
+    def _run(self, request: ExtractRequest, now: datetime) -> ExtractOutcome:
+        t0 = monotonic_ms()
+        try:
+            outcome = run_extract(
+                self.store, request, now=now, root=self.root, model=self.model,
+                timeout_s=self.timeout_s, cache=self.cache,
+            )
+        except (OSError, ValueError) as exc:
+            outcome = ExtractOutcome("failed", error=f"{type(exc).__name__}: {exc}")
+        self._emit(request, outcome, monotonic_ms() - t0)
+        return outcome
+
+    def _emit(self, request: ExtractRequest, outcome: ExtractOutcome, duration_ms: float) -> None:
+        self.events.emit(
+            ExtractEvent(
+                session_id=request.session_id,
+                status=outcome.status,
+                duration_ms=duration_ms,
+                strategy=outcome.strategy,
+                skipped_reason=outcome.skipped_reason,
+                patches_count=len(outcome.patches),
+                touched_topics=outcome.touched_topics,
+                fallback_reason=outcome.fallback_reason,
+                error=outcome.error,
+            )
+        )

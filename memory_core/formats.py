@@ -1,0 +1,68 @@
+"""Byte-level parity helpers (spec Appendix D): timestamps, JSON, string lengths."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any, Final
+
+_WS: Final = re.compile(r"\s+")
+
+
+def iso_ms(moment: datetime) -> str:
+    """Format like JS ``toISOString()``: UTC, always three millisecond digits, ``Z`` suffix."""
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def iso_from_ms(epoch_ms: float) -> str:
+    """ISO string of an epoch-milliseconds value, truncating fractional milliseconds like JS ``Date``."""
+    whole = int(epoch_ms // 1)
+    return iso_ms(datetime.fromtimestamp(whole / 1000, tz=UTC).replace(microsecond=(whole % 1000) * 1000))
+
+
+def parse_iso_ms(text: object) -> float | None:
+    """Epoch milliseconds of an ISO timestamp, or None when it does not parse (JS ``Date.parse`` → NaN)."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp() * 1000
+
+
+def to_ms(moment: datetime) -> float:
+    """Epoch milliseconds of an aware datetime."""
+    return moment.timestamp() * 1000
+
+
+def dump_json(obj: dict[str, Any]) -> str:
+    """2-space JSON plus a newline, None-valued keys omitted, insertion order kept (spec §1.6)."""
+    return json.dumps({k: v for k, v in obj.items() if v is not None}, indent=2, ensure_ascii=False) + "\n"
+
+
+def collapse_ws(text: str) -> str:
+    """Collapse runs of whitespace to one space and trim."""
+    return _WS.sub(" ", text).strip()
+
+
+def js_len(text: str) -> int:
+    """Length in UTF-16 code units, as JS ``String.length`` counts (spec §12)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def js_slice(text: str, units: int) -> str:
+    """The first ``units`` UTF-16 code units of ``text``; a split surrogate pair is dropped, not kept half."""
+    if units <= 0:
+        return ""
+    data = text.encode("utf-16-le", "surrogatepass")[: units * 2]
+    return data.decode("utf-16-le", "ignore")
+
+
+def locale_key(text: str) -> tuple[str, str]:
+    """Sort key approximating JS ``localeCompare``: case-insensitive first, then code points (Appendix D)."""
+    return (text.casefold(), text)

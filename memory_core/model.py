@@ -1,0 +1,158 @@
+"""The model seam: a structured JSON side-query protocol, lenient parsing, and the scripted in-memory twin.
+
+Only ``memory_core.litellm_model`` talks to a provider; everything else sees ``Model``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from memory_core.errors import ModelError
+
+_FENCE: Final = re.compile(r"```(?:json)?\s*([\s\S]*?)```", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message."""
+
+    role: str
+    """``system`` | ``user`` | ``assistant``."""
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """A structured side-query: messages plus the JSON schema the answer must satisfy."""
+
+    purpose: str
+    """``auto-memory-recall``, ``auto-memory-forget-selection``, ``auto-memory-extract``, ``auto-memory-dream``."""
+    messages: tuple[Message, ...]
+    schema: Mapping[str, Any]
+    timeout_s: float
+    prompt_version: str
+    """Hash of the prompt template that produced ``messages`` (reported with every call)."""
+    temperature: float = 0.0
+    max_tokens: int = 512
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    """A parsed answer and what it cost."""
+
+    data: Mapping[str, Any]
+    """The parsed JSON object."""
+    text: str
+    """The raw text the model returned."""
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    replayed: bool = False
+    """True when a cassette answered instead of the provider."""
+
+
+class Model(Protocol):
+    """Anything that answers structured side-queries."""
+
+    @property
+    def name(self) -> str:
+        """The model identifier (a litellm provider string for the real adapter)."""
+        ...
+
+    def query(self, request: ModelRequest) -> ModelReply:
+        """Answer ``request``; raise ``ModelError`` (with a ``reason``) on any failure."""
+        ...
+
+
+def parse_json_lenient(text: str) -> dict[str, Any]:
+    """Parse a model's JSON leniently: code fences and leading prose are tolerated, then strict object check."""
+    candidates = [text.strip()]
+    candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict):
+            return data
+    raise ModelError(f"model answer is not a JSON object: {text[:120]!r}", reason="invalid_json")
+
+
+def validate_schema(data: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
+    """Check the subset of JSON Schema the side-queries use (object, required, arrays of strings, enums)."""
+    for key in schema.get("required", ()):
+        if key not in data:
+            raise ModelError(f"Invalid side query response: missing required key {key!r}", reason="schema")
+    props: Mapping[str, Any] = schema.get("properties", {})
+    if schema.get("additionalProperties") is False:
+        extra = sorted(set(data) - set(props))
+        if extra:
+            raise ModelError(f"Invalid side query response: unexpected keys {extra}", reason="schema")
+    for key, spec in props.items():
+        if key in data:
+            _check_value(key, data[key], spec)
+
+
+def _check_value(path: str, value: Any, spec: Mapping[str, Any]) -> None:
+    kind = spec.get("type")
+    expected = {"string": str, "array": list, "object": dict, "integer": int, "number": (int, float)}
+    if kind in expected and not isinstance(value, expected[kind]):  # type: ignore[arg-type]
+        raise ModelError(f"Invalid side query response: {path} must be {kind}", reason="schema")
+    if "enum" in spec and value not in spec["enum"]:
+        raise ModelError(f"Invalid side query response: {path} = {value!r} not in enum", reason="schema")
+    if kind == "array" and "items" in spec:
+        for i, item in enumerate(value):
+            _check_value(f"{path}[{i}]", item, spec["items"])
+    if kind == "object":
+        validate_schema(value, spec)
+
+
+ScriptedReply = Mapping[str, Any] | str | Exception
+
+
+@dataclass(slots=True)
+class ScriptedModel:
+    """The in-memory twin: replies from a queue, records every request; raises when the script runs out.
+
+    A reply may be a dict (returned as parsed JSON), a string (parsed leniently, like a real model's text), or an
+    exception (raised; ``ModelError`` passes through, anything else becomes ``ModelError(reason="provider")``).
+    """
+
+    replies: deque[ScriptedReply] = field(default_factory=deque)
+    model_name: str = "scripted"
+    calls: list[ModelRequest] = field(default_factory=list)
+    tokens_per_call: tuple[int, int] = (0, 0)
+
+    @classmethod
+    def of(cls, replies: Iterable[ScriptedReply], *, model_name: str = "scripted") -> ScriptedModel:
+        """A scripted model that answers with ``replies`` in order."""
+        return cls(deque(replies), model_name)
+
+    @property
+    def name(self) -> str:
+        """The scripted model's name."""
+        return self.model_name
+
+    def query(self, request: ModelRequest) -> ModelReply:
+        """Pop the next reply, validate it against the request's schema and return it."""
+        self.calls.append(request)
+        if not self.replies:
+            raise ModelError(f"scripted model has no reply left for purpose {request.purpose!r}", reason="script")
+        reply = self.replies.popleft()
+        if isinstance(reply, ModelError):
+            raise reply
+        if isinstance(reply, Exception):
+            raise ModelError(f"{type(reply).__name__}: {reply}", reason="provider") from reply
+        text = reply if isinstance(reply, str) else json.dumps(reply)
+        data = parse_json_lenient(text)
+        validate_schema(data, request.schema)
+        return ModelReply(data, text, self.model_name, *self.tokens_per_call)

@@ -1,0 +1,84 @@
+"""Scan the memory root for topic docs (spec §3), tolerant of broken files and cached by (path, mtime, size)."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Final
+
+from memory_core.formats import locale_key
+from memory_core.paths import INDEX_FILENAME
+from memory_core.store import Store
+from memory_core.topic import TopicDoc, parse_topic
+
+MAX_SCANNED_MEMORY_FILES: Final = 200
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedFile:
+    """A ``.md`` file the scan could not use, and why."""
+
+    relative_path: str
+    """The file's key."""
+    reason: str
+    """``unreadable: <error>`` or ``not a memory doc``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """What a scan found: up to 200 docs, most recent first, and what it had to drop."""
+
+    docs: tuple[TopicDoc, ...]
+    """Parsed docs in recency order, capped at 200."""
+    dropped: tuple[DroppedFile, ...] = ()
+    """Files skipped: unreadable ones (fix: spec §12) and ones that are no memory doc (spec §3)."""
+    total_docs: int = 0
+    """Docs found before the 200 cap."""
+
+
+@dataclass(slots=True)
+class DocCache:
+    """Parsed docs keyed by (path, mtime, size), so unchanged files are not re-parsed."""
+
+    entries: dict[str, tuple[float, int, TopicDoc | None]] = field(default_factory=dict)
+    hits: int = 0
+    misses: int = 0
+
+
+def _order_key(doc: TopicDoc) -> tuple[float, tuple[str, str]]:
+    return (-doc.mtime_ms, locale_key(doc.filename))
+
+
+def scan(store: Store, *, cache: DocCache | None = None) -> ScanResult:
+    """List, read and parse every topic file; order by mtime desc then filename; keep 200 (spec §3).
+
+    fix: spec §12 — upstream rejects the whole scan when one file cannot be read; here that file is skipped
+    and reported in ``dropped``, and the rest of the memory still works.
+    """
+    keys = [k for k in store.list() if k.endswith(".md") and posixpath.basename(k) != INDEX_FILENAME]
+    docs: list[TopicDoc] = []
+    dropped: list[DroppedFile] = []
+    for key in keys:
+        try:
+            stat = store.stat(key)
+            if stat is None:
+                raise FileNotFoundError(key)
+            cached = cache.entries.get(key) if cache is not None else None
+            if cached is not None and cached[0] == stat.mtime_ms and cached[1] == stat.size:
+                doc = cached[2]
+                if cache is not None:
+                    cache.hits += 1
+            else:
+                doc = parse_topic(store.read(key), relative_path=key, mtime_ms=stat.mtime_ms)
+                if cache is not None:
+                    cache.misses += 1
+                    cache.entries[key] = (stat.mtime_ms, stat.size, doc)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            dropped.append(DroppedFile(key, f"unreadable: {type(exc).__name__}: {exc}"))
+            continue
+        if doc is None:
+            dropped.append(DroppedFile(key, "not a memory doc"))
+        else:
+            docs.append(doc)
+    docs.sort(key=_order_key)
+    return ScanResult(tuple(docs[:MAX_SCANNED_MEMORY_FILES]), tuple(dropped), total_docs=len(docs))
