@@ -6,9 +6,10 @@ the unprocessed slice, so one memory write by the main agent no longer silences 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -256,19 +257,38 @@ class ExtractScheduler:
             self._running = True
         try:
             outcome = self._run(request, now)
+        finally:
+            self._drain()
+        return outcome
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Act as if an extraction were running: requests scheduled inside are queued (the last one wins) and
+        run as one trailing extraction when the block exits."""
+        with self._lock:
+            if self._running:
+                raise RuntimeError("an extraction is already running")
+            self._running = True
+        try:
+            yield
+        finally:
+            self._drain()
+
+    def _drain(self) -> None:
+        """Run queued trailing requests until none is left, then mark the scheduler idle."""
+        try:
             while True:
                 with self._lock:
                     queued, self._queued = self._queued, None
                     if queued is None:
                         self._running = False
-                        break
+                        return
                 self.trailing_runs += 1
                 self._run(*queued)
         except BaseException:
             with self._lock:
                 self._running = False
             raise
-        return outcome
 
     def _run(self, request: ExtractRequest, now: datetime) -> ExtractOutcome:
         t0 = monotonic_ms()

@@ -1,0 +1,152 @@
+"""Record/replay cassettes for every model call: one human-diffable JSONL file per cassette directory.
+
+Key = sha256 of the canonical JSON of model + purpose + messages + schema + parameters. Replay returns the
+recorded text, usage and latency exactly, then parses and validates it like a live answer (so a recorded invalid
+answer reproduces the same fallback); a recorded provider error (timeout …) is raised again as the same
+``ModelError``. An unrecorded call in replay mode raises ``CassetteMiss`` naming the scenario, step, purpose,
+prompt version and key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from harness.errors import CassetteMiss, HarnessError
+from harness.replay import ProbeContext
+from memory_core.errors import ModelError
+from memory_core.model import Model, ModelReply, ModelRequest, parse_json_lenient, validate_schema
+from memory_core.prompts import all_prompt_versions
+
+CASSETTE_FILE: Final = "cassette.jsonl"
+Mode = Literal["replay", "record", "live"]
+
+
+def request_key(model: str, request: ModelRequest) -> str:
+    """The cassette key of a request."""
+    payload = {
+        "model": model, "purpose": request.purpose,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "schema": request.schema, "temperature": request.temperature, "max_tokens": request.max_tokens,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+@dataclass
+class Cassette:
+    """The entries of one cassette directory, appended to as they are recorded."""
+
+    directory: Path
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def open(cls, directory: Path) -> Cassette:
+        """Load ``<directory>/cassette.jsonl`` (missing → empty); malformed lines name the file and line."""
+        cassette = cls(directory)
+        path = directory / CASSETTE_FILE
+        if path.exists():
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    entry = json.loads(line)
+                    cassette.entries[entry["key"]] = entry
+                except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                    raise HarnessError(f"{path}:{n}: malformed cassette entry ({exc})") from None
+        return cassette
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def append(self, entry: dict[str, Any]) -> None:
+        """Store an entry and append it to the file."""
+        with self._lock:
+            if entry["key"] in self.entries:
+                return
+            self.entries[entry["key"]] = entry
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with (self.directory / CASSETTE_FILE).open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
+
+    def stale(self) -> Iterator[tuple[dict[str, Any], list[str]]]:
+        """Entries recorded with a prompt template version that no longer matches the templates on disk."""
+        current = all_prompt_versions()
+        for entry in self.entries.values():
+            changed = []
+            for part in str(entry.get("prompt_version", "")).split("+"):
+                name = part.split("@", 1)[0]
+                if name and current.get(name) != part:
+                    changed.append(f"{part} -> {current.get(name, 'template removed')}")
+            if changed:
+                yield entry, changed
+
+
+@dataclass
+class CassetteModel:
+    """A ``Model`` that replays, records or passes calls through a cassette."""
+
+    cassette: Cassette
+    model_name: str
+    mode: Mode = "replay"
+    inner: Model | None = None
+    context: ProbeContext = field(default_factory=ProbeContext)
+
+    @property
+    def name(self) -> str:
+        return self.model_name
+
+    def query(self, request: ModelRequest) -> ModelReply:
+        key = request_key(self.model_name, request)
+        entry = self.cassette.entries.get(key)
+        if entry is not None and self.mode != "live":
+            return self._replay(entry, request)
+        if self.mode == "replay" or self.inner is None:
+            raise CassetteMiss(
+                f"unrecorded model call in {self.context.scenario or '?'} step {self.context.step} "
+                f"(purpose {request.purpose}, prompt {request.prompt_version}, key {key[:16]}); "
+                f"record it with --record --model MODEL"
+            )
+        base = {"key": key, "model": self.model_name, "purpose": request.purpose,
+                "prompt_version": request.prompt_version, "scenario": self.context.scenario, "step": self.context.step,
+                "request": {"messages": [{"role": m.role, "content": m.content} for m in request.messages],
+                            "schema": request.schema, "temperature": request.temperature,
+                            "max_tokens": request.max_tokens}}
+        try:
+            reply = self.inner.query(request)
+        except ModelError as exc:
+            if self.mode == "record":
+                self.cassette.append({**base, "error": {"reason": exc.reason, "message": str(exc)}})
+            raise
+        if self.mode == "record":
+            self.cassette.append({**base, "response": {"text": reply.text, "model": reply.model,
+                                                       "input_tokens": reply.input_tokens,
+                                                       "output_tokens": reply.output_tokens,
+                                                       "latency_ms": round(reply.latency_ms, 3)}})
+        return reply
+
+    def _replay(self, entry: dict[str, Any], request: ModelRequest) -> ModelReply:
+        if "error" in entry:
+            raise ModelError(entry["error"]["message"], reason=entry["error"]["reason"])
+        r = entry["response"]
+        data = parse_json_lenient(r["text"])
+        validate_schema(data, request.schema)
+        return ModelReply(data, r["text"], r["model"], r["input_tokens"], r["output_tokens"], r["latency_ms"],
+                          replayed=True)
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    """``cassette-meta.json``: which model and settings recorded this cassette."""
+    path = directory / "cassette-meta.json"
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    return data if isinstance(data, dict) else {}

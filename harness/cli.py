@@ -1,0 +1,305 @@
+"""``memharness``: run, validate, report, compare, merge, cassettes. Errors are one line and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.cassette import Mode
+from harness.errors import HarnessError
+from harness.gates import evaluate, load_gates
+from harness.outputs import read_run, write_run
+from harness.replay import ScenarioResult
+from harness.report import render_report
+from harness.runner import KNOWN_STRATEGIES, ModelSpec, RunConfig, run_suite
+from harness.scenario_load import load_all
+from harness.summary import changed_probes, paired, probe_frame, summarize
+
+DEFAULT_SCENARIOS = Path("scenarios")
+DEFAULT_OUT = Path("reports/latest")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise HarnessError(f"usage: {message}")
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/N like 1/2, got {text!r}") from None
+    if not 1 <= i <= n:
+        raise argparse.ArgumentTypeError(f"expected 1 <= I <= N, got {text!r}")
+    return i, n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="memharness", description="Replay memory scenarios, measure recall/dedupe/index quality, gate CI.")
+    p.add_argument("--version", action="version", version=f"memharness {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="replay scenarios and write a run directory")
+    run.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
+    run.add_argument("--strategy", default="heuristic", help="comma-separated: " + ", ".join(KNOWN_STRATEGIES))
+    run.add_argument("--model", help="litellm model string for the model strategy (default: the cassette's model)")
+    run.add_argument("--api-base", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8765/v1")
+    run.add_argument("--cassettes", type=Path, help="cassette directory (default: <first path>/cassettes)")
+    mode = run.add_mutually_exclusive_group()
+    mode.add_argument("--record", action="store_true", help="call the real model for unrecorded calls and store them")
+    mode.add_argument("--live", action="store_true", help="call the real model every time; store nothing")
+    run.add_argument("--timeout-scale", type=float, default=1.0, help="multiply the spec's model timeouts (CPU models)")
+    run.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    run.add_argument("--gates", type=Path, help="gates TOML (default: <first path>/gates.toml when present)")
+    run.add_argument("--no-gates", action="store_true", help="ignore the default gates file")
+    run.add_argument("--baseline", type=Path, help="a previous run directory to compare against")
+    run.add_argument("--jobs", type=int, default=1)
+    run.add_argument("--shard", type=_shard)
+    run.add_argument("--system", help="package.module:factory of your own MemorySystem (default: the reference core)")
+    val = sub.add_parser("validate", help="check scenario files; exit 0 or 2")
+    val.add_argument("paths", nargs="+", type=Path)
+    rep = sub.add_parser("report", help="re-render report.html from a run directory")
+    rep.add_argument("run_dir", type=Path)
+    rep.add_argument("-o", "--output", type=Path)
+    cmp_ = sub.add_parser("compare", help="paired deltas between two run directories")
+    cmp_.add_argument("base", type=Path)
+    cmp_.add_argument("cand", type=Path)
+    cmp_.add_argument("--gates", type=Path, help="gates TOML; its max_drop gates with vs = \"baseline\" decide the exit code")
+    cmp_.add_argument("--max-drop", type=float, default=None, help="fail when any recall.f1 CI lies below -MAX_DROP")
+    mer = sub.add_parser("merge", help="merge shard run directories into one")
+    mer.add_argument("out", type=Path)
+    mer.add_argument("shards", nargs="+", type=Path)
+    mer.add_argument("--gates", type=Path)
+    cas = sub.add_parser("cassettes", help="cassette tools")
+    cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
+    st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")
+    st.add_argument("directory", type=Path)
+    return p
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip()
+
+
+def _meta(extra: Mapping[str, Any]) -> dict[str, Any]:
+    from memory_core.prompts import all_prompt_versions
+
+    return {"memharness": __version__, "python": platform.python_version(), "platform": platform.platform(),
+            "git_commit": _git_commit(), "bootstrap_seed": 20_260_302, "prompt_templates": all_prompt_versions(),
+            **extra}
+
+
+def _baseline(base_dir: Path, results: Sequence[ScenarioResult]) -> dict[str, Any]:
+    _, base_results, _ = read_run(base_dir)
+    fa = probe_frame([p for r in base_results for p in r.probes])
+    fb = probe_frame([p for r in results for p in r.probes])
+    comps = []
+    for strategy in sorted(set(fb["strategy"]) & set(fa["strategy"])) if not fa.empty and not fb.empty else []:
+        comps += [c.as_dict() for c in paired(fa[fa["strategy"] == strategy], fb[fb["strategy"] == strategy],
+                                               strategy, strategy)]
+    return {"dir": str(base_dir), "comparisons": comps, "changed": changed_probes(fa, fb) if not fa.empty else []}
+
+
+def finish_run(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]],
+               strategies: Sequence[str], *, gates_path: Path | None, baseline_dir: Path | None,
+               meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Summarise, evaluate gates, write every output; returns the summary."""
+    body = summarize(results, strategies)
+    baseline = _baseline(baseline_dir, results) if baseline_dir else None
+    gates = load_gates(gates_path) if gates_path else []
+    gate_results = evaluate(gates, body, baseline_comparisons=baseline["comparisons"] if baseline else ())
+    summary: dict[str, Any] = {
+        "schema": "memharness.summary/1", "run_id": uuid.uuid4().hex[:12], "created_at": datetime.now(UTC).isoformat(),
+        **body, "gates": [g.as_dict() for g in gate_results],
+        "passed": all(g.passed for g in gate_results) and not any(r.status == "error" for r in results),
+        "meta": {**meta, "gates_file": str(gates_path) if gates_path else None},
+    }
+    if baseline:
+        summary["baseline"] = baseline
+    write_run(out, summary=summary, results=results, spans=spans, html=render_report(summary, results, spans))
+    return summary
+
+
+def _print_outcome(summary: Mapping[str, Any], out: Path, results: Sequence[ScenarioResult],
+                   echo: Callable[[str], None]) -> int:
+    for r in results:
+        if r.status != "passed":
+            echo(f"{r.status.upper()}: {r.scenario} [{r.strategy}]: {r.error or '; '.join(r.failures)}")
+    for strategy, block in summary["strategies"].items():
+        m, c = block["metrics"], block["scenarios"]
+        echo(f"{strategy}: {c['passed']}/{c['total']} scenarios passed; recall P={m.get('recall.precision')} "
+             f"R={m.get('recall.recall')} F1={m.get('recall.f1')} MRR={m.get('recall.mrr')}; "
+             f"residual duplicates {m.get('dedupe.residual_duplicates')}; retention {m.get('dedupe.retention')}")
+    failed = [g for g in summary["gates"] if not g["passed"]]
+    for g in failed:
+        echo(f"GATE FAILED: {g['name']} (value {g['value']}) {g.get('detail', '')}".rstrip())
+    echo(f"wrote {out}/report.html")
+    if any(r.status == "error" for r in results):
+        return 2
+    return 1 if failed else 0
+
+
+def _progress(total: int) -> tuple[Callable[[ScenarioResult], None], Callable[[], None]]:
+    if sys.stderr.isatty():
+        from rich.progress import Progress
+
+        bar = Progress(transient=True)
+        task = bar.add_task("replaying", total=total)
+        bar.start()
+        return (lambda r: bar.advance(task)), bar.stop
+    done = [0]
+
+    def line(r: ScenarioResult) -> None:
+        done[0] += 1
+        print(f"[{done[0]}/{total}] {r.status:6} {r.scenario} [{r.strategy}]", file=sys.stderr)
+
+    return line, lambda: None
+
+
+def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    paths = args.paths or [DEFAULT_SCENARIOS]
+    scenarios = load_all(paths)
+    if not scenarios:
+        raise HarnessError(f"no scenario files under {', '.join(map(str, paths))}")
+    strategies = tuple(s.strip() for s in args.strategy.split(",") if s.strip())
+    suite_dir = paths[0] if paths[0].is_dir() else paths[0].parent
+    cassettes = args.cassettes or suite_dir / "cassettes"
+    model = None
+    if "model" in strategies:
+        mode: Mode = "record" if args.record else "live" if args.live else "replay"
+        model = ModelSpec(cassettes, mode, args.model or environ.get("MEMHARNESS_MODEL"), args.api_base, args.timeout_scale)
+        model.resolved_model()
+    gates_path = args.gates or (None if args.no_gates or not (suite_dir / "gates.toml").exists() else suite_dir / "gates.toml")
+    if gates_path is not None:
+        load_gates(gates_path)  # fail fast, before replaying anything
+    config = RunConfig(strategies, model, args.jobs, args.shard, args.system, dict(environ))
+    n = len(scenarios) if args.shard is None else len([s for k, s in enumerate(sorted(scenarios, key=lambda s: s.id))
+                                                       if k % args.shard[1] == args.shard[0] - 1])
+    advance, stop = _progress(n * len(strategies))
+    try:
+        run = run_suite(scenarios, config, progress=advance)
+    finally:
+        stop()
+    meta = {"strategies": list(strategies), "scenarios": n, "jobs": args.jobs,
+            "shard": f"{args.shard[0]}/{args.shard[1]}" if args.shard else None,
+            "model": model.resolved_model() if model else None, "model_mode": model.mode if model else None,
+            "cassettes": str(cassettes) if model else None, "cassette_entries": run.cassette_entries or None}
+    summary = finish_run(args.out, run.results, run.spans, strategies, gates_path=gates_path,
+                         baseline_dir=args.baseline, meta=_meta(meta))
+    return _print_outcome(summary, args.out, run.results, print)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    scenarios = load_all(args.paths)
+    print(f"{len(scenarios)} scenario(s) valid")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    summary, results, spans = read_run(args.run_dir)
+    target = args.output or args.run_dir / "report.html"
+    from harness.outputs import atomic_write
+
+    atomic_write(target, render_report(summary, results, spans))
+    print(f"wrote {target}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    _, cand, _ = read_run(args.cand)
+    info = _baseline(args.base, cand)
+    for c in info["comparisons"]:
+        print(f"{c['b']:10} {c['metric']:17} base {c['mean_a']:.3f} cand {c['mean_b']:.3f} delta {c['delta']:+.4f} "
+              f"95% CI [{c['ci95'][0]:+.4f}, {c['ci95'][1]:+.4f}] p={c['p_value']:.3g} W/T/L "
+              f"{c['wins']}/{c['ties']}/{c['losses']} McNemar p={c['mcnemar_p']:.3g} n={c['n']}")
+    print(f"{len(info['changed'])} changed probe(s)")
+    for row in info["changed"]:
+        print(f"  {row['scenario']} step {row['step']} [{row['strategy']}] {row['query']!r}: "
+              f"{row['selected_base']} -> {row['selected_cand']} (F1 {row['f1_base']} -> {row['f1_cand']})")
+    failed = False
+    if args.gates:
+        gates = [g for g in load_gates(args.gates) if g.max_drop is not None and g.vs == "baseline"]
+        summary_like = {"strategies": {s: {} for s in {c["b"] for c in info["comparisons"]}}, "comparisons": []}
+        for g in evaluate(gates, summary_like, baseline_comparisons=info["comparisons"]):
+            print(f"gate {g.gate.label}: {'pass' if g.passed else 'FAIL'} {g.detail}")
+            failed |= not g.passed
+    if args.max_drop is not None:
+        for c in info["comparisons"]:
+            if c["metric"] == "recall.f1" and c["ci95"][1] < -args.max_drop:
+                print(f"REGRESSION: {c['b']} recall.f1 drops {c['delta']:+.4f} (CI upper {c['ci95'][1]:+.4f} "
+                      f"< -{args.max_drop})")
+                failed = True
+    return 1 if failed else 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    results, spans, strategies = [], [], []
+    metas = []
+    for shard in args.shards:
+        summary, res, sp = read_run(shard)
+        results += res
+        spans += sp
+        metas.append(summary.get("meta", {}))
+        strategies += [s for s in summary["strategies"] if s not in strategies]
+    results.sort(key=lambda r: (r.scenario, strategies.index(r.strategy)))
+    summary = finish_run(args.out, results, spans, strategies, gates_path=args.gates, baseline_dir=None,
+                         meta=_meta({"merged_from": [str(s) for s in args.shards]}))
+    return _print_outcome(summary, args.out, results, print)
+
+
+def cmd_cassettes(args: argparse.Namespace) -> int:
+    from harness.cassette import Cassette
+
+    cassette = Cassette.open(args.directory)
+    stale = list(cassette.stale())
+    print(f"{len(cassette)} entries in {args.directory}; {len(stale)} recorded with a prompt that has changed since")
+    for entry, changes in stale:
+        print(f"  {entry['key'][:16]} {entry['purpose']} ({entry.get('scenario')} step {entry.get('step')}): "
+              + "; ".join(changes))
+    return 1 if stale else 0
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Entry point: returns the exit code (0 ok, 1 gate/regression failure, 2 usage or scenario error)."""
+    env = os.environ if environ is None else environ
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "run":
+            return cmd_run(args, env)
+        if args.command == "validate":
+            return cmd_validate(args)
+        if args.command == "report":
+            return cmd_report(args)
+        if args.command == "compare":
+            return cmd_compare(args)
+        if args.command == "merge":
+            return cmd_merge(args)
+        return cmd_cassettes(args)
+    except HarnessError as exc:
+        print(f"memharness: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("memharness: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the CLI boundary: one line, no traceback unless asked for
+        if env.get("MEMHARNESS_DEBUG"):
+            raise
+        print(f"memharness: internal error: {type(exc).__name__}: {exc} (set MEMHARNESS_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Which gold facts a doc or an entry covers (DESIGN §2 semantics), and the per-probe metric formulas (§5)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from harness.scenario import Fact
+from memory_core.entries import parse_entries
+from memory_core.topic import TopicDoc
+
+
+def _contains_all(text: str, phrases: Iterable[str]) -> bool:
+    low = text.lower()
+    return all(p.lower() in low for p in phrases)
+
+
+def doc_covers(doc: TopicDoc, facts: Mapping[str, Fact], seeded: Mapping[str, frozenset[str]]) -> frozenset[str]:
+    """Facts whose phrases all occur in name + description + body, plus the facts the doc was seeded with."""
+    text = " ".join((doc.title, doc.description, doc.body))
+    found = {fid for fid, f in facts.items() if _contains_all(text, f.match)}
+    return frozenset(found | seeded.get(doc.relative_path, frozenset()))
+
+
+def entry_coverage(docs: Sequence[TopicDoc], facts: Mapping[str, Fact],
+                   seeded: Mapping[str, frozenset[str]]) -> dict[str, int]:
+    """How many entries cover each fact (spec §2.2 entries; the seeded rule for single-entry docs)."""
+    counts = dict.fromkeys(facts, 0)
+    for doc in docs:
+        entries = parse_entries(doc.body)
+        for entry in entries:
+            text = " ".join(p for p in (entry.summary, entry.why, entry.how_to_apply) if p)
+            covered = {fid for fid, f in facts.items() if _contains_all(text, f.match)}
+            if len(entries) == 1:
+                covered |= seeded.get(doc.relative_path, frozenset())
+            for fid in covered:
+                counts[fid] += 1
+    return counts
+
+
+def covered_facts(docs: Sequence[TopicDoc], facts: Mapping[str, Fact],
+                  seeded: Mapping[str, frozenset[str]]) -> frozenset[str]:
+    """Facts covered by any doc."""
+    out: set[str] = set()
+    for doc in docs:
+        out |= doc_covers(doc, facts, seeded)
+    return frozenset(out)
+
+
+def recall_metrics(selected: Sequence[frozenset[str]], expected: frozenset[str], *, k: int,
+                   relevant_in_store: int) -> dict[str, float | None]:
+    """precision, recall, f1, mrr, ndcg@k (binary gains) and abstention for one recall probe (DESIGN §5).
+
+    ``selected`` holds the facts each selected doc covers, in rank order. mrr and ndcg are None when nothing is
+    expected (they are undefined there); abstention is None when something is expected.
+    """
+    hits = [bool(c & expected) for c in selected]
+    precision = sum(hits) / len(selected) if selected else 1.0
+    found = set().union(*selected) & expected if selected else set()
+    recall = len(found) / len(expected) if expected else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    metrics: dict[str, float | None] = {"precision": precision, "recall": recall, "f1": f1}
+    if expected:
+        first = next((i for i, h in enumerate(hits) if h), None)
+        metrics["mrr"] = 1.0 / (first + 1) if first is not None else 0.0
+        dcg = sum(1.0 / math.log2(i + 2) for i, h in enumerate(hits[:k]) if h)
+        ideal_n = min(k, max(relevant_in_store, 1))
+        idcg = sum(1.0 / math.log2(i + 2) for i in range(ideal_n))
+        metrics["ndcg"] = dcg / idcg if idcg else 0.0
+        metrics["abstention"] = None
+    else:
+        metrics["mrr"] = None
+        metrics["ndcg"] = None
+        metrics["abstention"] = 1.0 if not selected else 0.0
+    return metrics

@@ -1,0 +1,140 @@
+"""CI gates (DESIGN §6): absolute thresholds per strategy and metric, and CI-aware regression gates."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from harness.errors import GateFileError
+
+GATE_KEYS: Final = frozenset({"metric", "strategy", "min", "max", "max_drop", "vs", "name"})
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """One gate: ``min``/``max`` on a metric, or ``max_drop`` against a baseline run or another strategy."""
+
+    metric: str
+    strategy: str | None = None
+    min: float | None = None
+    max: float | None = None
+    max_drop: float | None = None
+    vs: str | None = None
+    """``baseline`` or a strategy name (for ``max_drop``)."""
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        who = f"{self.strategy} " if self.strategy else ""
+        if self.max_drop is not None:
+            return f"{who}{self.metric} drop vs {self.vs} <= {self.max_drop}"
+        parts = []
+        if self.min is not None:
+            parts.append(f">= {self.min}")
+        if self.max is not None:
+            parts.append(f"<= {self.max}")
+        return f"{who}{self.metric} {' and '.join(parts)}"
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    gate: Gate
+    passed: bool
+    value: float | None
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.gate.label, "passed": self.passed, "value": self.value, "detail": self.detail,
+                "metric": self.gate.metric, "strategy": self.gate.strategy}
+
+
+def load_gates(path: Path) -> list[Gate]:
+    """Parse a gates TOML file (``[[gate]]`` tables); errors name the file and the gate."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise GateFileError(f"{path}: cannot read gates file ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise GateFileError(f"{path}: invalid TOML ({exc})") from None
+    unknown = set(data) - {"gate"}
+    if unknown:
+        raise GateFileError(f"{path}: unknown top-level key {sorted(unknown)[0]!r}; expected [[gate]] tables")
+    gates = []
+    for i, raw in enumerate(data.get("gate", [])):
+        where = f"{path}: gate {i + 1}"
+        extra = set(raw) - GATE_KEYS
+        if extra:
+            raise GateFileError(f"{where}: unknown key {sorted(extra)[0]!r}; expected {', '.join(sorted(GATE_KEYS))}")
+        if not isinstance(raw.get("metric"), str):
+            raise GateFileError(f"{where}: 'metric' must be a string like \"recall.precision\"")
+        for key in ("min", "max", "max_drop"):
+            if key in raw and (not isinstance(raw[key], (int, float)) or isinstance(raw[key], bool)):
+                raise GateFileError(f"{where}: {key!r} must be a number, got {raw[key]!r}")
+        if "max_drop" in raw:
+            if not isinstance(raw.get("vs"), str):
+                raise GateFileError(f"{where}: 'max_drop' needs vs = \"baseline\" or a strategy name")
+        elif "min" not in raw and "max" not in raw:
+            raise GateFileError(f"{where}: expected 'min', 'max' or 'max_drop'")
+        gates.append(Gate(raw["metric"], raw.get("strategy"), _f(raw.get("min")), _f(raw.get("max")),
+                          _f(raw.get("max_drop")), raw.get("vs"), raw.get("name")))
+    return gates
+
+
+def _f(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _value(summary: Mapping[str, Any], strategy: str, metric: str) -> float | None:
+    block = summary["strategies"].get(strategy)
+    if block is None:
+        return None
+    if metric.startswith("scenarios."):
+        return float(block["scenarios"].get(metric.split(".", 1)[1], math.nan))
+    value = block["metrics"].get(metric)
+    return None if value is None else float(value)
+
+
+def evaluate(gates: Sequence[Gate], summary: Mapping[str, Any], *,
+             baseline_comparisons: Sequence[Mapping[str, Any]] = ()) -> list[GateResult]:
+    """Evaluate every gate (a gate without ``strategy`` applies to each strategy of the run)."""
+    out: list[GateResult] = []
+    strategies = list(summary["strategies"])
+    for gate in gates:
+        targets = [gate.strategy] if gate.strategy else strategies
+        for strategy in targets:
+            bound = Gate(gate.metric, strategy, gate.min, gate.max, gate.max_drop, gate.vs, gate.name)
+            if gate.max_drop is not None:
+                out.append(_regression(bound, summary, baseline_comparisons))
+                continue
+            value = _value(summary, strategy, gate.metric)
+            if value is None or math.isnan(value):
+                out.append(GateResult(bound, passed=False, value=None, detail=f"no value for {gate.metric} in strategy {strategy}"))
+                continue
+            ok = (gate.min is None or value >= gate.min) and (gate.max is None or value <= gate.max)
+            out.append(GateResult(bound, passed=ok, value=round(value, 6)))
+    return out
+
+
+def _regression(gate: Gate, summary: Mapping[str, Any], baseline: Sequence[Mapping[str, Any]]) -> GateResult:
+    """Fires only when the whole 95% CI of (candidate − reference) lies below −max_drop."""
+    assert gate.max_drop is not None
+    if gate.vs == "baseline":
+        rows = [c for c in baseline if c["metric"] == gate.metric and c["b"] == gate.strategy]
+    else:
+        rows = [c for c in summary.get("comparisons", []) if c["metric"] == gate.metric and c["a"] == gate.vs
+                and c["b"] == gate.strategy]
+    if not rows:
+        if gate.vs == gate.strategy:
+            return GateResult(gate, passed=True, value=None, detail="compared with itself")
+        return GateResult(gate, passed=False, value=None, detail=f"no paired comparison for {gate.metric} vs {gate.vs} (pass --baseline?)")
+    row = rows[0]
+    low, high = row["ci95"]
+    fired = high < -gate.max_drop
+    return GateResult(gate, passed=not fired, value=round(row["delta"], 6),
+                      detail=f"delta {row['delta']:+.4f}, 95% CI [{low:+.4f}, {high:+.4f}], n={row['n']}, p={row['p_value']:.3g}")

@@ -1,0 +1,143 @@
+"""Provider wiring for the CLI (the only place that reads ``OTEL_*``), and the OTLP-JSON lines span exporter."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, ConsoleLogRecordExporter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+
+from harness import semconv as sc
+from harness.telemetry import DeterministicIds, Telemetry
+
+log = logging.getLogger("memharness.otel")
+_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+
+
+def _hex_ids(node: Any) -> Any:
+    """OTLP/JSON wants hex trace and span ids; protobuf's JSON mapping gives base64."""
+    if isinstance(node, dict):
+        return {k: (base64.b64decode(v).hex() if k in _ID_FIELDS and isinstance(v, str) else _hex_ids(v))
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_hex_ids(v) for v in node]
+    return node
+
+
+def span_to_otlp_json(span: ReadableSpan) -> dict[str, Any]:
+    """One span as an OTLP-JSON ``ExportTraceServiceRequest`` object (resource and scope included)."""
+    return _hex_ids(MessageToDict(encode_spans([span])))  # type: ignore[no-any-return]
+
+
+@dataclass
+class JsonLinesSpanExporter(SpanExporter):
+    """Keeps every finished span as an OTLP-JSON object (one per line when written)."""
+
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            encoded = [span_to_otlp_json(s) for s in spans]
+        except Exception:
+            log.warning("telemetry: could not encode spans", exc_info=True)
+            return SpanExportResult.FAILURE
+        with self._lock:
+            self.lines.extend(encoded)
+        return SpanExportResult.SUCCESS
+
+    def take(self) -> list[dict[str, Any]]:
+        """Return and forget the spans kept so far."""
+        with self._lock:
+            out, self.lines = self.lines, []
+        return out
+
+    def shutdown(self) -> None:
+        return None
+
+
+@dataclass
+class TelemetrySetup:
+    """Providers, the JSONL exporter, and a ``Telemetry`` over them."""
+
+    telemetry: Telemetry
+    jsonl: JsonLinesSpanExporter
+    readers: list[MetricReader]
+
+    def shutdown(self) -> None:
+        """Flush and shut down every provider; failures are logged, never raised."""
+        for provider in (self.telemetry.tracer_provider, self.telemetry.meter_provider,
+                         self.telemetry.logger_provider):
+            try:
+                provider.shutdown()
+            except Exception:
+                log.warning("telemetry: shutdown failed", exc_info=True)
+
+
+def _otlp_exporters(environ: Mapping[str, str]) -> tuple[SpanExporter | None, Any, Any]:
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter(), OTLPMetricExporter(), OTLPLogExporter()
+
+
+def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequence[SpanExporter] = (),
+                    metric_readers: Sequence[MetricReader] = ()) -> TelemetrySetup:
+    """Providers from the standard ``OTEL_*`` variables, plus the always-on JSONL span exporter.
+
+    ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` / ``OTEL_LOGS_EXPORTER`` take ``otlp``, ``console`` or
+    ``none``; setting ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or the per-signal endpoint) turns on OTLP/HTTP for traces.
+    """
+    resource = Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME", "memharness")})
+    ids = DeterministicIds()
+    tracer_provider = TracerProvider(resource=resource, id_generator=ids)
+    jsonl = JsonLinesSpanExporter()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(jsonl))
+    for exporter in extra_span_exporters:
+        tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    traces = environ.get("OTEL_TRACES_EXPORTER", "otlp" if endpoint else "none")
+    metrics_kind = environ.get("OTEL_METRICS_EXPORTER", "otlp" if endpoint else "none")
+    logs_kind = environ.get("OTEL_LOGS_EXPORTER", "otlp" if endpoint else "none")
+    readers = list(metric_readers)
+    logger_provider = LoggerProvider(resource=resource)
+    try:
+        if "otlp" in (traces, metrics_kind, logs_kind):
+            span_exp, metric_exp, log_exp = _otlp_exporters(environ)
+            if traces == "otlp" and span_exp is not None:
+                tracer_provider.add_span_processor(BatchSpanProcessor(span_exp))
+            if metrics_kind == "otlp":
+                readers.append(PeriodicExportingMetricReader(metric_exp))
+            if logs_kind == "otlp":
+                logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exp))
+        if traces == "console":
+            tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+        if metrics_kind == "console":
+            readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
+        if logs_kind == "console":
+            logger_provider.add_log_record_processor(BatchLogRecordProcessor(ConsoleLogRecordExporter()))
+    except Exception as exc:  # a broken exporter configuration must not stop the run
+        log.warning("telemetry: exporter setup failed (%s); continuing with the JSONL file only", exc)
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    capture = environ.get(sc.CAPTURE_ENV, "").strip().lower() in ("1", "true", "yes")
+    telemetry = Telemetry(tracer_provider, meter_provider, logger_provider, capture_content=capture, ids=ids)
+    return TelemetrySetup(telemetry, jsonl, readers)

@@ -1,0 +1,156 @@
+"""Run a suite: scenarios × strategies, serially, in parallel processes (``--jobs``) or as one shard of N."""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.cassette import Cassette, CassetteModel, Mode, read_meta
+from harness.errors import HarnessError
+from harness.otel_setup import TelemetrySetup, build_telemetry
+from harness.replay import MODEL_STRATEGIES, ProbeContext, ScenarioResult, SystemFactory, reference_factory, replay
+from harness.scenario import Scenario
+from memory_core.litellm_model import LiteLLMModel
+from memory_core.model import Model
+
+KNOWN_STRATEGIES = ("heuristic", "model")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How the ``model`` strategy reaches a model."""
+
+    cassettes: Path
+    mode: Mode = "replay"
+    model: str | None = None
+    api_base: str | None = None
+    timeout_scale: float = 1.0
+
+    def resolved_model(self) -> str:
+        """``--model``, else the model named in the cassette's metadata."""
+        name = self.model or read_meta(self.cassettes).get("model")
+        if not name:
+            raise HarnessError(f"no model named: pass --model MODEL (no cassette-meta.json in {self.cassettes})")
+        return str(name)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    strategies: tuple[str, ...]
+    model: ModelSpec | None = None
+    jobs: int = 1
+    shard: tuple[int, int] | None = None
+    system: str | None = None
+    """``package.module:factory`` of a custom system under test."""
+    environ: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SuiteRun:
+    results: list[ScenarioResult]
+    spans: list[dict[str, Any]]
+    cassette_entries: int = 0
+
+
+def load_factory(spec: str | None) -> SystemFactory:
+    """Import ``module:attr`` as the system factory (default: the reference core)."""
+    if not spec:
+        return reference_factory
+    module, _, attr = spec.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attr or "factory")
+    except (ImportError, AttributeError) as exc:
+        raise HarnessError(f"--system {spec}: cannot import ({exc})") from None
+    return factory  # type: ignore[no-any-return]
+
+
+def select_shard(scenarios: Sequence[Scenario], shard: tuple[int, int] | None) -> list[Scenario]:
+    """Scenarios of shard I of N (1-based), by position in id order."""
+    ordered = sorted(scenarios, key=lambda s: s.id)
+    if shard is None:
+        return ordered
+    i, n = shard
+    return [s for k, s in enumerate(ordered) if k % n == i - 1]
+
+
+class _Worker:
+    """Per-process state: telemetry providers, the model, the system factory."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.setup: TelemetrySetup = build_telemetry(config.environ)
+        self.factory = load_factory(config.system)
+        self.context = ProbeContext()
+        self.model: Model | None = None
+        if config.model is not None and any(s in MODEL_STRATEGIES for s in config.strategies):
+            spec = config.model
+            name = spec.resolved_model()
+            inner = LiteLLMModel(name, api_base=spec.api_base, timeout_scale=spec.timeout_scale) \
+                if spec.mode != "replay" else None
+            self.cassette = Cassette.open(spec.cassettes)
+            self.model = CassetteModel(self.cassette, name, spec.mode, inner, self.context)
+
+    def run(self, scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
+        results = []
+        for strategy in self.config.strategies:
+            model = self.model if strategy in MODEL_STRATEGIES else None
+            if strategy in MODEL_STRATEGIES and model is None:
+                raise HarnessError(f"strategy {strategy!r} needs a model: pass --cassettes DIR (replay) or --model")
+            results.append(replay(scenario, strategy=strategy, telemetry=self.setup.telemetry, model=model,
+                                  context=self.context, system_factory=self.factory))
+        return results, self.setup.jsonl.take()
+
+
+_WORKER: _Worker | None = None
+
+
+def _init(config: RunConfig) -> None:
+    global _WORKER
+    _WORKER = _Worker(config)
+    atexit.register(_WORKER.setup.shutdown)  # flush OTLP exporters when the pool's process exits
+
+
+def _task(scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
+    assert _WORKER is not None
+    return _WORKER.run(scenario)
+
+
+def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
+              progress: Callable[[ScenarioResult], None] | None = None) -> SuiteRun:
+    """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order."""
+    for strategy in config.strategies:
+        if strategy not in KNOWN_STRATEGIES:
+            raise HarnessError(f"unknown strategy {strategy!r}; expected one of {', '.join(KNOWN_STRATEGIES)}")
+    selected = select_shard(scenarios, config.shard)
+    results: list[ScenarioResult] = []
+    spans: list[dict[str, Any]] = []
+    jobs = 1 if config.model is not None and config.model.mode == "record" else max(1, config.jobs)
+    if jobs == 1:
+        worker = _Worker(config)
+        try:
+            for scenario in selected:
+                out, sp = worker.run(scenario)
+                results += out
+                spans += sp
+                for r in out:
+                    if progress:
+                        progress(r)
+        finally:
+            worker.setup.shutdown()
+        entries = len(worker.cassette) if config.model is not None and worker.model is not None else 0
+        return SuiteRun(results, spans, entries)
+    with ProcessPoolExecutor(max_workers=min(jobs, os.cpu_count() or 1, len(selected) or 1), initializer=_init,
+                             initargs=(config,)) as pool:
+        for out, sp in pool.map(_task, selected):
+            results += out
+            spans += sp
+            for r in out:
+                if progress:
+                    progress(r)
+    return SuiteRun(results, spans)

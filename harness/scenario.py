@@ -1,0 +1,133 @@
+"""Scenario format v1 (DESIGN §2): records for facts, seeded memories and steps."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Literal
+
+TurnKind = Literal["user", "assistant", "tool_write"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A gold fact planted in the conversation."""
+
+    id: str
+    type: str
+    match: tuple[str, ...]
+    """Phrases that must all appear (case-insensitive) for a doc or entry to cover the fact."""
+
+
+@dataclass(frozen=True, slots=True)
+class SeedMemory:
+    """A topic file present before step 1."""
+
+    path: str
+    type: str = "user"
+    name: str = ""
+    description: str = ""
+    body: str = ""
+    facts: tuple[str, ...] = ()
+    age: timedelta = timedelta(0)
+    raw: str | None = None
+    """Exact file text (for malformed or CRLF files); overrides name/description/type/body."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    kind: TurnKind
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStep:
+    session: str
+    turns: tuple[Turn, ...]
+    extract: bool = True
+    expect_status: str | None = None
+    expect_reason: str | None = None
+    queued_behind: bool = False
+    """Schedule this extraction while the previous one is still running (a trailing request, spec §5.2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdvanceStep:
+    delta: timedelta
+
+
+@dataclass(frozen=True, slots=True)
+class DreamStep:
+    force: bool = False
+    expect_status: str | None = None
+    expect_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallStep:
+    query: str
+    expect: tuple[str, ...] = ()
+    k: int = 5
+    require: dict[str, float] = field(default_factory=dict)
+    exclude_surfaced: bool = False
+    """Exclude docs surfaced by earlier recall steps of this scenario (spec §7.1)."""
+    prompt_contains: tuple[str, ...] = ()
+    strategy: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetStep:
+    query: str
+    expect_removed: tuple[str, ...] = ()
+    strategy: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckStep:
+    facts_present: tuple[str, ...] = ()
+    facts_absent: tuple[str, ...] = ()
+    index_within_limits: bool | None = None
+    max_entries_per_fact: int | None = None
+    files_present: tuple[str, ...] = ()
+    files_absent: tuple[str, ...] = ()
+    index_contains: tuple[str, ...] = ()
+    index_lines: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LockStep:
+    """Plant a consolidation lock (extension): held by a live process (this one) or a dead PID, aged."""
+
+    pid: Literal["live", "dead", "none"] = "live"
+    age: timedelta = timedelta(0)
+
+
+Step = SessionStep | AdvanceStep | DreamStep | RecallStep | ForgetStep | CheckStep | LockStep
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    id: str
+    path: Path
+    description: str
+    tags: tuple[str, ...]
+    clock: datetime
+    facts: dict[str, Fact]
+    memories: tuple[SeedMemory, ...]
+    steps: tuple[Step, ...]
+    step_lines: tuple[int, ...] = ()
+    """YAML line of each step, for messages."""
+    strategy_overrides: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        """A short hash of the scenario content (reported as ``memory.scenario.hash``)."""
+        payload = json.dumps(
+            {"facts": {k: asdict(v) for k, v in self.facts.items()}, "memories": [asdict(m) for m in self.memories],
+             "steps": [repr(s) for s in self.steps], "clock": self.clock.isoformat()},
+            sort_keys=True, default=str,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]

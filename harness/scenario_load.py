@@ -1,0 +1,371 @@
+"""Load and validate scenario YAML; every problem is reported as ``file:line: field: what was expected``."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import yaml
+
+from harness.errors import ScenarioError
+from harness.scenario import (
+    AdvanceStep,
+    CheckStep,
+    DreamStep,
+    Fact,
+    ForgetStep,
+    LockStep,
+    RecallStep,
+    Scenario,
+    SeedMemory,
+    SessionStep,
+    Step,
+    Turn,
+)
+
+TYPES: Final = ("user", "feedback", "project", "reference")
+DREAM_STATUSES: Final = ("updated", "noop", "skipped", "failed")
+DREAM_REASONS: Final = ("disabled", "same_session", "min_hours", "scan_throttled", "min_sessions", "locked", "running")
+EXTRACT_STATUSES: Final = ("completed", "skipped", "failed")
+EXTRACT_REASONS: Final = ("memory_tool", "queued", "already_running")
+_DURATION: Final = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+T = TypeVar("T")
+
+
+class _Ctx:
+    """Where we are: the file, for messages."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, node: yaml.Node | None, field: str, expected: str) -> ScenarioError:
+        line = node.start_mark.line + 1 if node is not None else 1
+        return ScenarioError(f"{self.path}:{line}: {field}: {expected}")
+
+    def mapping(self, node: yaml.Node, field: str, allowed: Iterable[str]) -> dict[str, yaml.Node]:
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, field, f"expected a mapping, got {_kind(node)}")
+        out: dict[str, yaml.Node] = {}
+        allowed_set = set(allowed)
+        for key_node, value in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key not in allowed_set:
+                raise self.fail(key_node, f"{field}.{key}" if field else str(key),
+                                f"unknown key; expected one of {', '.join(sorted(allowed_set))}")
+            if key in out:
+                raise self.fail(key_node, f"{field}.{key}" if field else key, "duplicate key")
+            out[key] = value
+        return out
+
+    def scalar(self, node: yaml.Node, field: str) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, field, f"expected a scalar, got {_kind(node)}")
+        return yaml.safe_load(yaml.serialize(node))
+
+    def string(self, node: yaml.Node, field: str, *, choices: Iterable[str] | None = None) -> str:
+        value = self.scalar(node, field)
+        if not isinstance(value, str):
+            raise self.fail(node, field, f"expected a string, got {value!r}")
+        options = tuple(choices) if choices is not None else None
+        if options is not None and value not in options:
+            raise self.fail(node, field, f"expected one of {', '.join(options)}, got {value!r}")
+        return value
+
+    def text(self, node: yaml.Node, field: str) -> str:
+        value = self.scalar(node, field)
+        if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+            raise self.fail(node, field, f"expected text, got {value!r}")
+        return str(value)
+
+    def boolean(self, node: yaml.Node, field: str) -> bool:
+        value = self.scalar(node, field)
+        if not isinstance(value, bool):
+            raise self.fail(node, field, f"expected true or false, got {value!r}")
+        return value
+
+    def integer(self, node: yaml.Node, field: str, *, minimum: int = 0) -> int:
+        value = self.scalar(node, field)
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise self.fail(node, field, f"expected an integer ≥ {minimum}, got {value!r}")
+        return value
+
+    def number(self, node: yaml.Node, field: str) -> float:
+        value = self.scalar(node, field)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+            raise self.fail(node, field, f"expected a number from 0 to 1, got {value!r}")
+        return float(value)
+
+    def seq(self, node: yaml.Node, field: str, item: Callable[[yaml.Node, str], T]) -> list[T]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.fail(node, field, f"expected a list, got {_kind(node)}")
+        return [item(child, f"{field}[{i}]") for i, child in enumerate(node.value)]
+
+    def strings(self, node: yaml.Node, field: str) -> tuple[str, ...]:
+        return tuple(self.seq(node, field, self.text))
+
+    def duration(self, node: yaml.Node, field: str) -> timedelta:
+        raw = self.scalar(node, field)
+        m = _DURATION.match(str(raw)) if isinstance(raw, str) else None
+        if m is None:
+            raise self.fail(node, field, f"expected a duration like 30s, 10m, 25h or 3d, got {raw!r}")
+        return timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})
+
+    def fact_ids(self, node: yaml.Node, field: str, facts: dict[str, Fact]) -> tuple[str, ...]:
+        ids = self.strings(node, field)
+        for i, fid in enumerate(ids):
+            if fid not in facts:
+                child = node.value[i] if isinstance(node, yaml.SequenceNode) else node
+                raise self.fail(child, f"{field}[{i}]", f"unknown fact id {fid!r}; declared: {', '.join(facts) or 'none'}")
+        return ids
+
+
+def _kind(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    return repr(node.value)
+
+
+def _clock(ctx: _Ctx, node: yaml.Node) -> datetime:
+    raw = ctx.scalar(node, "clock")
+    if isinstance(raw, datetime):
+        moment = raw
+    else:
+        try:
+            moment = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+        except ValueError:
+            raise ctx.fail(node, "clock", f"expected an ISO timestamp like 2026-03-02T09:00:00Z, got {raw!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _facts(ctx: _Ctx, node: yaml.Node) -> dict[str, Fact]:
+    facts: dict[str, Fact] = {}
+    for fid, value in ctx.mapping(node, "facts", _keys_of(node)).items():
+        fields = ctx.mapping(value, f"facts.{fid}", ("type", "match"))
+        if "type" not in fields or "match" not in fields:
+            raise ctx.fail(value, f"facts.{fid}", "expected both 'type' and 'match'")
+        match = ctx.strings(fields["match"], f"facts.{fid}.match")
+        if not match or not all(m.strip() for m in match):
+            raise ctx.fail(fields["match"], f"facts.{fid}.match", "expected a non-empty list of non-empty phrases")
+        facts[fid] = Fact(fid, ctx.string(fields["type"], f"facts.{fid}.type", choices=TYPES), match)
+    return facts
+
+
+def _keys_of(node: yaml.Node) -> list[str]:
+    return [k.value for k, _ in node.value] if isinstance(node, yaml.MappingNode) else []
+
+
+_MEMORY_KEYS: Final = ("path", "name", "description", "type", "body", "facts", "age", "raw", "repeat")
+
+
+def _memories(ctx: _Ctx, node: yaml.Node, facts: dict[str, Fact]) -> list[SeedMemory]:
+    out: list[SeedMemory] = []
+    for i, item in enumerate(node.value if isinstance(node, yaml.SequenceNode) else [node]):
+        if not isinstance(node, yaml.SequenceNode):
+            raise ctx.fail(node, "memories", "expected a list of memories")
+        f = ctx.mapping(item, f"memories[{i}]", _MEMORY_KEYS)
+        if "path" not in f:
+            raise ctx.fail(item, f"memories[{i}]", "expected a 'path'")
+        path = ctx.text(f["path"], f"memories[{i}].path")
+        norm = posixpath.normpath(path)
+        if path.startswith("/") or norm.startswith("..") or not path.endswith(".md"):
+            raise ctx.fail(f["path"], f"memories[{i}].path", f"expected a relative .md path inside the memory root, got {path!r}")
+        kind = ctx.string(f["type"], f"memories[{i}].type", choices=TYPES) if "type" in f else "user"
+        if "raw" not in f and "type" not in f:
+            raise ctx.fail(item, f"memories[{i}]", "expected 'type' (or 'raw' file text)")
+        seed = SeedMemory(
+            path=path, type=kind,
+            name=ctx.text(f["name"], f"memories[{i}].name") if "name" in f else "",
+            description=ctx.text(f["description"], f"memories[{i}].description") if "description" in f else "",
+            body=ctx.text(f["body"], f"memories[{i}].body") if "body" in f else "",
+            facts=ctx.fact_ids(f["facts"], f"memories[{i}].facts", facts) if "facts" in f else (),
+            age=ctx.duration(f["age"], f"memories[{i}].age") if "age" in f else timedelta(0),
+            raw=ctx.text(f["raw"], f"memories[{i}].raw") if "raw" in f else None,
+        )
+        repeat = ctx.integer(f["repeat"], f"memories[{i}].repeat", minimum=1) if "repeat" in f else None
+        if repeat is None:
+            out.append(seed)
+            continue
+        if "{i}" not in path:
+            raise ctx.fail(f["path"], f"memories[{i}].path", "expected a '{i}' placeholder when 'repeat' is set")
+        for n in range(repeat):
+            out.append(SeedMemory(
+                path.replace("{i}", f"{n:03d}"), seed.type, seed.name.replace("{i}", str(n)),
+                seed.description.replace("{i}", str(n)), seed.body.replace("{i}", str(n)), seed.facts,
+                seed.age + timedelta(seconds=n), seed.raw,
+            ))
+    return out
+
+
+def _turn(ctx: _Ctx, node: yaml.Node, field: str) -> Turn:
+    f = ctx.mapping(node, field, ("user", "assistant", "tool_write"))
+    if len(f) != 1:
+        raise ctx.fail(node, field, "expected exactly one of user, assistant, tool_write")
+    [(kind, value)] = f.items()
+    return Turn(kind, ctx.text(value, f"{field}.{kind}"))  # type: ignore[arg-type]
+
+
+def _step(ctx: _Ctx, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Step:
+    kinds = ("session", "advance", "dream", "recall", "forget", "check", "lock")
+    extra = ("turns", "extract", "expect_extract", "queued_behind")
+    top = ctx.mapping(node, field, (*kinds, *extra))
+    present = [k for k in kinds if k in top]
+    if len(present) != 1:
+        raise ctx.fail(node, field, f"expected exactly one of {', '.join(kinds)}")
+    kind = present[0]
+    if kind != "session" and any(k in top for k in extra):
+        bad = next(k for k in extra if k in top)
+        raise ctx.fail(node, f"{field}.{bad}", f"only allowed on a session step, not on {kind}")
+    value = top[kind]
+    here = f"{field}.{kind}"
+    if kind == "session":
+        status = reason = None
+        if "expect_extract" in top:
+            e = ctx.mapping(top["expect_extract"], f"{field}.expect_extract", ("status", "reason"))
+            if "status" in e:
+                status = ctx.string(e["status"], f"{field}.expect_extract.status", choices=EXTRACT_STATUSES)
+            if "reason" in e:
+                reason = ctx.string(e["reason"], f"{field}.expect_extract.reason", choices=EXTRACT_REASONS)
+        return SessionStep(
+            ctx.text(value, here), tuple(ctx.seq(top["turns"], f"{field}.turns", lambda n, p: _turn(ctx, n, p)))
+            if "turns" in top else (),
+            ctx.boolean(top["extract"], f"{field}.extract") if "extract" in top else True, status, reason,
+            ctx.boolean(top["queued_behind"], f"{field}.queued_behind") if "queued_behind" in top else False,
+        )
+    if kind == "advance":
+        return AdvanceStep(ctx.duration(value, here))
+    if kind == "dream":
+        d = ctx.mapping(value, here, ("force", "expect_status", "expect_reason")) if not _is_null(value) else {}
+        return DreamStep(
+            ctx.boolean(d["force"], f"{here}.force") if "force" in d else False,
+            ctx.string(d["expect_status"], f"{here}.expect_status", choices=DREAM_STATUSES) if "expect_status" in d else None,
+            ctx.string(d["expect_reason"], f"{here}.expect_reason", choices=DREAM_REASONS) if "expect_reason" in d else None,
+        )
+    if kind == "recall":
+        r = ctx.mapping(value, here, ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "strategy"))
+        if "query" not in r:
+            raise ctx.fail(value, here, "expected a 'query'")
+        require: dict[str, float] = {}
+        if "require" in r:
+            for key, v in ctx.mapping(r["require"], f"{here}.require", ("precision", "recall", "f1", "mrr")).items():
+                require[key] = ctx.number(v, f"{here}.require.{key}")
+        return RecallStep(
+            ctx.text(r["query"], f"{here}.query"),
+            ctx.fact_ids(r["expect"], f"{here}.expect", facts) if "expect" in r else (),
+            ctx.integer(r["k"], f"{here}.k", minimum=1) if "k" in r else 5, require,
+            ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
+            ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
+            ctx.text(r["strategy"], f"{here}.strategy") if "strategy" in r else None,
+        )
+    if kind == "forget":
+        f = ctx.mapping(value, here, ("query", "expect_removed", "strategy"))
+        if "query" not in f:
+            raise ctx.fail(value, here, "expected a 'query'")
+        return ForgetStep(
+            ctx.text(f["query"], f"{here}.query"),
+            ctx.fact_ids(f["expect_removed"], f"{here}.expect_removed", facts) if "expect_removed" in f else (),
+            ctx.text(f["strategy"], f"{here}.strategy") if "strategy" in f else None,
+        )
+    if kind == "lock":
+        lk = ctx.mapping(value, here, ("pid", "age"))
+        return LockStep(
+            ctx.string(lk["pid"], f"{here}.pid", choices=("live", "dead", "none")) if "pid" in lk else "live",  # type: ignore[arg-type]
+            ctx.duration(lk["age"], f"{here}.age") if "age" in lk else timedelta(0),
+        )
+    c = ctx.mapping(value, here, ("facts_present", "facts_absent", "index_within_limits", "max_entries_per_fact",
+                                  "files_present", "files_absent", "index_contains", "index_lines"))
+    return CheckStep(
+        ctx.fact_ids(c["facts_present"], f"{here}.facts_present", facts) if "facts_present" in c else (),
+        ctx.fact_ids(c["facts_absent"], f"{here}.facts_absent", facts) if "facts_absent" in c else (),
+        ctx.boolean(c["index_within_limits"], f"{here}.index_within_limits") if "index_within_limits" in c else None,
+        ctx.integer(c["max_entries_per_fact"], f"{here}.max_entries_per_fact", minimum=1)
+        if "max_entries_per_fact" in c else None,
+        ctx.strings(c["files_present"], f"{here}.files_present") if "files_present" in c else (),
+        ctx.strings(c["files_absent"], f"{here}.files_absent") if "files_absent" in c else (),
+        ctx.strings(c["index_contains"], f"{here}.index_contains") if "index_contains" in c else (),
+        ctx.integer(c["index_lines"], f"{here}.index_lines") if "index_lines" in c else None,
+    )
+
+
+def _is_null(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
+
+
+TOP_KEYS: Final = ("id", "description", "tags", "clock", "facts", "memories", "steps", "strategy_overrides")
+
+
+def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
+    """Parse and validate one scenario file; raise ``ScenarioError`` with ``file:line: field: expected``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{path}:1: file: cannot be read ({exc})") from None
+    ctx = _Ctx(path)
+    try:
+        root = yaml.compose(text)
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else 1
+        raise ScenarioError(f"{path}:{line}: yaml: {exc.problem}") from None
+    if root is None:
+        raise ScenarioError(f"{path}:1: scenario: expected a mapping with 'steps', got an empty file")
+    top = ctx.mapping(root, "", TOP_KEYS)
+    if "steps" not in top:
+        raise ctx.fail(root, "steps", "expected a list of steps")
+    facts = _facts(ctx, top["facts"]) if "facts" in top else {}
+    default_id = str(path.relative_to(suite_root).with_suffix("")) if suite_root and path.is_relative_to(suite_root) \
+        else path.stem
+    steps_node = top["steps"]
+    steps = ctx.seq(steps_node, "steps", lambda n, p: _step(ctx, n, p, facts))
+    if not steps:
+        raise ctx.fail(steps_node, "steps", "expected at least one step")
+    overrides: dict[int, str] = {}
+    if "strategy_overrides" in top:
+        node = top["strategy_overrides"]
+        for key, value in ctx.mapping(node, "strategy_overrides", _keys_of(node)).items():
+            if not key.isdigit() or int(key) >= len(steps):
+                raise ctx.fail(value, f"strategy_overrides.{key}", f"expected a step index 0..{len(steps) - 1}")
+            overrides[int(key)] = ctx.text(value, f"strategy_overrides.{key}")
+    tags_node = top.get("tags")
+    return Scenario(
+        id=ctx.text(top["id"], "id") if "id" in top else default_id.replace("\\", "/"),
+        path=path,
+        description=ctx.text(top["description"], "description") if "description" in top else "",
+        tags=ctx.strings(tags_node, "tags") if tags_node is not None else (),
+        clock=_clock(ctx, top["clock"]) if "clock" in top else datetime(2026, 1, 1, tzinfo=UTC),
+        facts=facts,
+        memories=tuple(_memories(ctx, top["memories"], facts)) if "memories" in top else (),
+        steps=tuple(steps),
+        step_lines=tuple(n.start_mark.line + 1 for n in steps_node.value),
+        strategy_overrides=overrides,
+    )
+
+
+def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
+    """``(file, suite root)`` for every ``.yaml``/``.yml`` scenario under ``paths`` (cassettes excluded), sorted."""
+    found: list[tuple[Path, Path]] = []
+    for p in paths:
+        if p.is_dir():
+            files = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and "cassettes" not in f.parts)
+            found += [(f, p) for f in files]
+        elif p.exists():
+            found.append((p, p.parent))
+        else:
+            raise ScenarioError(f"{p}:1: path: no such file or directory")
+    return found
+
+
+def load_all(paths: Iterable[Path]) -> list[Scenario]:
+    """Load every scenario; the first error raises. Duplicate ids are an error."""
+    scenarios = [load_scenario(f, suite_root=root) for f, root in discover(paths)]
+    seen: dict[str, Path] = {}
+    for s in scenarios:
+        if s.id in seen:
+            raise ScenarioError(f"{s.path}:1: id: duplicate scenario id {s.id!r} (also in {seen[s.id]})")
+        seen[s.id] = s.path
+    return scenarios

@@ -1,0 +1,103 @@
+"""Paired statistics for strategy and baseline comparisons: bootstrap CI, exact McNemar, detectable effect."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+import numpy as np
+from scipy import stats as sps
+
+SEED: Final = 20_260_302
+RESAMPLES: Final = 10_000
+Z_975: Final = 1.959963984540054
+Z_80: Final = 0.8416212335729143
+
+
+@dataclass(frozen=True, slots=True)
+class PairedComparison:
+    """``b − a`` on paired probes."""
+
+    a: str
+    b: str
+    metric: str
+    n: int
+    mean_a: float
+    mean_b: float
+    delta: float
+    ci95: tuple[float, float]
+    p_value: float
+    """Two-sided paired sign-flip permutation test (exact when n ≤ 16, else 10,000 resamples, fixed seed)."""
+    wins: int
+    ties: int
+    losses: int
+    mcnemar_b: int
+    """Probes where a succeeded and b did not."""
+    mcnemar_c: int
+    """Probes where b succeeded and a did not."""
+    mcnemar_p: float
+    mde: float
+    """Smallest mean difference detectable at α = 0.05 with 80% power at this n (normal approximation)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ci95"] = list(self.ci95)
+        return out
+
+
+def bootstrap_ci(deltas: Sequence[float], *, seed: int = SEED) -> tuple[float, float]:
+    """Percentile bootstrap 95% CI of the mean of paired deltas (reproducible)."""
+    arr = np.asarray(deltas, dtype=float)
+    if arr.size == 0:
+        return (0.0, 0.0)
+    if np.all(arr == arr[0]):
+        return (float(arr[0]), float(arr[0]))
+    rng = np.random.default_rng(seed)
+    res = sps.bootstrap((arr,), np.mean, confidence_level=0.95, n_resamples=RESAMPLES, method="percentile", rng=rng)
+    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+
+
+def sign_flip_p(deltas: Sequence[float], *, seed: int = SEED) -> float:
+    """Two-sided paired permutation p-value for mean(delta) = 0."""
+    arr = np.asarray(deltas, dtype=float)
+    if arr.size == 0 or np.all(arr == 0):
+        return 1.0
+    res = sps.permutation_test((arr,), np.mean, permutation_type="samples", n_resamples=RESAMPLES,
+                               alternative="two-sided", rng=np.random.default_rng(seed))
+    return float(min(1.0, res.pvalue))
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact (binomial) McNemar p-value on discordant pairs."""
+    if b + c == 0:
+        return 1.0
+    return float(sps.binomtest(min(b, c), b + c, 0.5).pvalue)
+
+
+def minimum_detectable_effect(deltas: Sequence[float], fallback_sd: float) -> float:
+    """(z₀.₉₇₅ + z₀.₈) · sd / √n; uses ``fallback_sd`` when the deltas have no spread yet."""
+    n = len(deltas)
+    if n < 2:
+        return math.inf
+    sd = float(np.std(np.asarray(deltas, dtype=float), ddof=1)) or fallback_sd
+    return (Z_975 + Z_80) * sd / math.sqrt(n)
+
+
+def compare(a_name: str, b_name: str, metric: str, a: Sequence[float], b: Sequence[float],
+            a_ok: Sequence[bool], b_ok: Sequence[bool]) -> PairedComparison:
+    """Paired comparison of two aligned per-probe series."""
+    deltas = [y - x for x, y in zip(a, b, strict=True)]
+    wins = sum(1 for d in deltas if d > 1e-12)
+    losses = sum(1 for d in deltas if d < -1e-12)
+    mc_b = sum(1 for x, y in zip(a_ok, b_ok, strict=True) if x and not y)
+    mc_c = sum(1 for x, y in zip(a_ok, b_ok, strict=True) if y and not x)
+    pooled = float(np.std(np.asarray([*a, *b], dtype=float), ddof=1)) if len(a) > 1 else 0.0
+    mean_a = float(np.mean(a)) if len(a) else 0.0
+    mean_b = float(np.mean(b)) if len(b) else 0.0
+    return PairedComparison(
+        a_name, b_name, metric, len(deltas), mean_a, mean_b, mean_b - mean_a, bootstrap_ci(deltas),
+        sign_flip_p(deltas), wins, len(deltas) - wins - losses, losses, mc_b, mc_c, mcnemar_exact(mc_b, mc_c),
+        minimum_detectable_effect(deltas, pooled or 0.5),
+    )

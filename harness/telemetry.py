@@ -1,0 +1,257 @@
+"""OpenTelemetry for the memory core: spans per operation, ``chat`` spans per model call, metrics, log events.
+
+Providers are injected (no global ``set_*_provider``). Span timestamps follow the scenario's fake clock plus a
+logical microsecond cursor, and trace/span ids come from a generator reseeded per scenario × strategy, so the
+same replay gives the same span tree; real durations are recorded as the ``memory.duration_ms`` attribute.
+Telemetry failures are logged and never fail a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from harness import semconv as sc
+from memory_core.clock import monotonic_ms
+from memory_core.errors import ModelError
+from memory_core.events import DreamEvent, Event, ExtractEvent, ForgetEvent, RecallEvent
+from memory_core.model import Model, ModelReply, ModelRequest
+
+log = logging.getLogger("memharness.telemetry")
+FAILED_STATUSES = frozenset({"failed"})
+
+
+class DeterministicIds(IdGenerator):
+    """Trace and span ids from a PRNG reseeded per scenario × strategy."""
+
+    def __init__(self) -> None:
+        self._rng = random.Random(0)
+
+    def reseed(self, key: str) -> None:
+        """Restart the id sequence from ``key``."""
+        self._rng = random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
+
+    def generate_span_id(self) -> int:
+        return self._rng.getrandbits(64) or 1
+
+    def generate_trace_id(self) -> int:
+        return self._rng.getrandbits(128) or 1
+
+
+def _ns(moment: datetime) -> int:
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+
+
+@dataclass
+class Telemetry:
+    """Spans, metrics and log events for one process; build it with providers (``harness.otel_setup``)."""
+
+    tracer_provider: TracerProvider
+    meter_provider: MeterProvider
+    logger_provider: LoggerProvider
+    capture_content: bool = False
+    ids: DeterministicIds | None = None
+    suite: str = "memharness"
+    _cursor_ns: int = 0
+    _instruments: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tracer = self.tracer_provider.get_tracer("memharness", "0.1.0")
+        meter = self.meter_provider.get_meter("memharness", "0.1.0")
+        self.logger = self.logger_provider.get_logger("memharness", "0.1.0")
+        self._instruments = {
+            "duration": meter.create_histogram(sc.DURATION_METRIC, unit="s", description="Duration of memory "
+                                               "operations and model calls",
+                                               explicit_bucket_boundaries_advisory=sc.DURATION_BUCKETS),
+            "tokens": meter.create_histogram(sc.TOKEN_METRIC, unit="{token}", description="Tokens used by model calls",
+                                             explicit_bucket_boundaries_advisory=sc.TOKEN_BUCKETS),
+            "records": meter.create_histogram(sc.RECALL_RECORDS_METRIC, unit="{record}",
+                                              explicit_bucket_boundaries_advisory=sc.RECORDS_BUCKETS),
+            "candidates": meter.create_histogram(sc.RECALL_CANDIDATES_METRIC, unit="{record}",
+                                                 explicit_bucket_boundaries_advisory=sc.CANDIDATES_BUCKETS),
+            "changes": meter.create_counter(sc.RECORD_CHANGES_METRIC, unit="{record}"),
+        }
+
+    # -- spans -------------------------------------------------------------------------------------------------
+    def _tick(self) -> int:
+        self._cursor_ns += 1000
+        return self._cursor_ns
+
+    @contextlib.contextmanager
+    def scenario(self, *, case: str, strategy: str, digest: str, start: datetime) -> Iterator[Span]:
+        """The root span of one scenario × strategy (``test.case.name``), with a deterministic trace id."""
+        if self.ids is not None:
+            self.ids.reseed(f"{case}|{strategy}")
+        self._cursor_ns = _ns(start)
+        span = self.tracer.start_span(
+            f"scenario {case}", kind=SpanKind.INTERNAL, start_time=self._cursor_ns,
+            attributes={sc.TEST_SUITE_NAME: self.suite, sc.TEST_CASE_NAME: case, sc.MEMORY_SCENARIO_STRATEGY: strategy,
+                        sc.MEMORY_SCENARIO_HASH: digest},
+        )
+        with trace.use_span(span, end_on_exit=False):
+            try:
+                yield span
+            finally:
+                span.end(end_time=self._tick())
+
+    @contextlib.contextmanager
+    def operation(self, op: str, *, step: int, now: datetime, session_id: str = "") -> Iterator[Span]:
+        """One span per memory operation, named by ``gen_ai.operation.name``."""
+        self._cursor_ns = max(self._cursor_ns, _ns(now))
+        name = sc.OPERATION_SPAN[op]
+        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: name, sc.MEMORY_OPERATION: op, sc.MEMORY_STEP: step}
+        if session_id:
+            attrs[sc.GEN_AI_CONVERSATION_ID] = session_id
+        span = self.tracer.start_span(name, kind=SpanKind.INTERNAL, start_time=self._tick(), attributes=attrs)
+        t0 = monotonic_ms()
+        with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            try:
+                yield span
+            except Exception as exc:
+                span.set_attribute(sc.ERROR_TYPE, type(exc).__name__)
+                span.set_status(Status(StatusCode.ERROR, str(exc)))
+                raise
+            finally:
+                span.set_attribute(sc.MEMORY_DURATION_REAL_MS, round(monotonic_ms() - t0, 3))
+                span.end(end_time=self._tick())
+
+    def traced(self, model: Model) -> Model:
+        """Wrap a model so each call is a ``chat {model}`` child span with usage metrics."""
+        return TracedModel(model, self)
+
+    # -- events -> attributes, metrics, logs -------------------------------------------------------------------
+    def emit(self, event: Event) -> None:
+        """EventSink: annotate the current operation span, record metrics and a log event (never raises)."""
+        try:
+            self._emit(event)
+        except Exception:  # telemetry must never fail a run
+            log.warning("telemetry: could not record %s", type(event).__name__, exc_info=True)
+
+    def _emit(self, event: Event) -> None:
+        span = trace.get_current_span()
+        attrs, body, op = _event_attributes(event, capture=self.capture_content)
+        for key, value in attrs.items():
+            span.set_attribute(key, value)
+        status = getattr(event, "status", "completed")
+        metric_attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_SPAN[op], sc.MEMORY_OPERATION: op,
+                                        sc.MEMORY_STATUS: status}
+        if status in FAILED_STATUSES:
+            error = getattr(event, "error", None) or "failed"
+            error_type = error.split(":", 1)[0]
+            span.set_attribute(sc.ERROR_TYPE, error_type)
+            span.set_status(Status(StatusCode.ERROR, error))
+            metric_attrs[sc.ERROR_TYPE] = error_type
+        if isinstance(event, RecallEvent):
+            metric_attrs[sc.MEMORY_RECALL_STRATEGY] = event.strategy
+            self._instruments["records"].record(event.docs_selected, {sc.MEMORY_RECALL_STRATEGY: event.strategy})
+            self._instruments["candidates"].record(event.docs_scanned, {sc.MEMORY_RECALL_STRATEGY: event.strategy})
+        self._instruments["duration"].record(event.duration_ms / 1000, metric_attrs)
+        for change, count in _changes(event):
+            self._instruments["changes"].add(count, {sc.MEMORY_OPERATION: op, "memory.change": change})
+        self.logger.emit(event_name=f"memory.{op}", body=body, attributes={
+            "event.name": event.name, "session.id": event.session_id, **{k: v for k, v in attrs.items()
+                                                                           if not isinstance(v, tuple)}})
+
+
+def _event_attributes(event: Event, *, capture: bool) -> tuple[dict[str, Any], str, str]:
+    common: dict[str, Any] = {sc.MEMORY_STRATEGY: event.strategy}
+    if event.fallback_reason:
+        common[sc.MEMORY_FALLBACK_REASON] = event.fallback_reason
+    if isinstance(event, RecallEvent):
+        attrs = {**common, sc.MEMORY_RECALL_STRATEGY: event.strategy, sc.MEMORY_RECALL_CANDIDATES: event.docs_scanned,
+                 sc.MEMORY_RECALL_QUERY_LENGTH: event.query_length, sc.GEN_AI_MEMORY_RECORD_COUNT: event.docs_selected,
+                 sc.MEMORY_RECALL_RECORD_IDS: event.selected}
+        body = f"Memory recall: strategy={event.strategy}. Selected {event.docs_selected}/{event.docs_scanned} docs."
+        return attrs, body, "recall"
+    if isinstance(event, ForgetEvent):
+        attrs = {**common, sc.MEMORY_FORGET_CANDIDATES: event.candidates,
+                 sc.MEMORY_RECORDS_DELETED: event.removed_entries, sc.GEN_AI_MEMORY_RECORD_COUNT: event.removed_entries,
+                 sc.MEMORY_TOPICS_TOUCHED: event.touched_topics}
+        return attrs, f"Memory forget: removed {event.removed_entries}/{event.candidates} entries.", "forget"
+    topics = ", ".join(event.touched_topics) or "none"
+    attrs = {**common, sc.MEMORY_STATUS: event.status, sc.MEMORY_TRIGGER: event.trigger,
+             sc.MEMORY_TOPICS_TOUCHED: event.touched_topics}
+    if event.skipped_reason:
+        attrs[sc.MEMORY_SKIPPED_REASON] = event.skipped_reason
+    if isinstance(event, ExtractEvent):
+        attrs[sc.MEMORY_PATCHES] = event.patches_count
+        attrs[sc.GEN_AI_MEMORY_RECORD_COUNT] = event.patches_count
+        return attrs, f"Memory extract: {event.status}. Patches: {event.patches_count}. Topics: {topics}.", "extract"
+    assert isinstance(event, DreamEvent)
+    attrs[sc.MEMORY_DREAM_DEDUPED] = event.deduped_entries
+    attrs[sc.GEN_AI_MEMORY_RECORD_COUNT] = event.deduped_entries
+    return attrs, f"Memory dream: {event.status}. Deduped: {event.deduped_entries}. Topics: {topics}.", "dream"
+
+
+def _changes(event: Event) -> list[tuple[str, int]]:
+    if isinstance(event, ForgetEvent) and event.removed_entries:
+        return [("deleted", event.removed_entries)]
+    if isinstance(event, DreamEvent) and event.deduped_entries:
+        return [("deduped", event.deduped_entries)]
+    if isinstance(event, ExtractEvent) and event.patches_count and event.status == "completed":
+        return [("created", event.patches_count)]
+    return []
+
+
+@dataclass
+class TracedModel:
+    """A ``Model`` whose calls become ``chat {model}`` CLIENT spans plus token and duration metrics."""
+
+    inner: Model
+    telemetry: Telemetry
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def query(self, request: ModelRequest) -> ModelReply:
+        t = self.telemetry
+        provider = self.inner.name.split("/", 1)[0] if "/" in self.inner.name else "unknown"
+        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: "chat", sc.GEN_AI_REQUEST_MODEL: self.inner.name,
+                                 sc.GEN_AI_PROVIDER_NAME: provider, sc.MEMORY_LLM_PURPOSE: request.purpose,
+                                 sc.MEMORY_PROMPT_VERSION: request.prompt_version}
+        if t.capture_content:
+            attrs["gen_ai.input.messages"] = json.dumps([{"role": m.role, "content": m.content}
+                                                         for m in request.messages])
+        span = t.tracer.start_span(f"chat {self.inner.name}", kind=SpanKind.CLIENT, start_time=t._tick(),
+                                   attributes=attrs)
+        t0 = monotonic_ms()
+        try:
+            with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+                reply = self.inner.query(request)
+        except ModelError as exc:
+            span.set_attribute(sc.ERROR_TYPE, exc.reason)
+            span.set_status(Status(StatusCode.ERROR, str(exc)))
+            self._safe_metric(monotonic_ms() - t0, attrs, exc.reason, None)
+            raise
+        finally:
+            span.set_attribute(sc.MEMORY_DURATION_REAL_MS, round(monotonic_ms() - t0, 3))
+            span.end(end_time=t._tick())
+        span.set_attributes({sc.GEN_AI_RESPONSE_MODEL: reply.model, sc.GEN_AI_USAGE_INPUT: reply.input_tokens,
+                             sc.GEN_AI_USAGE_OUTPUT: reply.output_tokens, sc.MEMORY_LLM_REPLAYED: reply.replayed})
+        self._safe_metric(reply.latency_ms, attrs, None, reply)
+        return reply
+
+    def _safe_metric(self, ms: float, attrs: dict[str, Any], error: str | None, reply: ModelReply | None) -> None:
+        try:
+            base = {k: attrs[k] for k in (sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_PROVIDER_NAME)}
+            self.telemetry._instruments["duration"].record(ms / 1000, {**base, **({sc.ERROR_TYPE: error} if error else {})})
+            if reply is not None:
+                for kind, count in (("input", reply.input_tokens), ("output", reply.output_tokens)):
+                    self.telemetry._instruments["tokens"].record(count, {**base, sc.GEN_AI_TOKEN_TYPE: kind})
+        except Exception:
+            log.warning("telemetry: could not record model metrics", exc_info=True)
