@@ -48,10 +48,12 @@ class GateResult:
     passed: bool
     value: float | None
     detail: str = ""
+    skipped: bool = False
+    """The gate names a strategy this run did not include."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.gate.label, "passed": self.passed, "value": self.value, "detail": self.detail,
-                "metric": self.gate.metric, "strategy": self.gate.strategy}
+                "metric": self.gate.metric, "strategy": self.gate.strategy, "skipped": self.skipped}
 
 
 def load_gates(path: Path) -> list[Gate]:
@@ -106,6 +108,10 @@ def evaluate(gates: Sequence[Gate], summary: Mapping[str, Any], *,
     out: list[GateResult] = []
     strategies = list(summary["strategies"])
     for gate in gates:
+        if gate.strategy and gate.strategy not in strategies:
+            out.append(GateResult(gate, passed=True, value=None, skipped=True,
+                                  detail=f"skipped: strategy {gate.strategy} is not in this run"))
+            continue
         targets = [gate.strategy] if gate.strategy else strategies
         for strategy in targets:
             bound = Gate(gate.metric, strategy, gate.min, gate.max, gate.max_drop, gate.vs, gate.name)
@@ -114,7 +120,8 @@ def evaluate(gates: Sequence[Gate], summary: Mapping[str, Any], *,
                 continue
             value = _value(summary, strategy, gate.metric)
             if value is None or math.isnan(value):
-                out.append(GateResult(bound, passed=False, value=None, detail=f"no value for {gate.metric} in strategy {strategy}"))
+                detail = f"no value for {gate.metric} in strategy {strategy}"
+                out.append(GateResult(bound, passed=False, value=None, detail=detail))
                 continue
             ok = (gate.min is None or value >= gate.min) and (gate.max is None or value <= gate.max)
             out.append(GateResult(bound, passed=ok, value=round(value, 6)))
@@ -132,7 +139,8 @@ def _regression(gate: Gate, summary: Mapping[str, Any], baseline: Sequence[Mappi
     if not rows:
         if gate.vs == gate.strategy:
             return GateResult(gate, passed=True, value=None, detail="compared with itself")
-        return GateResult(gate, passed=False, value=None, detail=f"no paired comparison for {gate.metric} vs {gate.vs} (pass --baseline?)")
+        detail = f"no paired comparison for {gate.metric} vs {gate.vs} (pass --baseline?)"
+        return GateResult(gate, passed=False, value=None, detail=detail)
     row = rows[0]
     low, high = row["ci95"]
     fired = high < -gate.max_drop

@@ -176,7 +176,8 @@ class _Run:
             return
         t0 = monotonic_ms()
         with self.t.operation("extract", step=i, now=now, session_id=step.session):
-            res = self.system.extract(step.session, now=now, queued_behind=step.queued_behind)
+            res = self.system.extract(step.session, now=now, strategy=self.step_strategy(i, step),
+                                      queued_behind=step.queued_behind)
         ok = self._expect(i, "extract", res, step.expect_status, step.expect_reason)
         self.probe(i, "extract", query=step.session, selected=res.selected, passed=ok, duration_ms=monotonic_ms() - t0,
                    strategy=res.strategy, status=res.status, reason=res.reason, fallback_reason=res.fallback_reason,
@@ -192,12 +193,22 @@ class _Run:
             ok = False
         return ok
 
+    def _expect_strategy(self, i: int, kind: str, res: OpResult, strategy: str | None, fallback: str | None) -> bool:
+        ok = True
+        if strategy is not None and res.strategy != strategy:
+            self.fail(i, kind, f"expected strategy {strategy}, got {res.strategy}")
+            ok = False
+        if fallback is not None and res.fallback_reason != fallback:
+            self.fail(i, kind, f"expected fallback reason {fallback}, got {res.fallback_reason or 'none'}")
+            ok = False
+        return ok
+
     def _dream(self, i: int, step: DreamStep, now: datetime) -> None:
         session = self.sessions[-1] if self.sessions else "dream"
         before = self.covered()
         t0 = monotonic_ms()
         with self.t.operation("dream", step=i, now=now, session_id=session):
-            res = self.system.dream(session, now=now, force=step.force)
+            res = self.system.dream(session, now=now, strategy=self.step_strategy(i, step), force=step.force)
         elapsed = monotonic_ms() - t0
         ok = self._expect(i, "dream", res, step.expect_status, step.expect_reason)
         metrics: dict[str, Any] = {"deduped": res.deduped}
@@ -232,6 +243,10 @@ class _Run:
             if text not in res.prompt:
                 self.fail(i, "recall", f"prompt block does not contain {text!r}")
                 ok = False
+        if step.expect_selected is not None and tuple(res.selected) != step.expect_selected:
+            self.fail(i, "recall", f"selected {list(res.selected)}, expected exactly {list(step.expect_selected)}")
+            ok = False
+        ok &= self._expect_strategy(i, "recall", res, step.expect_strategy, step.expect_fallback)
         self.surfaced += [p for p in res.selected if p not in self.surfaced]
         found = sorted(set().union(*covers) & expected) if covers else []
         self.probe(i, "recall", query=step.query, selected=res.selected, expected=step.expect, covered=tuple(found),
@@ -255,6 +270,7 @@ class _Run:
         if lost:
             self.fail(i, "forget", f"forget also removed facts it should have kept: {', '.join(lost)}")
             ok = False
+        ok &= self._expect_strategy(i, "forget", res, step.expect_strategy, step.expect_fallback)
         removed = sorted(before - after)
         expected = set(step.expect_removed)
         metrics = {"removed_facts": len(removed), "expected_removed": len(expected),

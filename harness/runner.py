@@ -16,8 +16,9 @@ from harness.errors import HarnessError
 from harness.otel_setup import TelemetrySetup, build_telemetry
 from harness.replay import MODEL_STRATEGIES, ProbeContext, ScenarioResult, SystemFactory, reference_factory, replay
 from harness.scenario import Scenario
+from memory_core.errors import ModelError
 from memory_core.litellm_model import LiteLLMModel
-from memory_core.model import Model
+from memory_core.model import Model, ScriptedModel
 
 KNOWN_STRATEGIES = ("heuristic", "model")
 
@@ -99,12 +100,23 @@ class _Worker:
     def run(self, scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
         results = []
         for strategy in self.config.strategies:
+            if scenario.strategies and strategy not in scenario.strategies:
+                continue
             model = self.model if strategy in MODEL_STRATEGIES else None
+            if strategy in MODEL_STRATEGIES and scenario.scripted_model is not None:
+                model = scripted_model(scenario.scripted_model)
             if strategy in MODEL_STRATEGIES and model is None:
                 raise HarnessError(f"strategy {strategy!r} needs a model: pass --cassettes DIR (replay) or --model")
             results.append(replay(scenario, strategy=strategy, telemetry=self.setup.telemetry, model=model,
                                   context=self.context, system_factory=self.factory))
         return results, self.setup.jsonl.take()
+
+
+def scripted_model(replies: Sequence[Any]) -> Model:
+    """A fresh scripted model from scenario replies ({error: reason} entries raise that ModelError)."""
+    script: list[Any] = [ModelError(r.get("message") or f"scripted {r['error']}", reason=r["error"])
+                         if isinstance(r, dict) and "error" in r else r for r in replies]
+    return ScriptedModel.of(script, model_name="scripted")
 
 
 _WORKER: _Worker | None = None

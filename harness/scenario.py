@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 TurnKind = Literal["user", "assistant", "tool_write"]
 
@@ -76,6 +76,12 @@ class RecallStep:
     """Exclude docs surfaced by earlier recall steps of this scenario (spec §7.1)."""
     prompt_contains: tuple[str, ...] = ()
     strategy: str | None = None
+    expect_selected: tuple[str, ...] | None = None
+    """The exact ranked selection (relative paths), for parity checks against spec §7.3."""
+    expect_strategy: str | None = None
+    """The strategy that must have produced the answer (``none`` | ``heuristic`` | ``model``)."""
+    expect_fallback: str | None = None
+    """The model fallback reason that must be reported (``timeout``, ``invalid_json`` …)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +89,8 @@ class ForgetStep:
     query: str
     expect_removed: tuple[str, ...] = ()
     strategy: str | None = None
+    expect_strategy: str | None = None
+    expect_fallback: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +129,10 @@ class Scenario:
     step_lines: tuple[int, ...] = ()
     """YAML line of each step, for messages."""
     strategy_overrides: dict[int, str] = field(default_factory=dict)
+    strategies: tuple[str, ...] = ()
+    """Run only these strategies (empty: every strategy of the run)."""
+    scripted_model: tuple[Any, ...] | None = None
+    """Replies of a scripted model used instead of the cassette for the ``model`` strategy (fallback tests)."""
 
     @property
     def digest(self) -> str:

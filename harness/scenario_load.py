@@ -32,6 +32,8 @@ DREAM_STATUSES: Final = ("updated", "noop", "skipped", "failed")
 DREAM_REASONS: Final = ("disabled", "same_session", "min_hours", "scan_throttled", "min_sessions", "locked", "running")
 EXTRACT_STATUSES: Final = ("completed", "skipped", "failed")
 EXTRACT_REASONS: Final = ("memory_tool", "queued", "already_running")
+STRATEGIES: Final = ("heuristic", "model")
+OUTCOME_STRATEGIES: Final = ("none", "heuristic", "model")
 _DURATION: Final = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 T = TypeVar("T")
@@ -248,7 +250,8 @@ def _step(ctx: _Ctx, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Ste
             ctx.string(d["expect_reason"], f"{here}.expect_reason", choices=DREAM_REASONS) if "expect_reason" in d else None,
         )
     if kind == "recall":
-        r = ctx.mapping(value, here, ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "strategy"))
+        r = ctx.mapping(value, here, ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "strategy",
+                                      "expect_selected", "expect_strategy", "expect_fallback"))
         if "query" not in r:
             raise ctx.fail(value, here, "expected a 'query'")
         require: dict[str, float] = {}
@@ -261,16 +264,23 @@ def _step(ctx: _Ctx, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Ste
             ctx.integer(r["k"], f"{here}.k", minimum=1) if "k" in r else 5, require,
             ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
             ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
-            ctx.text(r["strategy"], f"{here}.strategy") if "strategy" in r else None,
+            ctx.string(r["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in r else None,
+            ctx.strings(r["expect_selected"], f"{here}.expect_selected") if "expect_selected" in r else None,
+            ctx.string(r["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)
+            if "expect_strategy" in r else None,
+            ctx.text(r["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in r else None,
         )
     if kind == "forget":
-        f = ctx.mapping(value, here, ("query", "expect_removed", "strategy"))
+        f = ctx.mapping(value, here, ("query", "expect_removed", "strategy", "expect_strategy", "expect_fallback"))
         if "query" not in f:
             raise ctx.fail(value, here, "expected a 'query'")
         return ForgetStep(
             ctx.text(f["query"], f"{here}.query"),
             ctx.fact_ids(f["expect_removed"], f"{here}.expect_removed", facts) if "expect_removed" in f else (),
-            ctx.text(f["strategy"], f"{here}.strategy") if "strategy" in f else None,
+            ctx.string(f["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in f else None,
+            ctx.string(f["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)
+            if "expect_strategy" in f else None,
+            ctx.text(f["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in f else None,
         )
     if kind == "lock":
         lk = ctx.mapping(value, here, ("pid", "age"))
@@ -297,7 +307,24 @@ def _is_null(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
 
 
-TOP_KEYS: Final = ("id", "description", "tags", "clock", "facts", "memories", "steps", "strategy_overrides")
+TOP_KEYS: Final = ("id", "description", "tags", "clock", "facts", "memories", "steps", "strategy_overrides", "strategies",
+                   "scripted_model")
+
+
+def _scripted(ctx: _Ctx, node: yaml.Node) -> tuple[Any, ...]:
+    """Scripted model replies: a mapping is a JSON answer, a string is raw model text, {error: reason} raises."""
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        raise ctx.fail(node, "scripted_model", "expected a non-empty list of replies")
+    replies: list[Any] = []
+    for i, item in enumerate(node.value):
+        value = yaml.safe_load(yaml.serialize(item))
+        if isinstance(value, dict) and "error" in value:
+            if set(value) - {"error", "message"} or not isinstance(value["error"], str):
+                raise ctx.fail(item, f"scripted_model[{i}]", "expected {error: <reason>, message: <text>}")
+        elif not isinstance(value, (dict, str)):
+            raise ctx.fail(item, f"scripted_model[{i}]", f"expected a JSON object, a string or an error, got {value!r}")
+        replies.append(value)
+    return tuple(replies)
 
 
 def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
@@ -330,8 +357,10 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         for key, value in ctx.mapping(node, "strategy_overrides", _keys_of(node)).items():
             if not key.isdigit() or int(key) >= len(steps):
                 raise ctx.fail(value, f"strategy_overrides.{key}", f"expected a step index 0..{len(steps) - 1}")
-            overrides[int(key)] = ctx.text(value, f"strategy_overrides.{key}")
+            overrides[int(key)] = ctx.string(value, f"strategy_overrides.{key}", choices=STRATEGIES)
     tags_node = top.get("tags")
+    strategies = tuple(ctx.seq(top["strategies"], "strategies", lambda n, p: ctx.string(n, p, choices=STRATEGIES))) \
+        if "strategies" in top else ()
     return Scenario(
         id=ctx.text(top["id"], "id") if "id" in top else default_id.replace("\\", "/"),
         path=path,
@@ -343,6 +372,8 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         steps=tuple(steps),
         step_lines=tuple(n.start_mark.line + 1 for n in steps_node.value),
         strategy_overrides=overrides,
+        strategies=strategies,
+        scripted_model=_scripted(ctx, top["scripted_model"]) if "scripted_model" in top else None,
     )
 
 

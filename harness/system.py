@@ -65,11 +65,11 @@ class MemorySystem(Protocol):
         """Append turns to a session's transcript."""
         ...
 
-    def extract(self, session_id: str, *, now: datetime, queued_behind: bool = False) -> OpResult:
+    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> OpResult:
         """Run extraction for the session's unprocessed turns."""
         ...
 
-    def dream(self, session_id: str, *, now: datetime, force: bool = False) -> OpResult:
+    def dream(self, session_id: str, *, now: datetime, strategy: str, force: bool = False) -> OpResult:
         """Request consolidation as session ``session_id``."""
         ...
 
@@ -152,7 +152,8 @@ class ReferenceSystem:
         ns = int(to_ms(now) * 1e6)
         os.utime(path, ns=(ns, ns))
 
-    def extract(self, session_id: str, *, now: datetime, queued_behind: bool = False) -> OpResult:
+    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> OpResult:
+        self._extract.model = self._model_for(strategy)
         request = ExtractRequest(session_uuid(session_id), tuple(self.histories.get(session_id, [])))
         if queued_behind:
             with self._extract.hold():
@@ -162,7 +163,8 @@ class ReferenceSystem:
         return OpResult(out.status, out.strategy, out.skipped_reason, out.fallback_reason, out.touched_topics,
                         selected=out.written, error=out.error)
 
-    def dream(self, session_id: str, *, now: datetime, force: bool = False) -> OpResult:
+    def dream(self, session_id: str, *, now: datetime, strategy: str, force: bool = False) -> OpResult:
+        self._dream.model = self._model_for(strategy)
         out = self._dream.schedule(now=now, session_id=session_uuid(session_id), force=force)
         return OpResult(out.status, out.strategy, out.skipped_reason, out.fallback_reason, out.touched_topics,
                         out.deduped_entries, error=out.error)

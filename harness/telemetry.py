@@ -233,6 +233,8 @@ class TracedModel:
         try:
             with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
                 reply = self.inner.query(request)
+            span.set_attributes({sc.GEN_AI_RESPONSE_MODEL: reply.model, sc.GEN_AI_USAGE_INPUT: reply.input_tokens,
+                                 sc.GEN_AI_USAGE_OUTPUT: reply.output_tokens, sc.MEMORY_LLM_REPLAYED: reply.replayed})
         except ModelError as exc:
             span.set_attribute(sc.ERROR_TYPE, exc.reason)
             span.set_status(Status(StatusCode.ERROR, str(exc)))
@@ -241,8 +243,6 @@ class TracedModel:
         finally:
             span.set_attribute(sc.MEMORY_DURATION_REAL_MS, round(monotonic_ms() - t0, 3))
             span.end(end_time=t._tick())
-        span.set_attributes({sc.GEN_AI_RESPONSE_MODEL: reply.model, sc.GEN_AI_USAGE_INPUT: reply.input_tokens,
-                             sc.GEN_AI_USAGE_OUTPUT: reply.output_tokens, sc.MEMORY_LLM_REPLAYED: reply.replayed})
         self._safe_metric(reply.latency_ms, attrs, None, reply)
         return reply
 
