@@ -20,6 +20,7 @@ from typing import Any, Final, Literal
 from harness.errors import CassetteMiss, HarnessError
 from harness.replay import ProbeContext
 from memory_core.errors import ModelError
+from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model, ModelReply, ModelRequest, parse_json_lenient, validate_schema
 from memory_core.prompts import all_prompt_versions
 
@@ -34,6 +35,8 @@ def request_key(model: str, request: ModelRequest) -> str:
         "messages": [{"role": m.role, "content": m.content} for m in request.messages],
         "schema": request.schema, "temperature": request.temperature, "max_tokens": request.max_tokens,
     }
+    if request.grammar is not None:
+        payload["grammar"] = request.grammar
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -96,6 +99,8 @@ class CassetteModel:
     mode: Mode = "replay"
     inner: Model | None = None
     context: ProbeContext = field(default_factory=ProbeContext)
+    adapter: LiteLLMModel | None = None
+    """When set, replay goes through this litellm adapter with the recorded response as ``mock_response``."""
 
     @property
     def name(self) -> str:
@@ -115,7 +120,7 @@ class CassetteModel:
         base = {"key": key, "model": self.model_name, "purpose": request.purpose,
                 "prompt_version": request.prompt_version, "scenario": self.context.scenario, "step": self.context.step,
                 "request": {"messages": [{"role": m.role, "content": m.content} for m in request.messages],
-                            "schema": request.schema, "temperature": request.temperature,
+                            "schema": request.schema, "grammar": request.grammar, "temperature": request.temperature,
                             "max_tokens": request.max_tokens}}
         try:
             reply = self.inner.query(request)
@@ -134,6 +139,15 @@ class CassetteModel:
         if "error" in entry:
             raise ModelError(entry["error"]["message"], reason=entry["error"]["reason"])
         r = entry["response"]
+        if self.adapter is not None:
+            mock = {"id": f"cassette-{entry['key'][:12]}", "object": "chat.completion", "model": r["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": r["text"]}}],
+                    "usage": {"prompt_tokens": r["input_tokens"], "completion_tokens": r["output_tokens"],
+                              "total_tokens": r["input_tokens"] + r["output_tokens"]}}
+            reply = self.adapter.query(request, mock_response=mock)
+            return ModelReply(reply.data, reply.text, reply.model, reply.input_tokens, reply.output_tokens,
+                              r["latency_ms"], replayed=True)
         data = parse_json_lenient(r["text"])
         validate_schema(data, request.schema)
         return ModelReply(data, r["text"], r["model"], r["input_tokens"], r["output_tokens"], r["latency_ms"],

@@ -20,7 +20,7 @@ from harness.gates import evaluate, load_gates
 from harness.outputs import read_run, write_run
 from harness.replay import ScenarioResult
 from harness.report import render_report
-from harness.runner import KNOWN_STRATEGIES, ModelSpec, RunConfig, run_suite
+from harness.runner import KNOWN_STRATEGIES, ModelSpec, RunConfig, run_suite, select_shard
 from harness.scenario_load import load_all
 from harness.summary import changed_probes, paired, probe_frame, summarize
 
@@ -148,7 +148,8 @@ def _print_outcome(summary: Mapping[str, Any], out: Path, results: Sequence[Scen
     echo(f"wrote {out}/report.html")
     if any(r.status == "error" for r in results):
         return 2
-    return 1 if failed else 0
+    # a failed scenario fails the run even without a gates file (an implicit "scenarios.failed = 0" gate)
+    return 1 if failed or any(r.status == "failed" for r in results) else 0
 
 
 def _progress(total: int) -> tuple[Callable[[ScenarioResult], None], Callable[[], None]]:
@@ -185,9 +186,10 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if gates_path is not None:
         load_gates(gates_path)  # fail fast, before replaying anything
     config = RunConfig(strategies, model, args.jobs, args.shard, args.system, dict(environ))
-    n = len(scenarios) if args.shard is None else len([s for k, s in enumerate(sorted(scenarios, key=lambda s: s.id))
-                                                       if k % args.shard[1] == args.shard[0] - 1])
-    advance, stop = _progress(n * len(strategies))
+    selected = select_shard(scenarios, args.shard)
+    n = len(selected)
+    total = sum(1 for s in selected for strategy in strategies if not s.strategies or strategy in s.strategies)
+    advance, stop = _progress(total)
     try:
         run = run_suite(scenarios, config, progress=advance)
     finally:

@@ -92,12 +92,28 @@ class TelemetrySetup:
                 log.warning("telemetry: shutdown failed", exc_info=True)
 
 
-def _otlp_exporters(environ: Mapping[str, str]) -> tuple[SpanExporter | None, Any, Any]:
+def _otlp_kwargs(environ: Mapping[str, str], signal: str) -> dict[str, Any]:
+    """Endpoint, headers and timeout for one signal from the standard variables (read from ``environ``, not the
+    process environment, so tests and embedding applications control them)."""
+    specific = environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+    base = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318").rstrip("/")
+    kwargs: dict[str, Any] = {"endpoint": specific or f"{base}/v1/{signal}"}
+    raw_headers = environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_HEADERS") or environ.get("OTEL_EXPORTER_OTLP_HEADERS")
+    if raw_headers:
+        kwargs["headers"] = dict(part.split("=", 1) for part in raw_headers.split(",") if "=" in part)
+    timeout = environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")
+    if timeout:
+        kwargs["timeout"] = float(timeout)
+    return kwargs
+
+
+def _otlp_exporters(environ: Mapping[str, str]) -> tuple[SpanExporter, Any, Any]:
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter(), OTLPMetricExporter(), OTLPLogExporter()
+    return (OTLPSpanExporter(**_otlp_kwargs(environ, "traces")), OTLPMetricExporter(**_otlp_kwargs(environ, "metrics")),
+            OTLPLogExporter(**_otlp_kwargs(environ, "logs")))
 
 
 def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequence[SpanExporter] = (),
@@ -123,7 +139,7 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
     try:
         if "otlp" in (traces, metrics_kind, logs_kind):
             span_exp, metric_exp, log_exp = _otlp_exporters(environ)
-            if traces == "otlp" and span_exp is not None:
+            if traces == "otlp":
                 tracer_provider.add_span_processor(BatchSpanProcessor(span_exp))
             if metrics_kind == "otlp":
                 readers.append(PeriodicExportingMetricReader(metric_exp))

@@ -92,10 +92,10 @@ class _Worker:
         if config.model is not None and any(s in MODEL_STRATEGIES for s in config.strategies):
             spec = config.model
             name = spec.resolved_model()
-            inner = LiteLLMModel(name, api_base=spec.api_base, timeout_scale=spec.timeout_scale) \
-                if spec.mode != "replay" else None
+            adapter = LiteLLMModel(name, api_base=spec.api_base, timeout_scale=spec.timeout_scale)
             self.cassette = Cassette.open(spec.cassettes)
-            self.model = CassetteModel(self.cassette, name, spec.mode, inner, self.context)
+            self.model = CassetteModel(self.cassette, name, spec.mode, adapter if spec.mode != "replay" else None,
+                                       self.context, adapter=adapter)
 
     def run(self, scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
         results = []

@@ -105,6 +105,9 @@ def select_forget_by_model(
             schema=FORGET_SCHEMA,
             timeout_s=timeout_s,
             prompt_version=prompt.version,
+            grammar={**FORGET_SCHEMA, "properties": {
+                "selectedCandidateIds": {"type": "array", "items": {"type": "string", "enum": [c.id for c in candidates]}},
+                "reasoning": {"type": "string"}}},
         )
     )
     ids = reply.data["selectedCandidateIds"]

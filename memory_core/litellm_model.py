@@ -48,13 +48,17 @@ class LiteLLMModel:
             strict = bool(litellm.supports_response_schema(model=self.model))
         except Exception:
             strict = False
+        schema = dict(request.grammar or request.schema)
         if strict:
-            return {"type": "json_schema", "json_schema": {"name": request.purpose.replace("-", "_"),
-                                                           "schema": dict(request.schema)}}
-        return {"type": "json_object", "schema": dict(request.schema)}
+            return {"type": "json_schema", "json_schema": {"name": request.purpose.replace("-", "_"), "schema": schema}}
+        return {"type": "json_object", "schema": schema}
 
-    def query(self, request: ModelRequest) -> ModelReply:
-        """One completion; timeouts, provider errors, bad JSON and schema violations become ``ModelError``."""
+    def query(self, request: ModelRequest, *, mock_response: dict[str, Any] | None = None) -> ModelReply:
+        """One completion; timeouts, provider errors, bad JSON and schema violations become ``ModelError``.
+
+        ``mock_response`` (a recorded ``ModelResponse`` dict) makes litellm answer offline with exactly that
+        content and usage: cassette replay runs through this same adapter code.
+        """
         litellm = _litellm()
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -66,6 +70,8 @@ class LiteLLMModel:
         }
         if self.seed is not None:
             kwargs["seed"] = self.seed
+        if mock_response is not None:
+            kwargs["mock_response"] = mock_response
         if self.api_base:
             kwargs["api_base"] = self.api_base
             kwargs["api_key"] = self.api_key or "sk-local"

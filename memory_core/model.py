@@ -39,6 +39,9 @@ class ModelRequest:
     """Hash of the prompt template that produced ``messages`` (reported with every call)."""
     temperature: float = 0.0
     max_tokens: int = 512
+    grammar: Mapping[str, Any] | None = None
+    """A tighter JSON schema (e.g. an enum of known paths) an adapter may enforce with constrained decoding;
+    the answer is still validated against ``schema`` and the spec's rules."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,12 +83,16 @@ def recall_request(
     user = render_prompt(
         "recall_user", query=query.strip(), manifest=build_manifest(docs), recent_tools=list(recent_tools)
     )
+    paths = sorted({d.relative_path for d in docs})
+    grammar = {**RECALL_SCHEMA, "properties": {"selected_memories": {
+        "type": "array", "items": {"type": "string", "enum": paths}, "maxItems": limit}}}
     return ModelRequest(
         purpose=RECALL_PURPOSE,
         messages=(Message("system", system.text), Message("user", user.text)),
         schema=RECALL_SCHEMA,
         timeout_s=timeout_s,
         prompt_version=f"{system.version}+{user.version}",
+        grammar=grammar,
     )
 
 

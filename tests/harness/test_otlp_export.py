@@ -1,0 +1,59 @@
+"""The CLI delivers spans over OTLP/HTTP to a collector named by the standard environment variables."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from harness.cli import main
+from tests.harness.conftest import SCENARIOS
+
+
+class _Collector(BaseHTTPRequestHandler):
+    received: list[tuple[str, bytes]] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        type(self).received.append((self.path, body))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+def test_spans_reach_a_local_otlp_http_receiver(tmp_path: Path) -> None:
+    _Collector.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}", "OTEL_SERVICE_NAME": "mh-test"}
+        code = main(["run", str(SCENARIOS / "forget"), "--out", str(tmp_path / "o")], environ=env)
+        assert code == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    traces = [body for path, body in _Collector.received if path == "/v1/traces"]
+    assert traces, [p for p, _ in _Collector.received]
+    names = set()
+    for body in traces:
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        for rs in request.resource_spans:
+            service = {a.key: a.value.string_value for a in rs.resource.attributes}["service.name"]
+            assert service == "mh-test"
+            names |= {s.name for ss in rs.scope_spans for s in ss.spans}
+    assert {"delete_memory", "scenario no-match", "scenario single-entry-unlinked"} <= names
+    assert {path for path, _ in _Collector.received} >= {"/v1/traces", "/v1/metrics", "/v1/logs"}
+
+
+def test_a_dead_collector_never_fails_the_run(tmp_path: Path) -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+           "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"}
+    assert main(["run", str(SCENARIOS / "forget" / "no-match.yaml"), "--out", str(tmp_path / "o")], environ=env) == 0
+    assert (tmp_path / "o" / "traces.jsonl").read_text()

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from harness.errors import ScenarioError
+from harness.scenario import AdvanceStep, DreamStep, RecallStep, SessionStep
+from harness.scenario_load import load_all, load_scenario
+from tests.harness.conftest import SCENARIOS
+
+GOOD = """\
+description: d
+tags: [a]
+clock: 2026-03-02T09:00:00Z
+facts:
+  terse: {type: feedback, match: ["terse"]}
+memories:
+  - {path: feedback/t.md, name: T, description: d, type: feedback, body: "Keep replies terse", facts: [terse], age: 3d}
+steps:
+  - session: s1
+    turns:
+      - user: "hi there"
+      - tool_write: feedback/x.md
+    expect_extract: {status: skipped, reason: memory_tool}
+  - advance: 25h
+  - dream: {}
+  - recall: {query: "review", expect: [terse], k: 3, require: {precision: 0.5}}
+"""
+
+
+def test_good_scenario_loads(write_scenario: Callable[[str, str], Path]) -> None:
+    path = write_scenario("feedback/terse.yaml", GOOD)
+    [s] = load_all([path.parent.parent])
+    assert s.id == "feedback/terse"
+    assert s.memories[0].age == timedelta(days=3)
+    assert isinstance(s.steps[0], SessionStep)
+    assert s.steps[0].turns[1].kind == "tool_write"
+    assert s.steps[0].expect_reason == "memory_tool"
+    assert s.steps[1] == AdvanceStep(timedelta(hours=25))
+    assert s.steps[2] == DreamStep()
+    assert isinstance(s.steps[3], RecallStep)
+    assert s.steps[3].require == {"precision": 0.5}
+    assert s.step_lines == (9, 14, 15, 16)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "where"),
+    [
+        (lambda t: t.replace("tags: [a]", "tags: [a]\nbogus: 1"), ":3: bogus: unknown key"),
+        (lambda t: t.replace("expect: [terse]", "expect: [nope]"), ":16: steps[3].recall.expect[0]: unknown fact id 'nope'"),
+        (lambda t: t.replace("advance: 25h", "advance: 25 hours"), ":14: steps[1].advance: expected a duration"),
+        (lambda t: t.replace("k: 3", "k: three"), ":16: steps[3].recall.k: expected an integer"),
+        (lambda t: t.replace("type: feedback, match", "type: feelings, match"), ":5: facts.terse.type: expected one of"),
+        (lambda t: t.replace("age: 3d", "age: -3d"), ":7: memories[0].age: expected a duration"),
+        (lambda t: t.replace("reason: memory_tool", "reason: sleepy"), ":13: steps[0].expect_extract.reason: expected one of"),
+        (lambda t: t.replace("- dream: {}", "- dream: {}\n    turns: []"), ":15: steps[2].turns: only allowed on a session step"),
+        (lambda t: t.replace("path: feedback/t.md", "path: ../escape.md"), ":7: memories[0].path: expected a relative .md path"),
+        (lambda t: t.replace("clock: 2026-03-02T09:00:00Z", "clock: yesterday"), ":3: clock: expected an ISO timestamp"),
+        (lambda t: t.replace("  - advance: 25h\n", "  - advance: 25h\n    recall: {query: x}\n"),
+         ":14: steps[1]: expected exactly one"),
+        (lambda t: t + "  - [not, a, mapping]\n", ":17: steps[4]: expected a mapping"),
+        (lambda t: t.replace("precision: 0.5", "precision: 5"), ":16: steps[3].recall.require.precision: expected a number"),
+        (lambda t: "steps: [\n", ":2: yaml:"),
+    ],
+)
+def test_errors_name_file_line_and_field(write_scenario: Callable[[str, str], Path], mutate: Callable[[str], str],
+                                         where: str) -> None:
+    path = write_scenario("bad.yaml", mutate(GOOD))
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    message = str(err.value)
+    assert message.startswith(str(path))
+    assert where in message, message
+    assert "\n" not in message
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(ScenarioError, match=r"bad.yaml:1: file: cannot be read"):
+        load_scenario(bad)
+    with pytest.raises(ScenarioError, match=r"missing.yaml:1: path: no such file"):
+        load_all([tmp_path / "missing.yaml"])
+
+
+def test_empty_file_and_duplicate_ids(write_scenario: Callable[[str, str], Path]) -> None:
+    empty = write_scenario("empty.yaml", "")
+    with pytest.raises(ScenarioError, match=r"empty\.yaml:1: scenario"):
+        load_scenario(empty)
+    a = write_scenario("dups/a/x.yaml", "id: same\nsteps: [{advance: 1h}]\n")
+    write_scenario("dups/b/y.yaml", "id: same\nsteps: [{advance: 1h}]\n")
+    with pytest.raises(ScenarioError, match="duplicate scenario id 'same'"):
+        load_all([a.parent.parent])
+
+
+def test_repeat_expands_memories(write_scenario: Callable[[str, str], Path]) -> None:
+    path = write_scenario("r.yaml", 'memories:\n  - {path: "p/n{i}.md", repeat: 3, type: project, body: "b {i}"}\n'
+                                    "steps: [{advance: 1s}]\n")
+    s = load_scenario(path)
+    assert [m.path for m in s.memories] == ["p/n000.md", "p/n001.md", "p/n002.md"]
+    assert [m.body for m in s.memories] == ["b 0", "b 1", "b 2"]
+    assert s.memories[2].age == timedelta(seconds=2)
+
+
+def test_shipped_suite_is_valid_and_covers_every_area() -> None:
+    scenarios = load_all([SCENARIOS])
+    assert len(scenarios) >= 40
+    areas = {s.id.split("/")[0] for s in scenarios}
+    assert {"recall", "extract", "dream", "forget", "index", "model"} <= areas
+    assert all(s.description and s.tags for s in scenarios)
