@@ -169,8 +169,9 @@ class DreamScheduler:
     events: EventSink = field(default_factory=NullSink)
     cache: DocCache | None = None
     enabled: bool = True
-    min_hours: float = DEFAULT_MIN_HOURS
-    min_sessions: int = DEFAULT_MIN_SESSIONS
+    # default factories read the module constants at construction, so a mutation test can change the gates
+    min_hours: float = field(default_factory=lambda: DEFAULT_MIN_HOURS)
+    min_sessions: int = field(default_factory=lambda: DEFAULT_MIN_SESSIONS)
     timeout_s: float = DREAM_TIMEOUT_S
     alive: PidAlive = pid_alive
     pid: int = field(default_factory=os.getpid)

@@ -133,7 +133,7 @@ def test_adapter_errors_become_model_errors() -> None:
 
 
 class _Slow(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         time.sleep(1.5)
         self.send_response(500)
         self.end_headers()

@@ -15,7 +15,7 @@ from tests.harness.conftest import SCENARIOS
 class _Collector(BaseHTTPRequestHandler):
     received: list[tuple[str, bytes]] = []
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         type(self).received.append((self.path, body))
         self.send_response(200)
