@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
@@ -14,13 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.cassette import Mode
+from harness.cassette import Mode, read_meta
 from harness.errors import HarnessError
 from harness.gates import evaluate, load_gates
 from harness.outputs import read_run, write_run
 from harness.replay import ScenarioResult
 from harness.report import render_report
-from harness.runner import KNOWN_STRATEGIES, ModelSpec, RunConfig, run_suite, select_shard
+from harness.runner import (
+    KNOWN_STRATEGIES,
+    ModelSpec,
+    RunConfig,
+    needs_cassette_model,
+    run_suite,
+    select_shard,
+    strategies_for,
+)
 from harness.scenario_load import load_all
 from harness.summary import changed_probes, paired, probe_frame, summarize
 
@@ -49,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="replay scenarios and write a run directory")
     run.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
-    run.add_argument("--strategy", default="heuristic", help="comma-separated: " + ", ".join(KNOWN_STRATEGIES))
+    run.add_argument("--strategy", default=None,
+                     help="comma-separated: " + ", ".join(KNOWN_STRATEGIES) + " (default: each scenario's own "
+                          "'strategies', else heuristic)")
     run.add_argument("--model", help="litellm model string for the model strategy (default: the cassette's model)")
     run.add_argument("--api-base", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8765/v1")
     run.add_argument("--cassettes", type=Path, help="cassette directory (default: <first path>/cassettes)")
@@ -64,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=int, default=1)
     run.add_argument("--shard", type=_shard)
     run.add_argument("--system", help="package.module:factory of your own MemorySystem (default: the reference core)")
+    run.add_argument("--fuzz-examples", type=int, default=0,
+                     help="also run the property suite with this many examples and add it to the report")
     val = sub.add_parser("validate", help="check scenario files; exit 0 or 2")
     val.add_argument("paths", nargs="+", type=Path)
     rep = sub.add_parser("report", help="re-render report.html from a run directory")
@@ -78,6 +91,16 @@ def build_parser() -> argparse.ArgumentParser:
     mer.add_argument("out", type=Path)
     mer.add_argument("shards", nargs="+", type=Path)
     mer.add_argument("--gates", type=Path)
+    fz = sub.add_parser("fuzz", help="run the memory property suite; write shrunk failures as regression scenarios")
+    fz.add_argument("--max-examples", type=int, default=200)
+    fz.add_argument("--seed", type=int, default=0)
+    fz.add_argument("--system", help="package.module:factory of the system under test (default: the reference core)")
+    fz.add_argument("--property", action="append", dest="properties", help="run only this property (repeatable)")
+    fz.add_argument("--regressions", type=Path, default=Path("scenarios/regressions"))
+    fz.add_argument("--database", type=Path, help="Hypothesis example database directory (default: none)")
+    fz.add_argument("--min-precision", type=float, default=0.0)
+    fz.add_argument("--min-recall", type=float, default=1.0)
+    fz.add_argument("--out", type=Path, help="also write fuzz.json here")
     cas = sub.add_parser("cassettes", help="cassette tools")
     cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
     st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")
@@ -114,7 +137,7 @@ def _baseline(base_dir: Path, results: Sequence[ScenarioResult]) -> dict[str, An
 
 def finish_run(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]],
                strategies: Sequence[str], *, gates_path: Path | None, baseline_dir: Path | None,
-               meta: Mapping[str, Any]) -> dict[str, Any]:
+               meta: Mapping[str, Any], fuzz: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Summarise, evaluate gates, write every output; returns the summary."""
     body = summarize(results, strategies)
     baseline = _baseline(baseline_dir, results) if baseline_dir else None
@@ -128,7 +151,10 @@ def finish_run(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Map
     }
     if baseline:
         summary["baseline"] = baseline
-    write_run(out, summary=summary, results=results, spans=spans, html=render_report(summary, results, spans))
+    if fuzz is not None:
+        summary["fuzz"] = fuzz
+    write_run(out, summary=summary, results=results, spans=spans,
+              html=render_report(summary, results, spans, fuzz=fuzz))
     return summary
 
 
@@ -174,21 +200,27 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     scenarios = load_all(paths)
     if not scenarios:
         raise HarnessError(f"no scenario files under {', '.join(map(str, paths))}")
-    strategies = tuple(s.strip() for s in args.strategy.split(",") if s.strip())
+    requested = tuple(s.strip() for s in args.strategy.split(",") if s.strip()) if args.strategy else None
+    selected = select_shard(scenarios, args.shard)
+    strategies = tuple(dict.fromkeys(x for s in selected for x in strategies_for(s, requested)))
+    if requested:
+        strategies = tuple(x for x in requested if x in strategies) or requested
     suite_dir = paths[0] if paths[0].is_dir() else paths[0].parent
     cassettes = args.cassettes or suite_dir / "cassettes"
     model = None
     if "model" in strategies:
         mode: Mode = "record" if args.record else "live" if args.live else "replay"
         model = ModelSpec(cassettes, mode, args.model or environ.get("MEMHARNESS_MODEL"), args.api_base, args.timeout_scale)
-        model.resolved_model()
+        if needs_cassette_model(selected, requested):
+            model.resolved_model()  # fail fast, before replaying anything
     gates_path = args.gates or (None if args.no_gates or not (suite_dir / "gates.toml").exists() else suite_dir / "gates.toml")
     if gates_path is not None:
         load_gates(gates_path)  # fail fast, before replaying anything
-    config = RunConfig(strategies, model, args.jobs, args.shard, args.system, dict(environ))
-    selected = select_shard(scenarios, args.shard)
+    config = RunConfig(requested, model, args.jobs, args.shard, args.system, dict(environ))
     n = len(selected)
-    total = sum(1 for s in selected for strategy in strategies if not s.strategies or strategy in s.strategies)
+    total = sum(len(strategies_for(s, requested)) for s in selected)
+    if total == 0:
+        raise HarnessError(f"no scenario runs with strategy {', '.join(requested or ())}: each one lists other strategies")
     advance, stop = _progress(total)
     try:
         run = run_suite(scenarios, config, progress=advance)
@@ -196,11 +228,17 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         stop()
     meta = {"strategies": list(strategies), "scenarios": n, "jobs": args.jobs,
             "shard": f"{args.shard[0]}/{args.shard[1]}" if args.shard else None,
-            "model": model.resolved_model() if model else None, "model_mode": model.mode if model else None,
+            "model": (model.model or read_meta(cassettes).get("model")) if model else None,
+            "model_mode": model.mode if model else None,
             "cassettes": str(cassettes) if model else None, "cassette_entries": run.cassette_entries or None}
+    fuzz_report = None
+    if args.fuzz_examples > 0:
+        fuzz_report = run_fuzz(system=args.system, max_examples=args.fuzz_examples, seed=0,
+                               regressions=args.out / "regressions", database=None)
     summary = finish_run(args.out, run.results, run.spans, strategies, gates_path=gates_path,
-                         baseline_dir=args.baseline, meta=_meta(meta))
-    return _print_outcome(summary, args.out, run.results, print)
+                         baseline_dir=args.baseline, meta=_meta(meta), fuzz=fuzz_report)
+    code = _print_outcome(summary, args.out, run.results, print)
+    return code if code or fuzz_report is None or fuzz_report["passed"] else 1
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -214,7 +252,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     target = args.output or args.run_dir / "report.html"
     from harness.outputs import atomic_write
 
-    atomic_write(target, render_report(summary, results, spans))
+    atomic_write(target, render_report(summary, results, spans, fuzz=summary.get("fuzz")))
     print(f"wrote {target}")
     return 0
 
@@ -261,6 +299,40 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return _print_outcome(summary, args.out, results, print)
 
 
+def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: Path | None, database: Path | None,
+             only: Sequence[str] | None = None, min_precision: float = 0.0, min_recall: float = 1.0,
+             echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the property suite and return its report as a dict."""
+    from harness.fuzz import fuzz
+    from harness.properties import Thresholds, default_properties
+    from harness.runner import load_factory
+
+    props = default_properties(Thresholds(min_precision, min_recall))
+    if only:
+        unknown = sorted(set(only) - {p.name for p in props})
+        if unknown:
+            raise HarnessError(f"unknown property {unknown[0]!r}; expected one of {', '.join(p.name for p in props)}")
+        props = [p for p in props if p.name in only]
+    report = fuzz(props, factory=load_factory(system), system_name=system or "reference", max_examples=max_examples,
+                  seed_value=seed, regressions=regressions, database=database)
+    for p in report.properties:
+        status = "held" if p.passed else "FAILED"
+        echo(f"{status:6} {p.name:28} {p.examples:4} examples {p.seconds:6.1f}s"
+             + (f"  {p.failure}" if p.failure else "") + (f"\n       regression: {p.regression}" if p.regression else ""))
+    return report.as_dict()
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    report = run_fuzz(system=args.system, max_examples=args.max_examples, seed=args.seed, regressions=args.regressions,
+                      database=args.database, only=args.properties, min_precision=args.min_precision,
+                      min_recall=args.min_recall)
+    if args.out:
+        from harness.outputs import atomic_write
+
+        atomic_write(args.out / "fuzz.json", json.dumps(report, indent=2) + "\n")
+    return 0 if report["passed"] else 1
+
+
 def cmd_cassettes(args: argparse.Namespace) -> int:
     from harness.cassette import Cassette
 
@@ -288,6 +360,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return cmd_compare(args)
         if args.command == "merge":
             return cmd_merge(args)
+        if args.command == "fuzz":
+            return cmd_fuzz(args)
         return cmd_cassettes(args)
     except HarnessError as exc:
         print(f"memharness: {exc}", file=sys.stderr)

@@ -36,8 +36,7 @@ class _State:
 
         cassettes = self.config.getoption("--memharness-cassettes") or str(suite_dir / "cassettes")
         if cassettes not in self.models:
-            worker = _Worker(RunConfig(("model",), ModelSpec(Path(cassettes))))
-            self.models[cassettes] = worker.model
+            self.models[cassettes] = _Worker(RunConfig(("model",), ModelSpec(Path(cassettes)))).model
         return self.models[cassettes]
 
 

@@ -233,6 +233,7 @@ class _Run:
         expected = frozenset(step.expect)
         relevant = sum(1 for d in docs.values() if doc_covers(d, self.s.facts, self.seeded) & expected)
         metrics = recall_metrics(covers, expected, k=step.k, relevant_in_store=relevant)
+        found = sorted(set().union(*covers) & expected) if covers else []
         ok = True
         for key, minimum in step.require.items():
             value = metrics.get(key)
@@ -243,12 +244,29 @@ class _Run:
             if text not in res.prompt:
                 self.fail(i, "recall", f"prompt block does not contain {text!r}")
                 ok = False
+        # contract checks that hold for every memory system, stated or not (spec §7.1-§7.3)
+        if len(res.selected) > step.k:
+            self.fail(i, "recall", f"selected {len(res.selected)} memories, more than k={step.k}")
+            ok = False
+        if len(set(res.selected)) != len(res.selected):
+            self.fail(i, "recall", f"selected the same memory twice: {list(res.selected)}")
+            ok = False
+        leaked = sorted(set(res.selected) & set(excluded))
+        if leaked:
+            self.fail(i, "recall", f"selected already-surfaced memories it was told to exclude: {leaked}")
+            ok = False
+        forbidden = sorted(set().union(*covers) & set(step.forbid)) if covers else []
+        if forbidden:
+            self.fail(i, "recall", f"recalled forbidden facts: {', '.join(forbidden)}")
+            ok = False
+        if step.expect_covered is not None and sorted(set(found)) != sorted(step.expect_covered):
+            self.fail(i, "recall", f"selection covers {sorted(found)}, expected exactly {sorted(step.expect_covered)}")
+            ok = False
         if step.expect_selected is not None and tuple(res.selected) != step.expect_selected:
             self.fail(i, "recall", f"selected {list(res.selected)}, expected exactly {list(step.expect_selected)}")
             ok = False
         ok &= self._expect_strategy(i, "recall", res, step.expect_strategy, step.expect_fallback)
         self.surfaced += [p for p in res.selected if p not in self.surfaced]
-        found = sorted(set().union(*covers) & expected) if covers else []
         self.probe(i, "recall", query=step.query, selected=res.selected, expected=step.expect, covered=tuple(found),
                    metrics=metrics, passed=ok, duration_ms=elapsed, strategy=res.strategy,
                    fallback_reason=res.fallback_reason, k=step.k)
@@ -311,6 +329,10 @@ class _Run:
                 self.fail(i, "check", f"MEMORY.md does not contain {text!r}")
         if step.index_lines is not None and stats["lines"] != step.index_lines:
             self.fail(i, "check", f"MEMORY.md has {stats['lines']} lines, expected {step.index_lines}")
+        if step.no_stray_files:
+            stray = self.system.stray_files()
+            if stray:
+                self.fail(i, "check", f"files written outside the memory root: {stray}")
         self.probe(i, "check", covered=tuple(sorted(covered)), passed=len(self.failures) == n_before,
                    metrics={f"index.{k}": v for k, v in stats.items()})
 

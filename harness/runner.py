@@ -41,9 +41,24 @@ class ModelSpec:
         return str(name)
 
 
+def strategies_for(scenario: Scenario, requested: Sequence[str] | None) -> list[str]:
+    """The strategies a scenario runs with: the requested ones it allows, or (nothing requested) its own list,
+    else ``heuristic``."""
+    if requested is None:
+        return list(scenario.strategies) or ["heuristic"]
+    return [s for s in requested if not scenario.strategies or s in scenario.strategies]
+
+
+def needs_cassette_model(scenarios: Sequence[Scenario], requested: Sequence[str] | None) -> bool:
+    """Whether some scenario will call the real (cassette-backed) model."""
+    return any(s.scripted_model is None and any(x in MODEL_STRATEGIES for x in strategies_for(s, requested))
+               for s in scenarios)
+
+
 @dataclass(frozen=True)
 class RunConfig:
-    strategies: tuple[str, ...]
+    strategies: tuple[str, ...] | None
+    """Requested strategies; None lets each scenario use its own ``strategies`` (default heuristic)."""
     model: ModelSpec | None = None
     jobs: int = 1
     shard: tuple[int, int] | None = None
@@ -81,32 +96,36 @@ def select_shard(scenarios: Sequence[Scenario], shard: tuple[int, int] | None) -
 
 
 class _Worker:
-    """Per-process state: telemetry providers, the model, the system factory."""
+    """Per-process state: telemetry providers, the (lazily built) model, the system factory."""
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.setup: TelemetrySetup = build_telemetry(config.environ)
         self.factory = load_factory(config.system)
         self.context = ProbeContext()
-        self.model: Model | None = None
-        if config.model is not None and any(s in MODEL_STRATEGIES for s in config.strategies):
-            spec = config.model
+        self._model: Model | None = None
+        self.cassette: Cassette | None = None
+
+    @property
+    def model(self) -> Model:
+        """The cassette-backed model, built on first use (so scripted-only runs need no cassette)."""
+        if self._model is None:
+            spec = self.config.model
+            if spec is None:
+                raise HarnessError("the model strategy needs a model: pass --cassettes DIR (replay) or --model")
             name = spec.resolved_model()
             adapter = LiteLLMModel(name, api_base=spec.api_base, timeout_scale=spec.timeout_scale)
             self.cassette = Cassette.open(spec.cassettes)
-            self.model = CassetteModel(self.cassette, name, spec.mode, adapter if spec.mode != "replay" else None,
-                                       self.context, adapter=adapter)
+            self._model = CassetteModel(self.cassette, name, spec.mode, adapter if spec.mode != "replay" else None,
+                                        self.context, adapter=adapter)
+        return self._model
 
     def run(self, scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
         results = []
-        for strategy in self.config.strategies:
-            if scenario.strategies and strategy not in scenario.strategies:
-                continue
-            model = self.model if strategy in MODEL_STRATEGIES else None
-            if strategy in MODEL_STRATEGIES and scenario.scripted_model is not None:
-                model = scripted_model(scenario.scripted_model)
-            if strategy in MODEL_STRATEGIES and model is None:
-                raise HarnessError(f"strategy {strategy!r} needs a model: pass --cassettes DIR (replay) or --model")
+        for strategy in strategies_for(scenario, self.config.strategies):
+            model: Model | None = None
+            if strategy in MODEL_STRATEGIES:
+                model = scripted_model(scenario.scripted_model) if scenario.scripted_model is not None else self.model
             results.append(replay(scenario, strategy=strategy, telemetry=self.setup.telemetry, model=model,
                                   context=self.context, system_factory=self.factory))
         return results, self.setup.jsonl.take()
@@ -136,7 +155,7 @@ def _task(scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]
 def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
               progress: Callable[[ScenarioResult], None] | None = None) -> SuiteRun:
     """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order."""
-    for strategy in config.strategies:
+    for strategy in config.strategies or ():
         if strategy not in KNOWN_STRATEGIES:
             raise HarnessError(f"unknown strategy {strategy!r}; expected one of {', '.join(KNOWN_STRATEGIES)}")
     selected = select_shard(scenarios, config.shard)
@@ -155,8 +174,7 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
                         progress(r)
         finally:
             worker.setup.shutdown()
-        entries = len(worker.cassette) if config.model is not None and worker.model is not None else 0
-        return SuiteRun(results, spans, entries)
+        return SuiteRun(results, spans, len(worker.cassette) if worker.cassette is not None else 0)
     with ProcessPoolExecutor(max_workers=min(jobs, os.cpu_count() or 1, len(selected) or 1), initializer=_init,
                              initargs=(config,)) as pool:
         for out, sp in pool.map(_task, selected):

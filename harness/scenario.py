@@ -82,6 +82,10 @@ class RecallStep:
     """The strategy that must have produced the answer (``none`` | ``heuristic`` | ``model``)."""
     expect_fallback: str | None = None
     """The model fallback reason that must be reported (``timeout``, ``invalid_json`` …)."""
+    forbid: tuple[str, ...] = ()
+    """Facts no selected memory may cover (e.g. facts forgotten earlier)."""
+    expect_covered: tuple[str, ...] | None = None
+    """The exact set of expected facts the selection must cover (metamorphic checks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +107,8 @@ class CheckStep:
     files_absent: tuple[str, ...] = ()
     index_contains: tuple[str, ...] = ()
     index_lines: int | None = None
+    no_stray_files: bool = False
+    """No file may exist outside the memory root and its state files."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -251,7 +251,7 @@ def _step(ctx: _Ctx, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Ste
         )
     if kind == "recall":
         r = ctx.mapping(value, here, ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "strategy",
-                                      "expect_selected", "expect_strategy", "expect_fallback"))
+                                      "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered"))
         if "query" not in r:
             raise ctx.fail(value, here, "expected a 'query'")
         require: dict[str, float] = {}
@@ -269,6 +269,8 @@ def _step(ctx: _Ctx, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Ste
             ctx.string(r["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)
             if "expect_strategy" in r else None,
             ctx.text(r["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in r else None,
+            ctx.fact_ids(r["forbid"], f"{here}.forbid", facts) if "forbid" in r else (),
+            ctx.fact_ids(r["expect_covered"], f"{here}.expect_covered", facts) if "expect_covered" in r else None,
         )
     if kind == "forget":
         f = ctx.mapping(value, here, ("query", "expect_removed", "strategy", "expect_strategy", "expect_fallback"))
@@ -289,7 +291,7 @@ def _step(ctx: _Ctx, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Ste
             ctx.duration(lk["age"], f"{here}.age") if "age" in lk else timedelta(0),
         )
     c = ctx.mapping(value, here, ("facts_present", "facts_absent", "index_within_limits", "max_entries_per_fact",
-                                  "files_present", "files_absent", "index_contains", "index_lines"))
+                                  "files_present", "files_absent", "index_contains", "index_lines", "no_stray_files"))
     return CheckStep(
         ctx.fact_ids(c["facts_present"], f"{here}.facts_present", facts) if "facts_present" in c else (),
         ctx.fact_ids(c["facts_absent"], f"{here}.facts_absent", facts) if "facts_absent" in c else (),
@@ -300,6 +302,7 @@ def _step(ctx: _Ctx, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Ste
         ctx.strings(c["files_absent"], f"{here}.files_absent") if "files_absent" in c else (),
         ctx.strings(c["index_contains"], f"{here}.index_contains") if "index_contains" in c else (),
         ctx.integer(c["index_lines"], f"{here}.index_lines") if "index_lines" in c else None,
+        ctx.boolean(c["no_stray_files"], f"{here}.no_stray_files") if "no_stray_files" in c else False,
     )
 
 

@@ -89,6 +89,10 @@ class MemorySystem(Protocol):
         """Every topic doc now in the store (no 200 cap)."""
         ...
 
+    def stray_files(self) -> list[str]:
+        """Files the system wrote outside its memory root and state files (must stay empty)."""
+        ...
+
     def index_text(self) -> str:
         """The current ``MEMORY.md``."""
         ...
@@ -203,6 +207,15 @@ class ReferenceSystem:
                 if doc is not None:
                     docs.append(doc)
         return docs
+
+    def stray_files(self) -> list[str]:
+        allowed = {self.root, self.chats}
+        state = {self.root.parent / name for name in ("meta.json", "extract-cursor.json", "consolidation.lock")}
+        stray = []
+        for path in sorted(self.workdir.rglob("*")):
+            if path.is_file() and path not in state and not any(a == path or a in path.parents for a in allowed):
+                stray.append(str(path.relative_to(self.workdir)))
+        return stray
 
     def index_text(self) -> str:
         try:

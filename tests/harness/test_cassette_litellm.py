@@ -89,7 +89,7 @@ def test_status_lists_entries_with_changed_prompts(tmp_path: Path) -> None:
     entry = json.loads(path.read_text())
     entry["prompt_version"] = "recall_system@000000000000+" + entry["prompt_version"].split("+")[1]
     path.write_text(json.dumps(entry) + "\n")
-    [(stale, changes)] = list(Cassette.open(tmp_path).stale())
+    [(_entry, changes)] = list(Cassette.open(tmp_path).stale())
     assert changes[0].startswith("recall_system@000000000000 -> recall_system@")
 
 

@@ -117,7 +117,7 @@ def test_failing_operation_marks_span_error(otel: OTel, write_scenario: Callable
     assert dream.attributes["memory.status"] == "failed"
     assert dream.attributes["error.type"] == "StoreError"
     assert any("expected status skipped, got failed" in f for f in result.failures)
-    assert "step 1 (dream, line 10)" in result.failures[0]
+    assert "step 1 (dream, line 11)" in result.failures[0]
 
 
 def test_content_capture_is_opt_in(otel: OTel, write_scenario: Callable[[str, str], Path]) -> None:

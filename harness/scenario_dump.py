@@ -1,0 +1,115 @@
+"""Write a ``Scenario`` back as v1 YAML (generated conversations and shrunk fuzz counterexamples)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import yaml
+
+from harness.scenario import (
+    AdvanceStep,
+    CheckStep,
+    DreamStep,
+    ForgetStep,
+    LockStep,
+    RecallStep,
+    Scenario,
+    SessionStep,
+    Step,
+)
+
+
+def duration(delta: timedelta) -> str:
+    """The shortest exact ``<n><unit>`` form of a duration."""
+    seconds = delta.total_seconds()
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _step(step: Step) -> dict[str, Any]:
+    if isinstance(step, SessionStep):
+        out: dict[str, Any] = {"session": step.session, "turns": [{t.kind: t.text} for t in step.turns]}
+        if not step.extract:
+            out["extract"] = False
+        if step.queued_behind:
+            out["queued_behind"] = True
+        expect = {k: v for k, v in (("status", step.expect_status), ("reason", step.expect_reason)) if v}
+        if expect:
+            out["expect_extract"] = expect
+        return out
+    if isinstance(step, AdvanceStep):
+        return {"advance": duration(step.delta)}
+    if isinstance(step, DreamStep):
+        d = {k: v for k, v in (("force", step.force or None), ("expect_status", step.expect_status),
+                               ("expect_reason", step.expect_reason)) if v is not None}
+        return {"dream": d}
+    if isinstance(step, RecallStep):
+        r: dict[str, Any] = {"query": step.query, "expect": list(step.expect)}
+        if step.k != 5:
+            r["k"] = step.k
+        for key in ("require", "prompt_contains", "forbid"):
+            if getattr(step, key):
+                r[key] = dict(step.require) if key == "require" else list(getattr(step, key))
+        if step.exclude_surfaced:
+            r["exclude_surfaced"] = True
+        for key in ("strategy", "expect_strategy", "expect_fallback"):
+            if getattr(step, key):
+                r[key] = getattr(step, key)
+        for key in ("expect_selected", "expect_covered"):
+            if getattr(step, key) is not None:
+                r[key] = list(getattr(step, key))
+        return {"recall": r}
+    if isinstance(step, ForgetStep):
+        f: dict[str, Any] = {"query": step.query, "expect_removed": list(step.expect_removed)}
+        for key in ("strategy", "expect_strategy", "expect_fallback"):
+            if getattr(step, key):
+                f[key] = getattr(step, key)
+        return {"forget": f}
+    if isinstance(step, LockStep):
+        return {"lock": {"pid": step.pid, "age": duration(step.age)}}
+    assert isinstance(step, CheckStep)
+    c: dict[str, Any] = {}
+    for key in ("facts_present", "facts_absent", "files_present", "files_absent", "index_contains"):
+        if getattr(step, key):
+            c[key] = list(getattr(step, key))
+    for key in ("index_within_limits", "max_entries_per_fact", "index_lines"):
+        if getattr(step, key) is not None:
+            c[key] = getattr(step, key)
+    if step.no_stray_files:
+        c["no_stray_files"] = True
+    return {"check": c}
+
+
+def scenario_to_dict(s: Scenario) -> dict[str, Any]:
+    """The scenario as plain data in the v1 layout (key order as in DESIGN §2)."""
+    out: dict[str, Any] = {"id": s.id, "description": s.description, "tags": list(s.tags),
+                           "clock": s.clock.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if s.strategies:
+        out["strategies"] = list(s.strategies)
+    if s.scripted_model is not None:
+        out["scripted_model"] = list(s.scripted_model)
+    out["facts"] = {f.id: {"type": f.type, "match": list(f.match)} for f in s.facts.values()}
+    if s.memories:
+        mems = []
+        for m in s.memories:
+            item: dict[str, Any] = {"path": m.path}
+            if m.raw is not None:
+                item["raw"] = m.raw
+            else:
+                item.update({"name": m.name, "description": m.description, "type": m.type, "body": m.body})
+            if m.facts:
+                item["facts"] = list(m.facts)
+            if m.age:
+                item["age"] = duration(m.age)
+            mems.append(item)
+        out["memories"] = mems
+    out["steps"] = [_step(step) for step in s.steps]
+    return out
+
+
+def scenario_to_yaml(s: Scenario) -> str:
+    """YAML text that ``load_scenario`` reads back to an equal scenario."""
+    return yaml.safe_dump(scenario_to_dict(s), sort_keys=False, allow_unicode=True, width=120)

@@ -1,0 +1,107 @@
+"""Deliberately broken memory systems: each breaks one property, so the fuzz tests can show it is caught.
+
+Use them with ``memharness run --system tests.twins:<name>`` from the repository root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness.system import OpResult, ReferenceSystem
+
+
+class Duplicating(ReferenceSystem):
+    """Every extraction also writes a copy of each file it wrote."""
+
+    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> OpResult:
+        res = super().extract(session_id, now=now, strategy=strategy, queued_behind=queued_behind)
+        for key in res.selected:
+            self.store.write(key.replace(".md", "-copy.md"), self.store.read(key))
+        return res
+
+
+class LeakyForget(ReferenceSystem):
+    """Forget reports success but deletes nothing."""
+
+    def forget(self, query: str, *, now: datetime, strategy: str) -> OpResult:
+        return OpResult("completed", strategy)
+
+
+class Escaping(ReferenceSystem):
+    """Extraction also writes ``../x`` next to the memory root."""
+
+    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> OpResult:
+        (self.root.parent.parent / "x").write_text("escaped")
+        return super().extract(session_id, now=now, strategy=strategy, queued_behind=queued_behind)
+
+
+class OverLimit(ReferenceSystem):
+    """Recall ignores k and the excluded list."""
+
+    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> OpResult:
+        res = super().recall(query, now=now, limit=limit + 5, excluded=(), strategy=strategy)
+        return OpResult(res.status, res.strategy, selected=tuple(d.relative_path for d in self.documents())[: limit + 1])
+
+
+class LossyDream(ReferenceSystem):
+    """Dream deletes the oldest memory."""
+
+    def dream(self, session_id: str, *, now: datetime, strategy: str, force: bool = False) -> OpResult:
+        docs = sorted(self.documents(), key=lambda d: d.relative_path)
+        if docs:
+            self.store.delete(docs[-1].relative_path)
+        return super().dream(session_id, now=now, strategy=strategy, force=force)
+
+
+class BloatedIndex(ReferenceSystem):
+    """The index grows a 300-character line per memory."""
+
+    def index_text(self) -> str:
+        return "\n".join(f"- [{d.title}]({d.relative_path}) — " + "x" * 300 for d in self.documents())
+
+
+class OrderDependent(ReferenceSystem):
+    """Recall returns only the first memory ever written."""
+
+    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> OpResult:
+        first = sorted(self.documents(), key=lambda d: self.written_order.get(d.relative_path, 1e9))[:1]
+        return OpResult("completed", "heuristic", selected=tuple(d.relative_path for d in first))
+
+    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> OpResult:
+        res = super().extract(session_id, now=now, strategy=strategy, queued_behind=queued_behind)
+        for key in res.selected:
+            self.written_order.setdefault(key, len(self.written_order))
+        return res
+
+    @property
+    def written_order(self) -> dict[str, int]:
+        if not hasattr(self, "_order"):
+            self._order: dict[str, int] = {}
+        return self._order
+
+
+class Forgetful(ReferenceSystem):
+    """Recall never selects anything."""
+
+    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> OpResult:
+        return OpResult("completed", "none")
+
+
+def _factory(cls: type[ReferenceSystem]) -> Any:
+    def make(workdir: Path, clock: Any, model: Any, events: Any) -> ReferenceSystem:
+        return cls(workdir, clock, model, events)
+
+    return make
+
+
+duplicating = _factory(Duplicating)
+leaky_forget = _factory(LeakyForget)
+escaping = _factory(Escaping)
+over_limit = _factory(OverLimit)
+lossy_dream = _factory(LossyDream)
+bloated_index = _factory(BloatedIndex)
+order_dependent = _factory(OrderDependent)
+forgetful = _factory(Forgetful)
