@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=int, default=1)
     run.add_argument("--shard", type=_shard)
     run.add_argument("--system", help="package.module:factory of your own MemorySystem (default: the reference core)")
+    run.add_argument("--benchmark", type=Path, help="a benchmark.json from `memharness bench` to include in the report")
     run.add_argument("--fuzz-examples", type=int, default=0,
                      help="also run the property suite with this many examples and add it to the report")
     val = sub.add_parser("validate", help="check scenario files; exit 0 or 2")
@@ -101,6 +102,19 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--min-precision", type=float, default=0.0)
     fz.add_argument("--min-recall", type=float, default=1.0)
     fz.add_argument("--out", type=Path, help="also write fuzz.json here")
+    bench = sub.add_parser("bench", help="benchmarks")
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
+    loc = bench_sub.add_parser("locomo", help="LoCoMo turn-level evidence retrieval for every offline strategy")
+    loc.add_argument("path", type=Path, help="locomo10.json (e.g. ../shared/datasets/locomo/locomo10.json)")
+    loc.add_argument("--strategy", default="heuristic,bm25,embedding,hybrid")
+    loc.add_argument("--mode", choices=("turns", "observations"), default="turns")
+    loc.add_argument("--out", type=Path, default=Path("reports/locomo"))
+    imp = sub.add_parser("import", help="import a dataset as scenarios")
+    imp_sub = imp.add_subparsers(dest="import_command", required=True, parser_class=_Parser)
+    iloc = imp_sub.add_parser("locomo", help="LoCoMo conversations as scenario YAML")
+    iloc.add_argument("path", type=Path)
+    iloc.add_argument("--out", type=Path, required=True)
+    iloc.add_argument("--mode", choices=("turns", "observations"), default="turns")
     cas = sub.add_parser("cassettes", help="cassette tools")
     cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
     st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")
@@ -137,7 +151,8 @@ def _baseline(base_dir: Path, results: Sequence[ScenarioResult]) -> dict[str, An
 
 def finish_run(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]],
                strategies: Sequence[str], *, gates_path: Path | None, baseline_dir: Path | None,
-               meta: Mapping[str, Any], fuzz: Mapping[str, Any] | None = None) -> dict[str, Any]:
+               meta: Mapping[str, Any], fuzz: Mapping[str, Any] | None = None,
+               bench: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Summarise, evaluate gates, write every output; returns the summary."""
     body = summarize(results, strategies)
     baseline = _baseline(baseline_dir, results) if baseline_dir else None
@@ -154,7 +169,7 @@ def finish_run(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Map
     if fuzz is not None:
         summary["fuzz"] = fuzz
     write_run(out, summary=summary, results=results, spans=spans,
-              html=render_report(summary, results, spans, fuzz=fuzz))
+              html=render_report(summary, results, spans, fuzz=fuzz, bench=bench))
     return summary
 
 
@@ -235,8 +250,14 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.fuzz_examples > 0:
         fuzz_report = run_fuzz(system=args.system, max_examples=args.fuzz_examples, seed=0,
                                regressions=args.out / "regressions", database=None)
+    bench = None
+    if args.benchmark:
+        try:
+            bench = json.loads(args.benchmark.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise HarnessError(f"{args.benchmark}: cannot read the benchmark file ({exc})") from None
     summary = finish_run(args.out, run.results, run.spans, strategies, gates_path=gates_path,
-                         baseline_dir=args.baseline, meta=_meta(meta), fuzz=fuzz_report)
+                         baseline_dir=args.baseline, meta=_meta(meta), fuzz=fuzz_report, bench=bench)
     code = _print_outcome(summary, args.out, run.results, print)
     return code if code or fuzz_report is None or fuzz_report["passed"] else 1
 
@@ -333,6 +354,38 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     return 0 if report["passed"] else 1
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from harness.bench import format_table, run_benchmark
+    from harness.outputs import atomic_write
+    from harness.report import render_benchmark
+
+    strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
+    bench = run_benchmark(args.path, strategies, mode=args.mode,
+                          progress=lambda line: print(line, file=sys.stderr))
+    table = format_table(bench)
+    print(table)
+    atomic_write(args.out / "benchmark.json", json.dumps(bench, indent=1) + "\n")
+    atomic_write(args.out / "benchmark.txt", table + "\n")
+    atomic_write(args.out / "report.html", render_benchmark(bench))
+    print(f"wrote {args.out}/report.html")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    import yaml
+
+    from harness.locomo import load_locomo, to_scenarios
+    from harness.outputs import atomic_write
+
+    scenarios = to_scenarios(load_locomo(args.path), mode=args.mode)
+    for data in scenarios:
+        target = args.out / f"{data['id'].split('/', 1)[1]}.yaml"
+        atomic_write(target, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120))
+    load_all([args.out])  # what we wrote must load
+    print(f"wrote {len(scenarios)} scenario(s) to {args.out}")
+    return 0
+
+
 def cmd_cassettes(args: argparse.Namespace) -> int:
     from harness.cassette import Cassette
 
@@ -362,6 +415,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return cmd_merge(args)
         if args.command == "fuzz":
             return cmd_fuzz(args)
+        if args.command == "bench":
+            return cmd_bench(args)
+        if args.command == "import":
+            return cmd_import(args)
         return cmd_cassettes(args)
     except HarnessError as exc:
         print(f"memharness: {exc}", file=sys.stderr)

@@ -269,7 +269,7 @@ class _Run:
         self.surfaced += [p for p in res.selected if p not in self.surfaced]
         self.probe(i, "recall", query=step.query, selected=res.selected, expected=step.expect, covered=tuple(found),
                    metrics=metrics, passed=ok, duration_ms=elapsed, strategy=res.strategy,
-                   fallback_reason=res.fallback_reason, k=step.k)
+                   fallback_reason=res.fallback_reason, k=step.k, scores=list(res.scores))
 
     def _forget(self, i: int, step: ForgetStep, now: datetime) -> None:
         strategy = self.step_strategy(i, step)

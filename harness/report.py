@@ -55,7 +55,7 @@ def _f1_rows(results: Sequence[ScenarioResult], strategies: Sequence[str]) -> li
 
 
 def render_report(summary: Mapping[str, Any], results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]],
-                  *, fuzz: Mapping[str, Any] | None = None) -> str:
+                  *, fuzz: Mapping[str, Any] | None = None, bench: Mapping[str, Any] | None = None) -> str:
     """The whole report as one HTML string."""
     strategies = list(summary["strategies"])
     traces = flatten_spans(spans)
@@ -78,7 +78,7 @@ def render_report(summary: Mapping[str, Any], results: Sequence[ScenarioResult],
     return _env().get_template("report.html.j2").render(
         summary=summary, strategies=strategies, results=ordered, headline=HEADLINE, gates=gates,
         comparisons=summary.get("comparisons", []), baseline=summary.get("baseline"),
-        meta=summary.get("meta", {}), prompt_versions=prompt_versions, fallbacks=fallbacks, fuzz=fuzz,
+        meta=summary.get("meta", {}), prompt_versions=prompt_versions, fallbacks=fallbacks, fuzz=fuzz, bench=bench,
         chart_f1=charts.grouped_bars(f1_rows, strategies, title="Recall F1 per scenario (mean over its recall probes)")
         if f1_rows else "",
         chart_latency=charts.histogram(latency, title="Recall latency (real wall clock)", unit="ms"),
@@ -88,3 +88,8 @@ def render_report(summary: Mapping[str, Any], results: Sequence[ScenarioResult],
                                           "(largest 25)", unit="bytes"),
         waterfalls={r.trace_id: charts.waterfall(traces.get(r.trace_id, [])) for r in ordered},
     )
+
+
+def render_benchmark(bench: Mapping[str, Any]) -> str:
+    """A self-contained HTML page for a ``memharness bench`` run."""
+    return _env().get_template("benchmark.html.j2").render(bench=bench)

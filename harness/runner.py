@@ -20,7 +20,7 @@ from memory_core.errors import ModelError
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model, ScriptedModel
 
-KNOWN_STRATEGIES = ("heuristic", "model")
+KNOWN_STRATEGIES = ("heuristic", "model", "bm25", "embedding", "hybrid")
 
 
 @dataclass(frozen=True)

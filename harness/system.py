@@ -25,6 +25,7 @@ from memory_core.formats import to_ms
 from memory_core.history import ChatMessage, ToolCall
 from memory_core.index import rebuild_index
 from memory_core.model import Model
+from memory_core.rankers import Ranker
 from memory_core.recall import recall
 from memory_core.scan import DocCache, scan
 from memory_core.sessions import ChatDirSessions
@@ -32,6 +33,22 @@ from memory_core.store import INDEX_KEY, LOCK_KEY, FileStore
 from memory_core.topic import TopicDoc, render_topic
 
 DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
+RANKED_STRATEGIES = ("bm25", "embedding", "hybrid")
+_SHARED_EMBEDDINGS: dict[str, Ranker] = {}
+
+
+def make_ranker(strategy: str) -> Ranker:
+    """The ranker behind a ranked strategy; the MiniLM ranker (and its embedding cache) is shared per process."""
+    from memory_core.rankers import BM25Ranker, HybridRanker
+
+    if strategy == "bm25":
+        return BM25Ranker()
+    if "embedding" not in _SHARED_EMBEDDINGS:
+        from memory_core.embedding import EmbeddingRanker
+
+        _SHARED_EMBEDDINGS["embedding"] = EmbeddingRanker()
+    dense = _SHARED_EMBEDDINGS["embedding"]
+    return dense if strategy == "embedding" else HybridRanker(BM25Ranker(), dense)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +65,8 @@ class OpResult:
     """Recall: relative paths in rank order. Forget: removed entry ids."""
     prompt: str = ""
     error: str | None = None
+    scores: tuple[float, ...] = ()
+    """Recall with a ranked strategy: the score of each selected memory."""
 
 
 class MemorySystem(Protocol):
@@ -117,6 +136,7 @@ class ReferenceSystem:
     _extract: ExtractScheduler = field(init=False)
     _dream: DreamScheduler = field(init=False)
     _cache: DocCache = field(default_factory=DocCache)
+    _rankers: dict[str, Ranker] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.root = self.workdir / "project" / ".qwen" / "memory"
@@ -173,14 +193,21 @@ class ReferenceSystem:
         return OpResult(out.status, out.strategy, out.skipped_reason, out.fallback_reason, out.touched_topics,
                         out.deduped_entries, error=out.error)
 
+    def _ranker_for(self, strategy: str) -> Ranker | None:
+        if strategy not in RANKED_STRATEGIES:
+            return None
+        if strategy not in self._rankers:
+            self._rankers[strategy] = make_ranker(strategy)
+        return self._rankers[strategy]
+
     def _model_for(self, strategy: str) -> Model | None:
         return self.model if strategy == "model" else None
 
     def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> OpResult:
         out = recall(self.store, query, now=now, model=self._model_for(strategy), excluded=set(excluded), limit=limit,
-                     events=self.events, cache=self._cache)
+                     events=self.events, cache=self._cache, ranker=self._ranker_for(strategy))
         return OpResult("completed", out.strategy, fallback_reason=out.fallback_reason,
-                        selected=tuple(d.relative_path for d in out.selected), prompt=out.prompt)
+                        selected=tuple(d.relative_path for d in out.selected), prompt=out.prompt, scores=out.scores)
 
     def forget(self, query: str, *, now: datetime, strategy: str) -> OpResult:
         out = forget(self.store, query, now=now, model=self._model_for(strategy), events=self.events, cache=self._cache)

@@ -175,6 +175,8 @@ def _event_attributes(event: Event, *, capture: bool) -> tuple[dict[str, Any], s
         attrs = {**common, sc.MEMORY_RECALL_STRATEGY: event.strategy, sc.MEMORY_RECALL_CANDIDATES: event.docs_scanned,
                  sc.MEMORY_RECALL_QUERY_LENGTH: event.query_length, sc.GEN_AI_MEMORY_RECORD_COUNT: event.docs_selected,
                  sc.MEMORY_RECALL_RECORD_IDS: event.selected}
+        if event.top_score is not None:
+            attrs[sc.MEMORY_RECALL_TOP_SCORE] = event.top_score
         body = f"Memory recall: strategy={event.strategy}. Selected {event.docs_selected}/{event.docs_scanned} docs."
         return attrs, body, "recall"
     if isinstance(event, ForgetEvent):

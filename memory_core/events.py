@@ -68,6 +68,8 @@ class RecallEvent:
     """Relative paths, in rank order (never written to telemetry unless content capture is on)."""
     fallback_reason: str | None = None
     dropped_files: int = 0
+    top_score: float | None = None
+    """The best ranker score, for ranked strategies."""
     name: str = field(default=RECALL_EVENT, init=False)
 
 

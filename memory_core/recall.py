@@ -15,6 +15,7 @@ from memory_core.events import EventSink, NullSink, RecallEvent
 from memory_core.formats import iso_from_ms, locale_key
 from memory_core.model import Message, Model, ModelRequest
 from memory_core.prompts import render_prompt
+from memory_core.rankers import Ranker
 from memory_core.scan import DocCache, scan
 from memory_core.store import Store
 from memory_core.topic import MemoryType, TopicDoc
@@ -165,6 +166,8 @@ class RecallOutcome:
     """Docs considered after exclusion."""
     fallback_reason: str | None = None
     """Why the model path fell back to the heuristic (``timeout``, ``invalid_json``, ``unknown_path`` …)."""
+    scores: tuple[float, ...] = ()
+    """The ranker's score of each selected doc (empty for the heuristic and model paths)."""
 
 
 def recall(
@@ -180,8 +183,11 @@ def recall(
     events: EventSink | None = None,
     session_id: str = "",
     cache: DocCache | None = None,
+    ranker: Ranker | None = None,
 ) -> RecallOutcome:
     """Resolve the relevant-memory prompt for a query (spec §7.2); ``model=None`` is the heuristic path.
+
+    With a ``ranker`` (BM25, embedding, hybrid) that ranker selects instead, with its own abstention threshold.
 
     With a model: an empty model answer is strategy ``none`` with no fallback (parity); any model error falls
     back to the heuristic and the outcome names the reason. Exactly one event is emitted per call.
@@ -190,8 +196,13 @@ def recall(
     result = scan(store, cache=cache)
     docs = [d for d in result.docs if d.relative_path not in excluded]
     selected: list[TopicDoc] = []
+    scores: tuple[float, ...] = ()
     strategy, fallback = "none", None
-    if query.strip() and docs and limit > 0:
+    if query.strip() and docs and limit > 0 and ranker is not None:
+        ranked = ranker.rank(query, docs, limit=limit)
+        selected, scores = [r.doc for r in ranked], tuple(round(r.score, 6) for r in ranked)
+        strategy = ranker.name if selected else "none"
+    elif query.strip() and docs and limit > 0:
         if model is not None:
             try:
                 selected = select_by_model(
@@ -203,7 +214,8 @@ def recall(
         if model is None or fallback is not None:
             selected = select_heuristic(query, docs, limit=limit)
             strategy = "heuristic" if selected else "none"
-    outcome = RecallOutcome(build_recall_prompt(selected, now=now), tuple(selected), strategy, len(docs), fallback)
+    outcome = RecallOutcome(build_recall_prompt(selected, now=now), tuple(selected), strategy, len(docs), fallback,
+                            scores)
     (events or NullSink()).emit(
         RecallEvent(
             session_id=session_id,
@@ -215,6 +227,7 @@ def recall(
             selected=tuple(d.relative_path for d in selected),
             fallback_reason=fallback,
             dropped_files=len(result.dropped),
+            top_score=scores[0] if scores else None,
         )
     )
     return outcome

@@ -1,0 +1,212 @@
+"""LoCoMo (Maharana et al., ACL 2024) as a retrieval benchmark: load, repair evidence, evaluate rankers, import.
+
+The data file is read from where it lies (``../shared/datasets/locomo/locomo10.json`` or a path given); it is
+never copied into this repository (CC BY-NC 4.0).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from harness.errors import HarnessError
+from memory_core.topic import TopicDoc
+
+CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+_SPLIT: Final = re.compile(r"[;,\s]+")
+_DIA: Final = re.compile(r"^D(\d+):(\d+)$")
+
+
+@dataclass(frozen=True)
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    caption: str | None
+    session: int
+    when: datetime | None
+
+    @property
+    def document(self) -> str:
+        """``{speaker}: {text}`` plus `` [image: {caption}]`` (the calibration's document text)."""
+        return f"{self.speaker}: {self.text}" + (f" [image: {self.caption}]" if self.caption else "")
+
+
+@dataclass(frozen=True)
+class Question:
+    question: str
+    category: int
+    evidence: tuple[str, ...]
+    answer: str
+
+
+@dataclass(frozen=True)
+class Observation:
+    text: str
+    speaker: str
+    session: int
+    provenance: tuple[str, ...]
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    turns: list[Turn]
+    questions: list[Question]
+    observations: list[Observation] = field(default_factory=list)
+    dropped_evidence: list[str] = field(default_factory=list)
+
+
+def parse_when(text: str | None) -> datetime | None:
+    """``1:56 pm on 8 May, 2023`` → aware UTC datetime (None when missing or unparsable)."""
+    if not text:
+        return None
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def repair_evidence(raw: Sequence[Any], known: set[str]) -> tuple[tuple[str, ...], list[str]]:
+    """Split multi-id strings, repair ``D:11:26`` → ``D11:26`` and ``D30:05`` → ``D30:5``, drop what does not
+    resolve to a turn. Returns (ids in first-seen order, dropped ids)."""
+    ids: list[str] = []
+    dropped: list[str] = []
+    for item in raw:
+        for part in _SPLIT.split(str(item)):
+            if not part:
+                continue
+            fixed = part.replace("D:", "D", 1) if part.startswith("D:") else part
+            m = _DIA.match(fixed)
+            if m:
+                fixed = f"D{int(m.group(1))}:{int(m.group(2))}"
+            if fixed in known:
+                if fixed not in ids:
+                    ids.append(fixed)
+            else:
+                dropped.append(part)
+    return tuple(ids), dropped
+
+
+def _sessions(conv: Mapping[str, Any]) -> Iterator[tuple[int, list[Mapping[str, Any]], datetime | None]]:
+    numbers = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
+    for n in numbers:
+        yield n, conv[f"session_{n}"], parse_when(conv.get(f"session_{n}_date_time"))
+
+
+def load_locomo(path: Path) -> list[Conversation]:
+    """Parse the dataset; malformed files raise ``HarnessError`` naming the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HarnessError(f"{path}: no such file (LoCoMo lives in ../shared/datasets/locomo/locomo10.json)") from None
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    if not isinstance(data, list):
+        raise HarnessError(f"{path}: expected a JSON list of LoCoMo samples")
+    out = []
+    for sample in data:
+        conv = sample["conversation"]
+        turns = [Turn(t["dia_id"], t["speaker"], t.get("text", ""), t.get("blip_caption"), n, when)
+                 for n, session, when in _sessions(conv) for t in session]
+        known = {t.dia_id for t in turns}
+        c = Conversation(sample["sample_id"], turns, [])
+        for qa in sample.get("qa", []):
+            evidence, dropped = repair_evidence(qa.get("evidence", []), known)
+            c.dropped_evidence += dropped
+            answer = qa.get("answer", qa.get("adversarial_answer", ""))
+            c.questions.append(Question(qa["question"], int(qa["category"]), evidence, str(answer)))
+        for key, by_speaker in sample.get("observation", {}).items():
+            n = int(key.split("_")[1])
+            for speaker, facts in by_speaker.items():
+                for fact in facts:
+                    text, prov = fact[0], fact[1] if len(fact) > 1 else []
+                    ids, _ = repair_evidence(prov if isinstance(prov, list) else [prov], known)
+                    c.observations.append(Observation(text, speaker, n, ids))
+        out.append(c)
+    return out
+
+
+def turn_docs(conv: Conversation) -> list[TopicDoc]:
+    """Each dialog turn as a memory document (provenance = its ``dia_id`` in the path)."""
+    return [TopicDoc("user", f"turns/{t.dia_id.replace(':', '-')}.md", t.speaker, "", t.document,
+                     t.when.timestamp() * 1000 if t.when else 0.0) for t in conv.turns]
+
+
+def observation_docs(conv: Conversation) -> tuple[list[TopicDoc], dict[str, tuple[str, ...]]]:
+    """LoCoMo's generated observations as documents, with the turns each one cites."""
+    docs, prov = [], {}
+    for i, o in enumerate(conv.observations):
+        path = f"observations/s{o.session}-{i:04d}.md"
+        docs.append(TopicDoc("user", path, o.speaker, "", f"{o.speaker}: {o.text}"))
+        prov[path] = o.provenance
+    return docs, prov
+
+
+def dia_of(doc: TopicDoc) -> str:
+    """The ``dia_id`` a turn document stands for."""
+    return doc.relative_path.removeprefix("turns/").removesuffix(".md").replace("-", ":")
+
+
+def _fact_id(dia: str) -> str:
+    return dia.replace(":", "-")
+
+
+def to_scenarios(conversations: Sequence[Conversation], *, mode: str = "turns", k: int = 10) -> list[dict[str, Any]]:
+    """One v1 scenario (as plain data) per conversation: sessions on their real timestamps, the turns (or
+    observations) as seeded memories with provenance, and one recall probe per question (gold = evidence turns)."""
+    out = []
+    for conv in conversations:
+        times = [t.when for t in conv.turns if t.when]
+        end = (max(times) if times else datetime(2023, 1, 1, tzinfo=UTC)).replace(hour=23, minute=59)
+        gold = {d for q in conv.questions for d in q.evidence}
+        facts = {_fact_id(d): {"type": "user", "match": [f"[{d}]"]} for d in sorted(gold)}
+        memories: list[dict[str, Any]] = []
+        if mode == "turns":
+            for t in conv.turns:
+                item: dict[str, Any] = {"path": f"turns/{_fact_id(t.dia_id)}.md", "name": t.speaker,
+                                        "description": f"[{t.dia_id}] session {t.session}", "type": "user",
+                                        "body": t.document}
+                if t.dia_id in gold:
+                    item["facts"] = [_fact_id(t.dia_id)]
+                if t.when:
+                    item["age"] = f"{max(0, int((end - t.when).total_seconds()))}s"
+                memories.append(item)
+        else:
+            for i, o in enumerate(conv.observations):
+                cited = [d for d in o.provenance if d in gold]
+                item = {"path": f"observations/s{o.session}-{i:04d}.md", "name": o.speaker,
+                        "description": " ".join(f"[{d}]" for d in o.provenance) or "(no provenance)", "type": "user",
+                        "body": o.text}
+                if cited:
+                    item["facts"] = [_fact_id(d) for d in cited]
+                memories.append(item)
+        steps: list[dict[str, Any]] = []
+        sessions = sorted({t.session for t in conv.turns})
+        start = min(times) if times else end
+        current = start
+        for n in sessions:
+            turns = [t for t in conv.turns if t.session == n]
+            when = next((t.when for t in turns if t.when), None)
+            if when and when > current:
+                steps.append({"advance": f"{int((when - current).total_seconds())}s"})
+                current = when
+            steps.append({"session": f"session-{n}", "extract": False,
+                          "turns": [{"user" if i % 2 == 0 else "assistant": t.document} for i, t in enumerate(turns)]})
+        if end > current:
+            steps.append({"advance": f"{int((end - current).total_seconds())}s"})
+        for q in conv.questions:
+            if q.evidence:
+                steps.append({"recall": {"query": q.question, "expect": [_fact_id(d) for d in q.evidence], "k": k}})
+        out.append({
+            "id": f"locomo/{conv.sample_id}-{mode}",
+            "description": f"LoCoMo {conv.sample_id} ({mode}): {len(conv.questions)} questions, gold = evidence turns",
+            "tags": ["locomo", mode], "strategies": ["heuristic", "bm25", "embedding", "hybrid"],
+            "clock": start.strftime("%Y-%m-%dT%H:%M:%SZ"), "facts": facts, "memories": memories, "steps": steps,
+        })
+    return out
