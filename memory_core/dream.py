@@ -17,7 +17,7 @@ from memory_core.forget import ForgetCandidate, forget_candidates
 from memory_core.formats import iso_ms, parse_iso_ms, to_ms
 from memory_core.index import rebuild_index
 from memory_core.lock import PidAlive, acquire_lock, lock_held, pid_alive, release_lock
-from memory_core.model import Message, Model, ModelRequest
+from memory_core.model import Message, Model, ModelRequest, model_or_heuristic
 from memory_core.prompts import render_prompt
 from memory_core.scan import DocCache, scan
 from memory_core.sessions import SessionSource
@@ -139,15 +139,11 @@ def run_dream(
     """Consolidate once: model plan when a model is given (heuristic on failure), else mechanical dedupe."""
     scaffold(store, now=now)
     docs = scan(store, cache=cache).docs
-    strategy, fallback = "heuristic", None
-    plan: DedupePlan | None = None
-    if model is not None:
-        try:
-            plan, strategy = plan_by_model(docs, model=model, timeout_s=timeout_s), "model"
-        except ModelError as exc:
-            fallback = exc.reason
-    if plan is None:
-        plan = plan_dedupe(docs)
+    plan, used_model, fallback = model_or_heuristic(
+        (lambda: plan_by_model(docs, model=model, timeout_s=timeout_s)) if model is not None else None,
+        lambda: plan_dedupe(docs),
+    )
+    strategy = "model" if used_model else "heuristic"
     touched = apply_plan(store, plan, docs)
     status = "updated" if touched else "noop"
     if touched:
@@ -165,13 +161,13 @@ class DreamScheduler:
 
     store: Store
     sessions: SessionSource
-    model: Model | None = None
-    events: EventSink = field(default_factory=NullSink)
-    cache: DocCache | None = None
     enabled: bool = True
     # default factories read the module constants at construction, so a mutation test can change the gates
     min_hours: float = field(default_factory=lambda: DEFAULT_MIN_HOURS)
     min_sessions: int = field(default_factory=lambda: DEFAULT_MIN_SESSIONS)
+    model: Model | None = None
+    events: EventSink = field(default_factory=NullSink)
+    cache: DocCache | None = None
     timeout_s: float = DREAM_TIMEOUT_S
     alive: PidAlive = pid_alive
     pid: int = field(default_factory=os.getpid)

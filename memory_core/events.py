@@ -15,58 +15,60 @@ FORGET_EVENT: Final = "memharness.memory.forget"  # upstream removed its forget 
 
 
 @dataclass(frozen=True, slots=True)
-class ExtractEvent:
-    """One extraction exit (spec §10 extract fields, plus the strategy that ran)."""
+class LifecycleEvent:
+    """Fields extract and dream events share (spec §10)."""
 
     session_id: str
     status: str
-    """``completed`` | ``skipped`` | ``failed``."""
+    """extract: ``completed`` | ``skipped`` | ``failed``; dream: ``updated`` | ``noop`` | ``skipped`` | ``failed``."""
     duration_ms: float
     strategy: str = "heuristic"
-    """``heuristic`` or ``model``; what actually ran."""
+    """``heuristic`` or ``model``: what actually ran."""
     trigger: str = "auto"
     skipped_reason: str | None = None
-    """``queued`` | ``memory_tool`` | ``already_running`` when skipped."""
-    patches_count: int = 0
     touched_topics: tuple[str, ...] = ()
     fallback_reason: str | None = None
     """Why the model path fell back to the heuristic, when it did."""
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractEvent(LifecycleEvent):
+    """One extraction exit (``skipped_reason``: ``queued`` | ``memory_tool`` | ``already_running``)."""
+
+    patches_count: int = 0
     name: str = field(default=EXTRACT_EVENT, init=False)
 
 
 @dataclass(frozen=True, slots=True)
-class DreamEvent:
-    """One dream exit (spec §10 dream fields; fix: spec §12 — ``failed`` is emitted too)."""
+class DreamEvent(LifecycleEvent):
+    """One dream exit (fix: spec §12 — ``failed`` is emitted too)."""
 
-    session_id: str
-    status: str
-    """``updated`` | ``noop`` | ``skipped`` | ``failed``."""
-    duration_ms: float
-    strategy: str = "heuristic"
-    trigger: str = "auto"
-    skipped_reason: str | None = None
     deduped_entries: int = 0
-    touched_topics: tuple[str, ...] = ()
-    fallback_reason: str | None = None
-    error: str | None = None
     name: str = field(default=DREAM_EVENT, init=False)
 
 
 @dataclass(frozen=True, slots=True)
-class RecallEvent:
-    """One recall exit (spec §10 recall fields)."""
+class QueryEvent:
+    """Fields recall and forget events share: a query, the strategy that answered it, how long it took."""
 
     session_id: str
     query_length: int
-    docs_scanned: int
-    docs_selected: int
+    """Raw query length, untrimmed (spec §10)."""
     strategy: str
-    """``none`` | ``heuristic`` | ``model`` (or another registered strategy)."""
+    """``none`` | ``heuristic`` | ``model`` (or a ranked strategy: ``bm25``, ``embedding``, ``hybrid``)."""
     duration_ms: float
+    fallback_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallEvent(QueryEvent):
+    """One recall exit (spec §10 recall fields)."""
+
+    docs_scanned: int = 0
+    docs_selected: int = 0
     selected: tuple[str, ...] = ()
     """Relative paths, in rank order (never written to telemetry unless content capture is on)."""
-    fallback_reason: str | None = None
     dropped_files: int = 0
     top_score: float | None = None
     """The best ranker score, for ranked strategies."""
@@ -74,17 +76,12 @@ class RecallEvent:
 
 
 @dataclass(frozen=True, slots=True)
-class ForgetEvent:
+class ForgetEvent(QueryEvent):
     """One forget exit: how many candidates, what was removed."""
 
-    session_id: str
-    query_length: int
-    candidates: int
-    removed_entries: int
-    strategy: str
-    duration_ms: float
+    candidates: int = 0
+    removed_entries: int = 0
     touched_topics: tuple[str, ...] = ()
-    fallback_reason: str | None = None
     name: str = field(default=FORGET_EVENT, init=False)
 
 

@@ -16,12 +16,11 @@ from typing import Any, Final
 
 from memory_core.clock import monotonic_ms
 from memory_core.entries import Entry, merge_entry, parse_entries, render_entries
-from memory_core.errors import ModelError
 from memory_core.events import EventSink, ExtractEvent, NullSink
 from memory_core.formats import iso_ms, to_ms
 from memory_core.history import ChatMessage, TranscriptLine, transcript, writes_memory
 from memory_core.index import rebuild_index
-from memory_core.model import Message, Model, ModelRequest
+from memory_core.model import Message, Model, ModelRequest, model_or_heuristic
 from memory_core.patches import Patch, dedupe_patches, extract_heuristic
 from memory_core.prompts import render_prompt
 from memory_core.recall import build_manifest
@@ -82,9 +81,8 @@ class ExtractOutcome:
     @property
     def system_message(self) -> str | None:
         """``Managed auto-memory updated: <topic>.md, …`` when topics were touched."""
-        if not self.touched_topics:
-            return None
-        return "Managed auto-memory updated: " + ", ".join(f"{t}.md" for t in self.touched_topics)
+        topics = ", ".join(f"{t}.md" for t in self.touched_topics)
+        return f"Managed auto-memory updated: {topics}" if topics else None
 
 
 def slugify(summary: str) -> str:
@@ -198,15 +196,11 @@ def run_extract(
         write_cursor(store, session_id=request.session_id, processed_offset=next_offset, now=now)
         return ExtractOutcome("completed", processed_offset=next_offset)
     docs = scan(store, cache=cache).docs
-    strategy, fallback = "heuristic", None
-    patches: list[Patch] | None = None
-    if model is not None:
-        try:
-            patches, strategy = plan_by_model(sliced, docs, model=model, timeout_s=timeout_s), "model"
-        except ModelError as exc:
-            fallback = exc.reason
-    if patches is None:
-        patches = extract_heuristic((ln.offset, ln.text) for ln in user_lines)
+    patches, used_model, fallback = model_or_heuristic(
+        (lambda: plan_by_model(sliced, docs, model=model, timeout_s=timeout_s)) if model is not None else None,
+        lambda: extract_heuristic((ln.offset, ln.text) for ln in user_lines),
+    )
+    strategy = "model" if used_model else "heuristic"
     written = apply_patches(store, patches, docs, now=now)
     touched = tuple(t for t in MEMORY_TYPES if any(k.startswith(f"{t}/") for k in written))
     update_meta(

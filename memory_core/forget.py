@@ -14,7 +14,7 @@ from memory_core.errors import ModelError
 from memory_core.events import EventSink, ForgetEvent, NullSink
 from memory_core.formats import collapse_ws
 from memory_core.index import rebuild_index
-from memory_core.model import Message, Model, ModelRequest
+from memory_core.model import Message, Model, ModelRequest, model_or_heuristic
 from memory_core.prompts import render_prompt
 from memory_core.scan import DocCache, scan
 from memory_core.state import scaffold, update_meta_best_effort
@@ -181,33 +181,27 @@ def forget(
     trimmed = query.strip()
     candidates = forget_candidates(scan(store, cache=cache).docs) if trimmed else []
     selected: list[ForgetCandidate] = []
-    strategy, fallback, reasoning = "none", None, None
+    strategy: str = "none"
+    fallback: str | None = None
+    reasoning: str | None = None
     if candidates:
-        if model is not None:
-            try:
-                selected, reasoning = select_forget_by_model(
-                    trimmed, candidates, model=model, limit=limit, timeout_s=timeout_s
-                )
-                strategy = "model" if selected else "none"
-            except ModelError as exc:
-                fallback = exc.reason
-        if model is None or fallback is not None:
-            selected = select_forget_heuristic(trimmed, candidates, limit=limit)
-            strategy = "heuristic" if selected else "none"
+        def by_model() -> tuple[list[ForgetCandidate], str | None]:
+            assert model is not None
+            return select_forget_by_model(trimmed, candidates, model=model, limit=limit, timeout_s=timeout_s)
+
+        def heuristic() -> tuple[list[ForgetCandidate], str | None]:
+            return select_forget_heuristic(trimmed, candidates, limit=limit), None
+
+        (selected, reasoning), used_model, fallback = model_or_heuristic(
+            by_model if model is not None else None, heuristic
+        )
+        # parity: spec §8.2 — an empty model selection is strategy none, with no fallback
+        strategy = ("model" if used_model else "heuristic") if selected else "none"
     removed, touched = delete_matches(store, selected, now=now, cache=cache)
     outcome = ForgetOutcome(
         trimmed, tuple(removed), tuple(touched), strategy, len(candidates), fallback, reasoning
     )
-    (events or NullSink()).emit(
-        ForgetEvent(
-            session_id=session_id,
-            query_length=len(query),
-            candidates=len(candidates),
-            removed_entries=len(removed),
-            strategy=strategy,
-            duration_ms=monotonic_ms() - t0,
-            touched_topics=tuple(touched),
-            fallback_reason=fallback,
-        )
-    )
+    elapsed = monotonic_ms() - t0
+    (events or NullSink()).emit(ForgetEvent(session_id, len(query), strategy, elapsed, fallback, candidates=len(candidates),
+                                            removed_entries=len(removed), touched_topics=tuple(touched)))
     return outcome

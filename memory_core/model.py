@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from memory_core.errors import ModelError
 
@@ -117,6 +117,22 @@ def _check_value(path: str, value: Any, spec: Mapping[str, Any]) -> None:
             _check_value(f"{path}[{i}]", item, spec["items"])
     if kind == "object":
         validate_schema(value, spec)
+
+
+T = TypeVar("T")
+
+
+def model_or_heuristic(model_path: Callable[[], T] | None, heuristic: Callable[[], T]) -> tuple[T, bool, str | None]:
+    """Run the model path when there is one; on ``ModelError`` run the heuristic instead (spec §7.2, §8.2).
+
+    Returns (value, whether the model's value was used, the fallback reason or None).
+    """
+    if model_path is not None:
+        try:
+            return model_path(), True, None
+        except ModelError as exc:
+            return heuristic(), False, exc.reason
+    return heuristic(), False, None
 
 
 ScriptedReply = Mapping[str, Any] | str | Exception

@@ -13,7 +13,7 @@ from memory_core.clock import monotonic_ms
 from memory_core.errors import ModelError
 from memory_core.events import EventSink, NullSink, RecallEvent
 from memory_core.formats import iso_from_ms, locale_key
-from memory_core.model import Message, Model, ModelRequest
+from memory_core.model import Message, Model, ModelRequest, model_or_heuristic
 from memory_core.prompts import render_prompt
 from memory_core.rankers import Ranker
 from memory_core.scan import DocCache, scan
@@ -203,17 +203,13 @@ def recall(
         selected, scores = [r.doc for r in ranked], tuple(round(r.score, 6) for r in ranked)
         strategy = ranker.name if selected else "none"
     elif query.strip() and docs and limit > 0:
-        if model is not None:
-            try:
-                selected = select_by_model(
-                    query, docs, model=model, limit=limit, timeout_s=timeout_s, recent_tools=recent_tools
-                )
-                strategy = "model" if selected else "none"
-            except ModelError as exc:
-                fallback = exc.reason
-        if model is None or fallback is not None:
-            selected = select_heuristic(query, docs, limit=limit)
-            strategy = "heuristic" if selected else "none"
+        selected, used_model, fallback = model_or_heuristic(
+            (lambda: select_by_model(query, docs, model=model, limit=limit, timeout_s=timeout_s,
+                                     recent_tools=recent_tools)) if model is not None else None,
+            lambda: select_heuristic(query, docs, limit=limit),
+        )
+        # parity: spec §7.2 — an empty model answer is strategy none, with no heuristic fallback
+        strategy = ("model" if used_model else "heuristic") if selected else "none"
     outcome = RecallOutcome(build_recall_prompt(selected, now=now), tuple(selected), strategy, len(docs), fallback,
                             scores)
     (events or NullSink()).emit(

@@ -15,16 +15,6 @@ MAX_SCANNED_MEMORY_FILES: Final = 200
 
 
 @dataclass(frozen=True, slots=True)
-class DroppedFile:
-    """A ``.md`` file the scan could not use, and why."""
-
-    relative_path: str
-    """The file's key."""
-    reason: str
-    """``unreadable: <error>`` or ``not a memory doc``."""
-
-
-@dataclass(frozen=True, slots=True)
 class ScanResult:
     """What a scan found: up to 200 docs, most recent first, and what it had to drop."""
 
@@ -34,6 +24,14 @@ class ScanResult:
     """Files skipped: unreadable ones (fix: spec §12) and ones that are no memory doc (spec §3)."""
     total_docs: int = 0
     """Docs found before the 200 cap."""
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedFile:
+    """A ``.md`` file the scan could not use: its key, and why (``unreadable: <error>`` or ``not a memory doc``)."""
+
+    relative_path: str
+    reason: str
 
 
 @dataclass(slots=True)

@@ -38,7 +38,8 @@ def test_load_tiny_fixture() -> None:
     [conv] = load_locomo(TINY)
     assert len(conv.turns) == 6  # session_3 has a date but no turns: ignored
     assert conv.turns[2].document == "Ana: Look at this photo from the beach. [image: a dog running on the sand]"
-    assert conv.turns[0].when is not None and conv.turns[0].when.isoformat() == "2023-05-08T13:56:00+00:00"
+    assert conv.turns[0].when is not None
+    assert conv.turns[0].when.isoformat() == "2023-05-08T13:56:00+00:00"
     q = {x.question: x for x in conv.questions}
     assert q["What did Ben make after fixing the kiln?"].evidence == ("D2:1",)
     assert q["When did Ben start pottery?"].evidence == ("D1:2", "D1:4")
