@@ -132,7 +132,8 @@ class CassetteModel:
             self.cassette.append({**base, "response": {"text": reply.text, "model": reply.model,
                                                        "input_tokens": reply.input_tokens,
                                                        "output_tokens": reply.output_tokens,
-                                                       "latency_ms": round(reply.latency_ms, 3)}})
+                                                       "latency_ms": round(reply.latency_ms, 3),
+                                                       "cost_usd": reply.cost_usd}})
         return reply
 
     def _replay(self, entry: dict[str, Any], request: ModelRequest) -> ModelReply:
@@ -147,11 +148,11 @@ class CassetteModel:
                               "total_tokens": r["input_tokens"] + r["output_tokens"]}}
             reply = self.adapter.query(request, mock_response=mock)
             return ModelReply(reply.data, reply.text, reply.model, reply.input_tokens, reply.output_tokens,
-                              r["latency_ms"], replayed=True)
+                              r["latency_ms"], replayed=True, cost_usd=r.get("cost_usd"))
         data = parse_json_lenient(r["text"])
         validate_schema(data, request.schema)
         return ModelReply(data, r["text"], r["model"], r["input_tokens"], r["output_tokens"], r["latency_ms"],
-                          replayed=True)
+                          replayed=True, cost_usd=r.get("cost_usd"))
 
 
 def read_meta(directory: Path) -> dict[str, Any]:

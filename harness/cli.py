@@ -93,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     mer.add_argument("shards", nargs="+", type=Path)
     mer.add_argument("--gates", type=Path)
     fz = sub.add_parser("fuzz", help="run the memory property suite; write shrunk failures as regression scenarios")
-    fz.add_argument("--max-examples", type=int, default=200)
+    fz.add_argument("--profile", choices=("dev", "ci"), default="ci",
+                    help="dev: 50 examples, random; ci: 200 examples, derandomized (default)")
+    fz.add_argument("--max-examples", type=int, help="override the profile's example budget")
     fz.add_argument("--seed", type=int, default=0)
     fz.add_argument("--system", help="package.module:factory of the system under test (default: the reference core)")
     fz.add_argument("--property", action="append", dest="properties", help="run only this property (repeatable)")
@@ -322,7 +324,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: Path | None, database: Path | None,
              only: Sequence[str] | None = None, min_precision: float = 0.0, min_recall: float = 1.0,
-             echo: Callable[[str], None] = print) -> dict[str, Any]:
+             derandomize: bool = False, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the property suite and return its report as a dict."""
     from harness.fuzz import fuzz
     from harness.properties import Thresholds, default_properties
@@ -335,7 +337,7 @@ def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: P
             raise HarnessError(f"unknown property {unknown[0]!r}; expected one of {', '.join(p.name for p in props)}")
         props = [p for p in props if p.name in only]
     report = fuzz(props, factory=load_factory(system), system_name=system or "reference", max_examples=max_examples,
-                  seed_value=seed, regressions=regressions, database=database)
+                  seed_value=seed, regressions=regressions, database=database, derandomize=derandomize)
     for p in report.properties:
         status = "held" if p.passed else "FAILED"
         echo(f"{status:6} {p.name:28} {p.examples:4} examples {p.seconds:6.1f}s"
@@ -344,9 +346,13 @@ def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: P
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    report = run_fuzz(system=args.system, max_examples=args.max_examples, seed=args.seed, regressions=args.regressions,
-                      database=args.database, only=args.properties, min_precision=args.min_precision,
-                      min_recall=args.min_recall)
+    from harness.fuzz import PROFILES
+
+    profile = PROFILES[args.profile]
+    report = run_fuzz(system=args.system, max_examples=args.max_examples or int(profile["max_examples"]),
+                      seed=args.seed, regressions=args.regressions, database=args.database, only=args.properties,
+                      min_precision=args.min_precision, min_recall=args.min_recall,
+                      derandomize=bool(profile["derandomize"]))
     if args.out:
         from harness.outputs import atomic_write
 

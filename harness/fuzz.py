@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
@@ -23,6 +23,13 @@ from harness.runner import scripted_model
 from harness.scenario import Scenario
 from harness.scenario_dump import scenario_to_yaml
 from harness.telemetry import Telemetry
+
+PROFILES: Final = {
+    "dev": {"max_examples": 50, "derandomize": False},
+    "ci": {"max_examples": 200, "derandomize": True},
+}
+"""``memharness fuzz --profile``: dev explores (a new seed sequence each run unless --seed is given); ci is
+derandomized so the same commit always checks the same examples."""
 
 
 @dataclass
@@ -68,13 +75,13 @@ class _Runner:
 
 
 def run_property(prop: Property, *, factory: SystemFactory, max_examples: int, seed_value: int,
-                 regressions: Path | None, database: Path | None) -> PropertyOutcome:
+                 regressions: Path | None, database: Path | None, derandomize: bool = False) -> PropertyOutcome:
     """Run one property; on failure write the shrunk counterexample scenario under ``regressions``."""
     run = _Runner(factory, prop.strategy)
     last_failing: list[Scenario] = []
     count = [0]
 
-    @settings(max_examples=max_examples, deadline=None, derandomize=False, print_blob=False,
+    @settings(max_examples=max_examples, deadline=None, derandomize=derandomize, print_blob=False,
               database=DirectoryBasedExampleDatabase(str(database)) if database else None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
               phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
@@ -106,10 +113,10 @@ def run_property(prop: Property, *, factory: SystemFactory, max_examples: int, s
 
 def fuzz(properties: Sequence[Property], *, factory: SystemFactory = reference_factory, system_name: str = "reference",
          max_examples: int = 200, seed_value: int = 0, regressions: Path | None = None,
-         database: Path | None = None) -> FuzzReport:
+         database: Path | None = None, derandomize: bool = False) -> FuzzReport:
     """Run every property and collect the outcomes."""
     report = FuzzReport(system_name, max_examples, seed_value)
     for prop in properties:
         report.properties.append(run_property(prop, factory=factory, max_examples=max_examples, seed_value=seed_value,
-                                              regressions=regressions, database=database))
+                                              regressions=regressions, database=database, derandomize=derandomize))
     return report

@@ -30,7 +30,7 @@ from harness.system import MemorySystem, OpResult, ReferenceSystem
 from harness.telemetry import Telemetry
 from memory_core.clock import FixedClock, monotonic_ms
 from memory_core.events import EventSink
-from memory_core.index import index_stats
+from memory_core.index import index_stats, truncate_index_for_prompt
 from memory_core.model import Model, ModelReply, ModelRequest
 
 MODEL_STRATEGIES = frozenset({"model"})
@@ -50,10 +50,15 @@ class CallLog:
     input_tokens: int = 0
     output_tokens: int = 0
     replayed: int = 0
+    cost_usd: float | None = None
     prompt_versions: set[str] = field(default_factory=set)
 
-    def as_dict(self) -> dict[str, int]:
-        return {"calls": self.calls, "input": self.input_tokens, "output": self.output_tokens, "replayed": self.replayed}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"calls": self.calls, "input": self.input_tokens, "output": self.output_tokens,
+                               "replayed": self.replayed}
+        if self.cost_usd is not None:
+            out["cost_usd"] = round(self.cost_usd, 8)
+        return out
 
 
 @dataclass
@@ -83,6 +88,8 @@ class CountingModel:
         self.log.input_tokens += reply.input_tokens
         self.log.output_tokens += reply.output_tokens
         self.log.replayed += int(reply.replayed)
+        if reply.cost_usd is not None:
+            self.log.cost_usd = (self.log.cost_usd or 0.0) + reply.cost_usd
         return reply
 
 
@@ -329,6 +336,10 @@ class _Run:
                 self.fail(i, "check", f"MEMORY.md does not contain {text!r}")
         if step.index_lines is not None and stats["lines"] != step.index_lines:
             self.fail(i, "check", f"MEMORY.md has {stats['lines']} lines, expected {step.index_lines}")
+        loaded = truncate_index_for_prompt(index) if step.loaded_index_contains else ""
+        for text in step.loaded_index_contains:
+            if text not in loaded:
+                self.fail(i, "check", f"the index as loaded into the prompt does not contain {text!r}")
         if step.no_stray_files:
             stray = self.system.stray_files()
             if stray:

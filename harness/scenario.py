@@ -109,6 +109,8 @@ class CheckStep:
     index_lines: int | None = None
     no_stray_files: bool = False
     """No file may exist outside the memory root and its state files."""
+    loaded_index_contains: tuple[str, ...] = ()
+    """Texts the index must contain as loaded into the system prompt (load-time truncation, spec §4.3)."""
 
 
 @dataclass(frozen=True, slots=True)

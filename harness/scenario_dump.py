@@ -72,7 +72,8 @@ def _step(step: Step) -> dict[str, Any]:
         return {"lock": {"pid": step.pid, "age": duration(step.age)}}
     assert isinstance(step, CheckStep)
     c: dict[str, Any] = {}
-    for key in ("facts_present", "facts_absent", "files_present", "files_absent", "index_contains"):
+    for key in ("facts_present", "facts_absent", "files_present", "files_absent", "index_contains",
+                "loaded_index_contains"):
         if getattr(step, key):
             c[key] = list(getattr(step, key))
     for key in ("index_within_limits", "max_entries_per_fact", "index_lines"):

@@ -291,7 +291,8 @@ def _step(ctx: _Ctx, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Ste
             ctx.duration(lk["age"], f"{here}.age") if "age" in lk else timedelta(0),
         )
     c = ctx.mapping(value, here, ("facts_present", "facts_absent", "index_within_limits", "max_entries_per_fact",
-                                  "files_present", "files_absent", "index_contains", "index_lines", "no_stray_files"))
+                                  "files_present", "files_absent", "index_contains", "index_lines", "no_stray_files",
+                                  "loaded_index_contains"))
     return CheckStep(
         ctx.fact_ids(c["facts_present"], f"{here}.facts_present", facts) if "facts_present" in c else (),
         ctx.fact_ids(c["facts_absent"], f"{here}.facts_absent", facts) if "facts_absent" in c else (),
@@ -303,6 +304,7 @@ def _step(ctx: _Ctx, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Ste
         ctx.strings(c["index_contains"], f"{here}.index_contains") if "index_contains" in c else (),
         ctx.integer(c["index_lines"], f"{here}.index_lines") if "index_lines" in c else None,
         ctx.boolean(c["no_stray_files"], f"{here}.no_stray_files") if "no_stray_files" in c else False,
+        ctx.strings(c["loaded_index_contains"], f"{here}.loaded_index_contains") if "loaded_index_contains" in c else (),
     )
 
 

@@ -63,6 +63,8 @@ def strategy_metrics(frame: pd.DataFrame) -> dict[str, float]:
         "llm.tokens.output": float(pd.to_numeric(_col(frame, "tok.output")).sum()),
         "llm.replayed": float(pd.to_numeric(_col(frame, "tok.replayed")).sum()),
     }
+    costs = pd.to_numeric(_col(frame, "tok.cost_usd"), errors="coerce").dropna()
+    out["llm.cost_usd"] = float(costs.sum()) if len(costs) else math.nan  # nan → null: no priced call
     fallbacks = _col(rec, "fallback_reason").dropna()
     out["recall.fallbacks"] = float(len(fallbacks))
     return {k: (None if isinstance(v, float) and math.isnan(v) else round(v, 6)) for k, v in out.items()}  # type: ignore[misc]

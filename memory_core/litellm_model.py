@@ -92,4 +92,13 @@ class LiteLLMModel:
         return ModelReply(
             data, text, getattr(response, "model", None) or self.model,
             int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0), latency,
+            cost_usd=self._cost(litellm, response),
         )
+
+    def _cost(self, litellm: Any, response: Any) -> float | None:
+        """The call's price from litellm's local cost map; None for models it does not price (local ones)."""
+        try:
+            cost = litellm.completion_cost(completion_response=response, model=self.model)
+        except Exception:
+            return None
+        return float(cost) if cost else None

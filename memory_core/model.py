@@ -58,6 +58,8 @@ class ModelReply:
     latency_ms: float = 0.0
     replayed: bool = False
     """True when a cassette answered instead of the provider."""
+    cost_usd: float | None = None
+    """What the call cost, when litellm knows the model's price."""
 
 
 class Model(Protocol):

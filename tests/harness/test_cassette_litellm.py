@@ -132,6 +132,16 @@ def test_adapter_errors_become_model_errors() -> None:
     assert (good.data, good.input_tokens, good.output_tokens) == ({"selected_memories": []}, 7, 3)
 
 
+def test_cost_when_litellm_knows_the_price() -> None:
+    request = ModelRequest("p", (Message("user", "hi"),), RECALL_SCHEMA, 5.0, "v")
+    mock = {"choices": [{"message": {"role": "assistant", "content": '{"selected_memories": []}'}}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}}
+    priced = LiteLLMModel("gpt-4o-mini").query(request, mock_response={**mock, "model": "gpt-4o-mini"})
+    assert priced.cost_usd is not None
+    assert priced.cost_usd > 0
+    assert LiteLLMModel("openai/smollm2-local").query(request, mock_response=mock).cost_usd is None
+
+
 class _Slow(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         time.sleep(1.5)

@@ -209,3 +209,14 @@ def test_scheduler_queues_one_trailing_request_and_supersedes(clock: FixedClock)
 
 def test_patch_source_offsets() -> None:
     assert Patch("user", "abc").dedupe_key == "user:abc"
+
+
+def test_cursor_uses_full_history_offsets_with_tool_messages(store: Store, clock: FixedClock) -> None:
+    # fix: spec §12 — upstream stores the count of text-bearing messages (2 here), so the next slice re-reads
+    # old messages; the offset here is the full-history length (4), one index space with the slice start.
+    history = [user("always rebase before merging"), model_msg("", ToolCall("read_file", {"path": "x"})),
+               model_msg("ok"), ChatMessage("tool", "")]
+    run_extract(store, req(*history), now=clock.now(), root=ROOT)
+    assert json.loads(store.read(CURSOR_KEY))["processedOffset"] == 4
+    later = run_extract(store, req(*history, user("never skip ci on release branches")), now=clock.now(), root=ROOT)
+    assert [p.source_offset for p in later.patches] == [4]
