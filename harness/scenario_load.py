@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import posixpath
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import yaml
 
@@ -26,6 +25,7 @@ from harness.scenario import (
     Step,
     Turn,
 )
+from harness.yaml_reader import NodeReader
 
 TYPES: Final = ("user", "feedback", "project", "reference")
 DREAM_STATUSES: Final = ("updated", "noop", "skipped", "failed")
@@ -34,107 +34,9 @@ EXTRACT_STATUSES: Final = ("completed", "skipped", "failed")
 EXTRACT_REASONS: Final = ("memory_tool", "queued", "already_running")
 STRATEGIES: Final = ("heuristic", "model", "bm25", "embedding", "hybrid")
 OUTCOME_STRATEGIES: Final = ("none", "heuristic", "model", "bm25", "embedding", "hybrid")
-_DURATION: Final = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
-_UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-T = TypeVar("T")
 
 
-class _Ctx:
-    """Where we are: the file, for messages."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, node: yaml.Node | None, field: str, expected: str) -> ScenarioError:
-        line = node.start_mark.line + 1 if node is not None else 1
-        return ScenarioError(f"{self.path}:{line}: {field}: {expected}")
-
-    def mapping(self, node: yaml.Node, field: str, allowed: Iterable[str]) -> dict[str, yaml.Node]:
-        if not isinstance(node, yaml.MappingNode):
-            raise self.fail(node, field, f"expected a mapping, got {_kind(node)}")
-        out: dict[str, yaml.Node] = {}
-        allowed_set = set(allowed)
-        for key_node, value in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if key not in allowed_set:
-                raise self.fail(key_node, f"{field}.{key}" if field else str(key),
-                                f"unknown key; expected one of {', '.join(sorted(allowed_set))}")
-            if key in out:
-                raise self.fail(key_node, f"{field}.{key}" if field else key, "duplicate key")
-            out[key] = value
-        return out
-
-    def scalar(self, node: yaml.Node, field: str) -> Any:
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, field, f"expected a scalar, got {_kind(node)}")
-        return yaml.safe_load(yaml.serialize(node))
-
-    def string(self, node: yaml.Node, field: str, *, choices: Iterable[str] | None = None) -> str:
-        value = self.scalar(node, field)
-        if not isinstance(value, str):
-            raise self.fail(node, field, f"expected a string, got {value!r}")
-        options = tuple(choices) if choices is not None else None
-        if options is not None and value not in options:
-            raise self.fail(node, field, f"expected one of {', '.join(options)}, got {value!r}")
-        return value
-
-    def text(self, node: yaml.Node, field: str) -> str:
-        value = self.scalar(node, field)
-        if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
-            raise self.fail(node, field, f"expected text, got {value!r}")
-        return str(value)
-
-    def boolean(self, node: yaml.Node, field: str) -> bool:
-        value = self.scalar(node, field)
-        if not isinstance(value, bool):
-            raise self.fail(node, field, f"expected true or false, got {value!r}")
-        return value
-
-    def integer(self, node: yaml.Node, field: str, *, minimum: int = 0) -> int:
-        value = self.scalar(node, field)
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise self.fail(node, field, f"expected an integer ≥ {minimum}, got {value!r}")
-        return value
-
-    def number(self, node: yaml.Node, field: str) -> float:
-        value = self.scalar(node, field)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
-            raise self.fail(node, field, f"expected a number from 0 to 1, got {value!r}")
-        return float(value)
-
-    def seq(self, node: yaml.Node, field: str, item: Callable[[yaml.Node, str], T]) -> list[T]:
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.fail(node, field, f"expected a list, got {_kind(node)}")
-        return [item(child, f"{field}[{i}]") for i, child in enumerate(node.value)]
-
-    def strings(self, node: yaml.Node, field: str) -> tuple[str, ...]:
-        return tuple(self.seq(node, field, self.text))
-
-    def duration(self, node: yaml.Node, field: str) -> timedelta:
-        raw = self.scalar(node, field)
-        m = _DURATION.match(str(raw)) if isinstance(raw, str) else None
-        if m is None:
-            raise self.fail(node, field, f"expected a duration like 30s, 10m, 25h or 3d, got {raw!r}")
-        return timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})
-
-    def fact_ids(self, node: yaml.Node, field: str, facts: dict[str, Fact]) -> tuple[str, ...]:
-        ids = self.strings(node, field)
-        for i, fid in enumerate(ids):
-            if fid not in facts:
-                child = node.value[i] if isinstance(node, yaml.SequenceNode) else node
-                raise self.fail(child, f"{field}[{i}]", f"unknown fact id {fid!r}; declared: {', '.join(facts) or 'none'}")
-        return ids
-
-
-def _kind(node: yaml.Node) -> str:
-    if isinstance(node, yaml.MappingNode):
-        return "a mapping"
-    if isinstance(node, yaml.SequenceNode):
-        return "a list"
-    return repr(node.value)
-
-
-def _clock(ctx: _Ctx, node: yaml.Node) -> datetime:
+def _clock(ctx: NodeReader, node: yaml.Node) -> datetime:
     raw = ctx.scalar(node, "clock")
     if isinstance(raw, datetime):
         moment = raw
@@ -146,7 +48,7 @@ def _clock(ctx: _Ctx, node: yaml.Node) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _facts(ctx: _Ctx, node: yaml.Node) -> dict[str, Fact]:
+def _facts(ctx: NodeReader, node: yaml.Node) -> dict[str, Fact]:
     facts: dict[str, Fact] = {}
     for fid, value in ctx.mapping(node, "facts", _keys_of(node)).items():
         fields = ctx.mapping(value, f"facts.{fid}", ("type", "match"))
@@ -166,7 +68,7 @@ def _keys_of(node: yaml.Node) -> list[str]:
 _MEMORY_KEYS: Final = ("path", "name", "description", "type", "body", "facts", "age", "raw", "repeat")
 
 
-def _memories(ctx: _Ctx, node: yaml.Node, facts: dict[str, Fact]) -> list[SeedMemory]:
+def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact]) -> list[SeedMemory]:
     out: list[SeedMemory] = []
     for i, item in enumerate(node.value if isinstance(node, yaml.SequenceNode) else [node]):
         if not isinstance(node, yaml.SequenceNode):
@@ -205,7 +107,7 @@ def _memories(ctx: _Ctx, node: yaml.Node, facts: dict[str, Fact]) -> list[SeedMe
     return out
 
 
-def _turn(ctx: _Ctx, node: yaml.Node, field: str) -> Turn:
+def _turn(ctx: NodeReader, node: yaml.Node, field: str) -> Turn:
     f = ctx.mapping(node, field, ("user", "assistant", "tool_write"))
     if len(f) != 1:
         raise ctx.fail(node, field, "expected exactly one of user, assistant, tool_write")
@@ -213,7 +115,7 @@ def _turn(ctx: _Ctx, node: yaml.Node, field: str) -> Turn:
     return Turn(kind, ctx.text(value, f"{field}.{kind}"))  # type: ignore[arg-type]
 
 
-def _step(ctx: _Ctx, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Step:
+def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Step:
     kinds = ("session", "advance", "dream", "recall", "forget", "check", "lock")
     extra = ("turns", "extract", "expect_extract", "queued_behind")
     top = ctx.mapping(node, field, (*kinds, *extra))
@@ -316,7 +218,7 @@ TOP_KEYS: Final = ("id", "description", "tags", "clock", "facts", "memories", "s
                    "scripted_model")
 
 
-def _scripted(ctx: _Ctx, node: yaml.Node) -> tuple[Any, ...]:
+def _scripted(ctx: NodeReader, node: yaml.Node) -> tuple[Any, ...]:
     """Scripted model replies: a mapping is a JSON answer, a string is raw model text, {error: reason} raises."""
     if not isinstance(node, yaml.SequenceNode) or not node.value:
         raise ctx.fail(node, "scripted_model", "expected a non-empty list of replies")
@@ -338,7 +240,7 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{path}:1: file: cannot be read ({exc})") from None
-    ctx = _Ctx(path)
+    ctx = NodeReader(path)
     try:
         root = yaml.compose(text)
     except yaml.MarkedYAMLError as exc:

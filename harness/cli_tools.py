@@ -1,0 +1,95 @@
+"""The CLI's tool commands: ``fuzz``, ``bench``, ``import`` and ``cassettes`` (``harness.cli`` dispatches here)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.scenario_load import load_all
+
+
+def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: Path | None, database: Path | None,
+             only: Sequence[str] | None = None, min_precision: float = 0.0, min_recall: float = 1.0,
+             derandomize: bool = False, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the property suite and return its report as a dict."""
+    from harness.fuzz import fuzz
+    from harness.properties import Thresholds, default_properties
+    from harness.runner import load_factory
+
+    props = default_properties(Thresholds(min_precision, min_recall))
+    if only:
+        unknown = sorted(set(only) - {p.name for p in props})
+        if unknown:
+            raise HarnessError(f"unknown property {unknown[0]!r}; expected one of {', '.join(p.name for p in props)}")
+        props = [p for p in props if p.name in only]
+    report = fuzz(props, factory=load_factory(system), system_name=system or "reference", max_examples=max_examples,
+                  seed_value=seed, regressions=regressions, database=database, derandomize=derandomize)
+    for p in report.properties:
+        status = "held" if p.passed else "FAILED"
+        echo(f"{status:6} {p.name:28} {p.examples:4} examples {p.seconds:6.1f}s"
+             + (f"  {p.failure}" if p.failure else "") + (f"\n       regression: {p.regression}" if p.regression else ""))
+    return report.as_dict()
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from harness.fuzz import PROFILES
+
+    profile = PROFILES[args.profile]
+    report = run_fuzz(system=args.system, max_examples=args.max_examples or int(profile["max_examples"]),
+                      seed=args.seed, regressions=args.regressions, database=args.database, only=args.properties,
+                      min_precision=args.min_precision, min_recall=args.min_recall,
+                      derandomize=bool(profile["derandomize"]))
+    if args.out:
+        from harness.outputs import atomic_write
+
+        atomic_write(args.out / "fuzz.json", json.dumps(report, indent=2) + "\n")
+    return 0 if report["passed"] else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from harness.bench import format_table, run_benchmark
+    from harness.outputs import atomic_write
+    from harness.report import render_benchmark
+
+    strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
+    bench = run_benchmark(args.path, strategies, mode=args.mode,
+                          progress=lambda line: print(line, file=sys.stderr))
+    table = format_table(bench)
+    print(table)
+    atomic_write(args.out / "benchmark.json", json.dumps(bench, indent=1) + "\n")
+    atomic_write(args.out / "benchmark.txt", table + "\n")
+    atomic_write(args.out / "report.html", render_benchmark(bench))
+    print(f"wrote {args.out}/report.html")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    import yaml
+
+    from harness.locomo import load_locomo, to_scenarios
+    from harness.outputs import atomic_write
+
+    scenarios = to_scenarios(load_locomo(args.path), mode=args.mode)
+    for data in scenarios:
+        target = args.out / f"{data['id'].split('/', 1)[1]}.yaml"
+        atomic_write(target, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120))
+    load_all([args.out])  # what we wrote must load
+    print(f"wrote {len(scenarios)} scenario(s) to {args.out}")
+    return 0
+
+
+def cmd_cassettes(args: argparse.Namespace) -> int:
+    from harness.cassette import Cassette
+
+    cassette = Cassette.open(args.directory)
+    stale = list(cassette.stale())
+    print(f"{len(cassette)} entries in {args.directory}; {len(stale)} recorded with a prompt that has changed since")
+    for entry, changes in stale:
+        print(f"  {entry['key'][:16]} {entry['purpose']} ({entry.get('scenario')} step {entry.get('step')}): "
+              + "; ".join(changes))
+    return 1 if stale else 0
