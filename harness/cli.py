@@ -330,21 +330,11 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         args = build_parser().parse_args(argv)
         if args.command == "run":
             return cmd_run(args, env)
-        if args.command == "validate":
-            return cmd_validate(args)
-        if args.command == "report":
-            return cmd_report(args)
-        if args.command == "compare":
-            return cmd_compare(args)
-        if args.command == "merge":
-            return cmd_merge(args)
-        if args.command == "fuzz":
-            return cmd_fuzz(args)
-        if args.command == "bench":
-            return cmd_bench(args)
-        if args.command == "import":
-            return cmd_import(args)
-        return cmd_cassettes(args)
+        commands: dict[str, Callable[[argparse.Namespace], int]] = {
+            "validate": cmd_validate, "report": cmd_report, "compare": cmd_compare, "merge": cmd_merge,
+            "fuzz": cmd_fuzz, "bench": cmd_bench, "import": cmd_import, "cassettes": cmd_cassettes,
+        }
+        return commands[args.command](args)
     except HarnessError as exc:
         print(f"memharness: {exc}", file=sys.stderr)
         return 2
