@@ -231,6 +231,13 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         model = ModelSpec(cassettes, mode, args.model or environ.get("MEMHARNESS_MODEL"), args.api_base, args.timeout_scale)
         if needs_cassette_model(selected, requested):
             model.resolved_model()  # fail fast, before replaying anything
+    if {"embedding", "hybrid"} & set(strategies):
+        from memory_core.embedding import EmbeddingUnavailable, model_dir
+
+        try:
+            model_dir()  # fail fast, with the install hint, before replaying anything
+        except EmbeddingUnavailable as exc:
+            raise HarnessError(str(exc)) from None
     gates_path = args.gates or (None if args.no_gates or not (suite_dir / "gates.toml").exists() else suite_dir / "gates.toml")
     if gates_path is not None:
         load_gates(gates_path)  # fail fast, before replaying anything

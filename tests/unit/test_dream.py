@@ -188,3 +188,31 @@ def test_model_consolidation_and_unknown_id_fallback(clock: FixedClock) -> None:
     bad = run_dream(store, now=clock.now(), model=ScriptedModel.of([{"operations": [{"op": "delete", "id": "../x"}]}]))
     assert (bad.strategy, bad.fallback_reason) == ("heuristic", "unknown_id")
     assert store.stat("user/a.md") is not None
+
+
+@pytest.mark.parametrize(
+    ("plan", "reason"),
+    [
+        ({"operations": [{"op": "merge", "ids": ["user/a.md"], "into": "user/a.md"}]}, "schema"),
+        ({"operations": [{"op": "delete", "id": "user/a.md"}, {"op": "delete", "id": "user/a.md"}]}, "schema"),
+        ({"operations": [{"op": "explode", "id": "user/a.md"}]}, "schema"),
+        ({"operations": [{"op": "rewrite", "id": "/etc/passwd", "summary": "x"}]}, "unknown_id"),
+        ("not json", "invalid_json"),
+        ({"ops": []}, "schema"),
+    ],
+)
+def test_model_consolidation_fallbacks_leave_entries_alone(clock: FixedClock, plan: object, reason: str) -> None:
+    store = InMemoryStore(clock)
+    put_doc(store, "user/a.md", "user", "Prefers Go", mtime_ms=2)
+    put_doc(store, "user/b.md", "user", "Uses vim", mtime_ms=1)
+    out = run_dream(store, now=clock.now(), model=ScriptedModel.of([plan]))  # type: ignore[list-item]
+    assert (out.strategy, out.fallback_reason) == ("heuristic", reason)
+    assert {d.relative_path for d in scan(store).docs} == {"user/a.md", "user/b.md"}
+
+
+def test_model_plan_keeps_entries_it_does_not_name(clock: FixedClock) -> None:
+    store = InMemoryStore(clock)
+    put_doc(store, "user/a.md", "user", "one\n\ntwo\n\nthree", mtime_ms=2)
+    out = run_dream(store, now=clock.now(), model=ScriptedModel.of([{"operations": [{"op": "delete", "id": "user/a.md:1"}]}]))
+    assert out.strategy == "model"
+    assert [e.summary for e in parse_entries(scan(store).docs[0].body)] == ["one", "three"]

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from memory_core.clock import FixedClock
+from memory_core.errors import ModelError
 from memory_core.events import ExtractEvent, ListSink
 from memory_core.extract import ExtractRequest, ExtractScheduler, run_extract, slugify
 from memory_core.history import ChatMessage, ToolCall, transcript
@@ -220,3 +221,20 @@ def test_cursor_uses_full_history_offsets_with_tool_messages(store: Store, clock
     assert json.loads(store.read(CURSOR_KEY))["processedOffset"] == 4
     later = run_extract(store, req(*history, user("never skip ci on release branches")), now=clock.now(), root=ROOT)
     assert [p.source_offset for p in later.patches] == [4]
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (ModelError("timed out after 30s", reason="timeout"), "timeout"),
+        ("I found these facts: the user likes go", "invalid_json"),
+        ({"patches": "none"}, "schema"),
+        ({"patches": [{"summary": "missing topic here"}]}, "schema"),
+        (RuntimeError("connection reset"), "provider"),
+    ],
+)
+def test_model_extraction_fallbacks(store: Store, clock: FixedClock, reply: object, reason: str) -> None:
+    out = run_extract(store, req(user("I prefer terse answers in code review")), now=clock.now(), root=ROOT,
+                      model=ScriptedModel.of([reply]))  # type: ignore[list-item]
+    assert (out.strategy, out.fallback_reason) == ("heuristic", reason)
+    assert out.touched_topics == ("user",)
