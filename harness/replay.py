@@ -155,11 +155,22 @@ class _Run:
         own = getattr(step, "strategy", None)
         return own or self.s.strategy_overrides.get(i, self.strategy)
 
+    def record_store(self) -> None:
+        counts = dict.fromkeys(("user", "feedback", "project", "reference"), 0)
+        for doc in self.system.documents():
+            counts[doc.type] = counts.get(doc.type, 0) + 1
+        self.t.record_store(counts, len(self.system.index_text().encode("utf-8")))
+
     def run_step(self, i: int, step: Step) -> None:
         self.context.step = i
         if self.counter:
             self.counter.log = CallLog()
         now = self.clock.now()
+        self._run_step(i, step, now)
+        if isinstance(step, (SessionStep, DreamStep, ForgetStep)):  # the steps that change the store
+            self.record_store()
+
+    def _run_step(self, i: int, step: Step, now: datetime) -> None:
         if isinstance(step, AdvanceStep):
             self.clock.advance(step.delta)
         elif isinstance(step, LockStep):

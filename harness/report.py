@@ -45,10 +45,11 @@ def flatten_spans(lines: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str
     return out
 
 
-def _f1_rows(results: Sequence[ScenarioResult], strategies: Sequence[str]) -> list[tuple[str, dict[str, float | None]]]:
+def _metric_rows(results: Sequence[ScenarioResult], metric: str) -> list[tuple[str, dict[str, float | None]]]:
+    """Per scenario, per strategy: the mean of a recall-probe metric."""
     by: dict[str, dict[str, float | None]] = {}
     for r in results:
-        vals = [p["metrics"].get("f1") for p in r.probes if p["kind"] == "recall" and p["metrics"].get("f1") is not None]
+        vals = [p["metrics"][metric] for p in r.probes if p["kind"] == "recall" and p["metrics"].get(metric) is not None]
         if vals:
             by.setdefault(r.scenario, {})[r.strategy] = sum(vals) / len(vals)
     return sorted(by.items())
@@ -67,7 +68,7 @@ def render_report(summary: Mapping[str, Any], results: Sequence[ScenarioResult],
                           label.endswith(f"[{strategies[0]}]")), key=lambda x: -x[1])[:25]
     index_chars = sorted(((label, float(m.get("index.bytes", 0))) for label, m in finals if strategies and
                           label.endswith(f"[{strategies[0]}]")), key=lambda x: -x[1])[:25]
-    f1_rows = _f1_rows(results, strategies)
+    per_scenario = {m: _metric_rows(results, m) for m in ("precision", "recall", "f1")}
     gates = sorted(summary.get("gates", []), key=lambda g: g["passed"])
     prompt_versions = sorted({v for r in results for v in r.prompt_versions})
     fallbacks: dict[str, int] = {}
@@ -79,8 +80,8 @@ def render_report(summary: Mapping[str, Any], results: Sequence[ScenarioResult],
         summary=summary, strategies=strategies, results=ordered, headline=HEADLINE, gates=gates,
         comparisons=summary.get("comparisons", []), baseline=summary.get("baseline"),
         meta=summary.get("meta", {}), prompt_versions=prompt_versions, fallbacks=fallbacks, fuzz=fuzz, bench=bench,
-        chart_f1=charts.grouped_bars(f1_rows, strategies, title="Recall F1 per scenario (mean over its recall probes)")
-        if f1_rows else "",
+        charts_per_scenario=[charts.grouped_bars(rows, strategies, title=f"Recall {m} per scenario (mean over its "
+                                                 "recall probes)") for m, rows in per_scenario.items() if rows],
         chart_latency=charts.histogram(latency, title="Recall latency (real wall clock)", unit="ms"),
         chart_index_lines=charts.cap_bars(index_lines, cap=MAX_INDEX_LINES, title="MEMORY.md lines at the end "
                                           "(largest 25)", unit="lines"),

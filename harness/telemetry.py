@@ -84,6 +84,9 @@ class Telemetry:
             "candidates": meter.create_histogram(sc.RECALL_CANDIDATES_METRIC, unit="{record}",
                                                  explicit_bucket_boundaries_advisory=sc.CANDIDATES_BUCKETS),
             "changes": meter.create_counter(sc.RECORD_CHANGES_METRIC, unit="{record}"),
+            "store_records": meter.create_gauge(sc.STORE_RECORDS_METRIC, unit="{record}",
+                                          description="Topic files in the store, by memory type"),
+            "store_index": meter.create_gauge(sc.STORE_INDEX_SIZE_METRIC, unit="By", description="MEMORY.md size"),
         }
 
     # -- spans -------------------------------------------------------------------------------------------------
@@ -128,6 +131,15 @@ class Telemetry:
             finally:
                 span.set_attribute(sc.MEMORY_DURATION_REAL_MS, round(monotonic_ms() - t0, 3))
                 span.end(end_time=self._tick())
+
+    def record_store(self, counts_by_type: dict[str, int], index_bytes: int) -> None:
+        """Gauges of the store's state after an operation (never raises)."""
+        try:
+            for kind, count in counts_by_type.items():
+                self._instruments["store_records"].set(count, {"memory.type": kind})
+            self._instruments["store_index"].set(index_bytes)
+        except Exception:
+            log.warning("telemetry: could not record store gauges", exc_info=True)
 
     def traced(self, model: Model) -> Model:
         """Wrap a model so each call is a ``chat {model}`` child span with usage metrics."""

@@ -66,6 +66,11 @@ def test_heuristic_lifecycle_spans_metrics_and_logs(otel: OTel, write_scenario: 
     assert ops == {"extract", "dream", "recall", "forget"}
     assert list(durations[0].explicit_bounds[:3]) == [0.01, 0.02, 0.04]  # type: ignore[attr-defined]
     assert otel.metric_points("memory.recall.records")
+    index_size = otel.metric_points("memory.store.index.size")
+    assert index_size
+    assert index_size[0].value > 0
+    by_type = {p.attributes["memory.type"]: p.value for p in otel.metric_points("memory.store.record.count")}  # type: ignore[attr-defined]
+    assert by_type == {"user": 0, "feedback": 0, "project": 0, "reference": 1}  # after the forget
     logs = otel.logs.get_finished_logs()
     names = [lg.log_record.event_name for lg in logs]
     assert names == ["memory.extract", "memory.dream", "memory.recall", "memory.forget"]
