@@ -367,6 +367,13 @@ class _Run:
                    metrics=metrics, final=True)
 
 
+def _kind(scenario: Scenario, step: int) -> str:
+    """``session`` / ``dream`` / … for step ``step``, or ``seeding`` before the first step."""
+    if 0 <= step < len(scenario.steps):
+        return type(scenario.steps[step]).__name__.removesuffix("Step").lower()
+    return "seeding"
+
+
 def replay(
     scenario: Scenario,
     *,
@@ -399,9 +406,10 @@ def replay(
                 run.run_step(i, step)
             run.finish()
         except HarnessError as exc:
-            error = f"{scenario.id} [{strategy}] {run.where(context.step, 'step')}: {exc}"
+            error = f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: {exc}"
         except Exception as exc:
-            error = f"{scenario.id} [{strategy}] {run.where(context.step, 'step')}: {type(exc).__name__}: {exc}"
+            error = (f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: "
+                     f"{type(exc).__name__}: {exc}")
         passed = not run.failures and error is None
         root.set_attribute("test.case.result.status", "pass" if passed else "fail")
     return ScenarioResult(
