@@ -115,8 +115,8 @@ class FileStore:
 
     def write(self, key: str, text: str) -> None:
         target = self._path(key)
+        self._check_inside(target, key)  # before mkdir: no directory is created through a symlink either
         target.parent.mkdir(parents=True, exist_ok=True)
-        self._check_inside(target, key)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
@@ -130,8 +130,8 @@ class FileStore:
 
     def create(self, key: str, text: str) -> bool:
         target = self._path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
         self._check_inside(target, key)
+        target.parent.mkdir(parents=True, exist_ok=True)
         try:
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:

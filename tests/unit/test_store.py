@@ -68,7 +68,9 @@ def test_file_store_refuses_symlink_escape(tmp_path: Path, clock: FixedClock) ->
     fs = FileStore(root, clock)
     with pytest.raises(UnsafePathError, match="symlink escape"):
         fs.write("evil/x.md", "x")
-    assert not (outside / "x.md").exists()
+    with pytest.raises(UnsafePathError, match="symlink escape"):
+        fs.create("evil/deeper/y.md", "y")
+    assert list(outside.iterdir()) == []  # no file, and no directory created through the link
 
 
 def test_failed_write_leaves_the_old_file_intact(tmp_path: Path, clock: FixedClock) -> None:
