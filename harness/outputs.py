@@ -88,7 +88,7 @@ def _fmt(value: Any) -> str:
 
 HEADLINE = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "recall.ndcg", "recall.abstention_accuracy",
             "dedupe.residual_duplicates", "dedupe.retention", "index.within_limits", "latency.recall_ms.p95",
-            "llm.calls", "llm.tokens.input", "llm.tokens.output")
+            "llm.calls", "llm.replayed", "llm.tokens.input", "llm.tokens.output", "llm.cost_usd")
 
 
 def summary_markdown(summary: Mapping[str, Any]) -> str:
