@@ -100,7 +100,7 @@ def _sessions(conv: Mapping[str, Any]) -> Iterator[tuple[int, list[Mapping[str, 
 
 
 def load_locomo(path: Path) -> list[Conversation]:
-    """Parse the dataset; malformed files raise ``HarnessError`` naming the file."""
+    """Parse the dataset; a malformed file raises ``HarnessError`` naming the file and the sample."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -110,26 +110,34 @@ def load_locomo(path: Path) -> list[Conversation]:
     if not isinstance(data, list):
         raise HarnessError(f"{path}: expected a JSON list of LoCoMo samples")
     out = []
-    for sample in data:
-        conv = sample["conversation"]
-        turns = [Turn(t["dia_id"], t["speaker"], t.get("text", ""), t.get("blip_caption"), n, when)
-                 for n, session, when in _sessions(conv) for t in session]
-        known = {t.dia_id for t in turns}
-        c = Conversation(sample["sample_id"], turns, [])
-        for qa in sample.get("qa", []):
-            evidence, dropped = repair_evidence(qa.get("evidence", []), known)
-            c.dropped_evidence += dropped
-            answer = qa.get("answer", qa.get("adversarial_answer", ""))
-            c.questions.append(Question(qa["question"], int(qa["category"]), evidence, str(answer)))
-        for key, by_speaker in sample.get("observation", {}).items():
-            n = int(key.split("_")[1])
-            for speaker, facts in by_speaker.items():
-                for fact in facts:
-                    text, prov = fact[0], fact[1] if len(fact) > 1 else []
-                    ids, _ = repair_evidence(prov if isinstance(prov, list) else [prov], known)
-                    c.observations.append(Observation(text, speaker, n, ids))
-        out.append(c)
+    for n, sample in enumerate(data):
+        try:
+            out.append(_parse_sample(sample))
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise HarnessError(f"{path}: sample {n}: malformed LoCoMo record ({type(exc).__name__}: {exc})") from None
     return out
+
+
+def _parse_sample(sample: Mapping[str, Any]) -> Conversation:
+    """One LoCoMo sample: turns with their session dates, questions with repaired evidence, observations."""
+    conv = sample["conversation"]
+    turns = [Turn(t["dia_id"], t["speaker"], t.get("text", ""), t.get("blip_caption"), n, when)
+             for n, session, when in _sessions(conv) for t in session]
+    known = {t.dia_id for t in turns}
+    c = Conversation(sample["sample_id"], turns, [])
+    for qa in sample.get("qa", []):
+        evidence, dropped = repair_evidence(qa.get("evidence", []), known)
+        c.dropped_evidence += dropped
+        answer = qa.get("answer", qa.get("adversarial_answer", ""))
+        c.questions.append(Question(qa["question"], int(qa["category"]), evidence, str(answer)))
+    for key, by_speaker in sample.get("observation", {}).items():
+        n = int(key.split("_")[1])
+        for speaker, facts in by_speaker.items():
+            for fact in facts:
+                text, prov = fact[0], fact[1] if len(fact) > 1 else []
+                ids, _ = repair_evidence(prov if isinstance(prov, list) else [prov], known)
+                c.observations.append(Observation(text, speaker, n, ids))
+    return c
 
 
 def turn_docs(conv: Conversation) -> list[TopicDoc]:

@@ -100,3 +100,10 @@ def test_bm25_reproduces_the_calibration_numbers() -> None:
     assert abs(row["R@10"] - 56.5) <= 1.0
     assert abs(row["MRR"] - 42.2) <= 1.0
     assert bench["scored"] == 1982
+
+
+def test_malformed_dataset_is_one_clear_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"sample_id": "x", "qa": []}]')
+    with pytest.raises(HarnessError, match=r"bad\.json: sample 0: malformed LoCoMo record \(KeyError: 'conversation'\)"):
+        load_locomo(bad)
