@@ -12,27 +12,20 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import __version__
-from harness.cassette import Mode, read_meta
 from harness.cli_tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, run_fuzz
 from harness.errors import HarnessError
 from harness.gates import evaluate, load_gates
-from harness.outputs import read_run, write_run
-from harness.replay import ScenarioResult
-from harness.report import render_report
-from harness.runner import (
-    KNOWN_STRATEGIES,
-    ModelSpec,
-    RunConfig,
-    needs_cassette_model,
-    run_suite,
-    select_shard,
-    strategies_for,
-)
+from harness.scenario_load import STRATEGIES as KNOWN_STRATEGIES
 from harness.scenario_load import load_all
-from harness.summary import changed_probes, paired, probe_frame, summarize
+
+if TYPE_CHECKING:
+    from harness.replay import ScenarioResult
+
+# pandas, scipy, OpenTelemetry and jinja2 are imported inside the commands that need them, so `memharness
+# validate` and `--help` start fast.
 
 DEFAULT_SCENARIOS = Path("scenarios")
 DEFAULT_OUT = Path("reports/latest")
@@ -142,6 +135,9 @@ def _meta(extra: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _baseline(base_dir: Path, results: Sequence[ScenarioResult]) -> dict[str, Any]:
+    from harness.outputs import read_run
+    from harness.summary import changed_probes, paired, probe_frame
+
     _, base_results, _ = read_run(base_dir)
     fa = probe_frame([p for r in base_results for p in r.probes])
     fb = probe_frame([p for r in results for p in r.probes])
@@ -157,6 +153,10 @@ def finish_run(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Map
                meta: Mapping[str, Any], fuzz: Mapping[str, Any] | None = None,
                bench: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Summarise, evaluate gates, write every output; returns the summary."""
+    from harness.outputs import write_run
+    from harness.report import render_report
+    from harness.summary import summarize
+
     body = summarize(results, strategies)
     baseline = _baseline(baseline_dir, results) if baseline_dir else None
     gates = load_gates(gates_path) if gates_path else []
@@ -214,6 +214,9 @@ def _progress(total: int) -> tuple[Callable[[ScenarioResult], None], Callable[[]
 
 
 def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    from harness.cassette import Mode, read_meta
+    from harness.runner import ModelSpec, RunConfig, needs_cassette_model, run_suite, select_shard, strategies_for
+
     paths = args.paths or [DEFAULT_SCENARIOS]
     scenarios = load_all(paths)
     if not scenarios:
@@ -279,6 +282,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from harness.outputs import read_run
+    from harness.report import render_report
+
     summary, results, spans = read_run(args.run_dir)
     target = args.output or args.run_dir / "report.html"
     from harness.outputs import atomic_write
@@ -289,6 +295,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from harness.outputs import read_run
+
     _, cand, _ = read_run(args.cand)
     info = _baseline(args.base, cand)
     for c in info["comparisons"]:
@@ -316,6 +324,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    from harness.outputs import read_run
+
     results, spans, strategies = [], [], []
     metas = []
     for shard in args.shards:
