@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -30,7 +31,7 @@ from memory_core.recall import recall
 from memory_core.scan import DocCache, scan
 from memory_core.sessions import ChatDirSessions
 from memory_core.store import INDEX_KEY, LOCK_KEY, FileStore
-from memory_core.topic import TopicDoc, render_topic
+from memory_core.topic import TopicDoc, parse_topic, render_topic
 
 DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
 RANKED_STRATEGIES = ("bm25", "embedding", "hybrid")
@@ -222,11 +223,9 @@ class ReferenceSystem:
         self.store.set_mtime(LOCK_KEY, to_ms(mtime))
 
     def documents(self) -> list[TopicDoc]:
-        from memory_core.topic import parse_topic
-
         docs = []
         for key in self.store.list():
-            if key.endswith(".md") and not key.endswith(INDEX_KEY):
+            if key.endswith(".md") and posixpath.basename(key) != INDEX_KEY:
                 try:
                     doc = parse_topic(self.store.read(key), relative_path=key)
                 except (OSError, UnicodeDecodeError):
@@ -254,7 +253,3 @@ class ReferenceSystem:
         """Docs the core's own scan sees (≤ 200)."""
         return len(scan(self.store, cache=self._cache).docs)
 
-
-def age_to_mtime(now: datetime, age: timedelta) -> datetime:
-    """The mtime of a memory seeded ``age`` before ``now``."""
-    return now - age
