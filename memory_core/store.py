@@ -69,6 +69,20 @@ class Store(Protocol):
         ...
 
 
+MTIME_STEP_MS: Final = 0.001
+
+
+def next_mtime_ms(now_ms: float, previous_ms: float | None) -> float:
+    """The mtime a write stamps: the clock, but always later than the file's previous mtime.
+
+    Under a fake clock many writes share one instant; without the step a rewrite of the same size would keep its
+    (mtime, size) and the scan cache would serve the old text.
+    """
+    if previous_ms is not None and now_ms <= previous_ms:
+        return previous_ms + MTIME_STEP_MS
+    return now_ms
+
+
 def check_key(key: str) -> str:
     """Normalise a key and refuse anything that leaves the memory root (spec §1.5) other than a state file."""
     if "\x00" in key or key.startswith("/") or "\\" in key:
@@ -116,6 +130,7 @@ class FileStore:
     def write(self, key: str, text: str) -> None:
         target = self._path(key)
         self._check_inside(target, key)  # before mkdir: no directory is created through a symlink either
+        previous = self.stat(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
         try:
@@ -126,7 +141,7 @@ class FileStore:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-        self._stamp(target)
+        self._stamp(target, previous.mtime_ms if previous else None)
 
     def create(self, key: str, text: str) -> bool:
         target = self._path(key)
@@ -138,7 +153,7 @@ class FileStore:
             return False
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
-        self._stamp(target)
+        self._stamp(target, None)
         return True
 
     def delete(self, key: str) -> bool:
@@ -160,8 +175,8 @@ class FileStore:
         ns = round(mtime_ms * 1e6)
         os.utime(self._path(key), ns=(ns, ns))
 
-    def _stamp(self, target: Path) -> None:
-        ns = round(to_ms(self.clock.now()) * 1e6)
+    def _stamp(self, target: Path, previous_ms: float | None) -> None:
+        ns = round(next_mtime_ms(to_ms(self.clock.now()), previous_ms) * 1e6)
         os.utime(target, ns=(ns, ns))
 
 
@@ -182,7 +197,9 @@ class InMemoryStore:
             raise FileNotFoundError(key) from None
 
     def write(self, key: str, text: str) -> None:
-        self.files[check_key(key)] = (text, to_ms(self.clock.now()))
+        norm = check_key(key)
+        previous = self.files.get(norm)
+        self.files[norm] = (text, next_mtime_ms(to_ms(self.clock.now()), previous[1] if previous else None))
 
     def create(self, key: str, text: str) -> bool:
         norm = check_key(key)

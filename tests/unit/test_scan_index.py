@@ -153,3 +153,13 @@ def test_load_truncation_both_caps() -> None:
 
 def test_load_truncation_leaves_small_index_alone() -> None:
     assert truncate_index_for_prompt("  - a\n- b \n") == "- a\n- b"
+
+
+def test_rewrite_at_the_same_fake_instant_is_not_served_stale(store: Store) -> None:
+    # under a fake clock both writes share one instant and one size; the store steps the mtime so the
+    # (path, mtime, size) cache sees the change
+    cache = DocCache()
+    put_doc(store, "user/a.md", "user", "aaaa")
+    assert scan(store, cache=cache).docs[0].body == "aaaa"
+    put_doc(store, "user/a.md", "user", "bbbb")
+    assert scan(store, cache=cache).docs[0].body == "bbbb"
