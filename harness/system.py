@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import posixpath
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from memory_core.recall import recall
 from memory_core.scan import DocCache, scan
 from memory_core.sessions import ChatDirSessions
 from memory_core.store import INDEX_KEY, LOCK_KEY, FileStore
-from memory_core.topic import TopicDoc, parse_topic, render_topic
+from memory_core.topic import TopicDoc, render_topic
 
 DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
 RANKED_STRATEGIES = ("bm25", "embedding", "hybrid")
@@ -223,16 +222,7 @@ class ReferenceSystem:
         self.store.set_mtime(LOCK_KEY, to_ms(mtime))
 
     def documents(self) -> list[TopicDoc]:
-        docs = []
-        for key in self.store.list():
-            if key.endswith(".md") and posixpath.basename(key) != INDEX_KEY:
-                try:
-                    doc = parse_topic(self.store.read(key), relative_path=key)
-                except (OSError, UnicodeDecodeError):
-                    continue
-                if doc is not None:
-                    docs.append(doc)
-        return docs
+        return list(scan(self.store, cache=self._cache, limit=None).docs)
 
     def stray_files(self) -> list[str]:
         allowed = {self.root, self.chats}

@@ -47,8 +47,10 @@ def _order_key(doc: TopicDoc) -> tuple[float, tuple[str, str]]:
     return (-doc.mtime_ms, locale_key(doc.filename))
 
 
-def scan(store: Store, *, cache: DocCache | None = None) -> ScanResult:
+def scan(store: Store, *, cache: DocCache | None = None, limit: int | None = MAX_SCANNED_MEMORY_FILES) -> ScanResult:
     """List, read and parse every topic file; order by mtime desc then filename; keep 200 (spec §3).
+
+    ``limit=None`` keeps every doc (for tools that inspect the whole store, not for the spec's operations).
 
     fix: spec §12 — upstream rejects the whole scan when one file cannot be read; here that file is skipped
     and reported in ``dropped``, and the rest of the memory still works.
@@ -79,4 +81,4 @@ def scan(store: Store, *, cache: DocCache | None = None) -> ScanResult:
         else:
             docs.append(doc)
     docs.sort(key=_order_key)
-    return ScanResult(tuple(docs[:MAX_SCANNED_MEMORY_FILES]), tuple(dropped), total_docs=len(docs))
+    return ScanResult(tuple(docs[:limit]), tuple(dropped), total_docs=len(docs))
