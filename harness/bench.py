@@ -13,10 +13,9 @@ from typing import Any, Final
 from harness.errors import HarnessError
 from harness.locomo import CATEGORIES, Conversation, dia_of, load_locomo, observation_docs, turn_docs
 from harness.stats import compare
-from memory_core.rankers import BM25Ranker, HeuristicRanker, HybridRanker, Ranker
+from memory_core.rankers import Ranker, make_rankers
 from memory_core.topic import TopicDoc
 
-BENCH_STRATEGIES: Final = ("heuristic", "bm25", "embedding", "hybrid")
 CALIBRATION: Final = {
     "bm25 (dataset README, turns, categories 1-4)": {"R@5": 50.0, "R@10": 56.5, "MRR": 42.2},
     "DRAGON dense retriever (LoCoMo paper, categories 1-5)": {"R@5": 56.7, "R@10": 66.2},
@@ -56,27 +55,6 @@ class StrategyResult:
                 out[name] = {"n": len(qs), **{m: round(100 * sum(getattr(q, a) for q in qs) / len(qs), 1) for m, a in
                              (("R@5", "r5"), ("R@10", "r10"), ("hit@5", "hit5"), ("hit@10", "hit10"), ("MRR", "rr"))}}
         return out
-
-
-def make_rankers(names: Sequence[str]) -> dict[str, Ranker]:
-    """Rankers by strategy name (the embedding model is shared by embedding and hybrid)."""
-    out: dict[str, Ranker] = {}
-    dense = None
-    for name in names:
-        if name == "heuristic":
-            out[name] = HeuristicRanker()
-        elif name == "bm25":
-            out[name] = BM25Ranker(threshold=-1.0)
-        elif name in ("embedding", "hybrid"):
-            if dense is None:
-                from memory_core.embedding import EmbeddingRanker, model_dir
-
-                model_dir()  # fail fast with the install hint
-                dense = EmbeddingRanker(threshold=-1.0)
-            out[name] = dense if name == "embedding" else HybridRanker(BM25Ranker(threshold=-1.0), dense, depth=100)
-        else:
-            raise HarnessError(f"unknown benchmark strategy {name!r}; expected one of {', '.join(BENCH_STRATEGIES)}")
-    return out
 
 
 def _turn_ranking(ranked: Sequence[TopicDoc], provenance: dict[str, tuple[str, ...]] | None) -> list[list[str]]:
@@ -126,7 +104,10 @@ def run_benchmark(path: Path, strategies: Sequence[str], *, mode: str = "turns",
                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Every strategy over the whole file; tables, paired R@10 comparisons and calibration references."""
     conversations = load_locomo(path)
-    rankers = make_rankers(strategies)
+    try:
+        rankers = make_rankers(strategies, abstain=False, hybrid_depth=100)
+    except ValueError as exc:
+        raise HarnessError(f"benchmark: {exc}") from None
     results = [evaluate(conversations, rankers[s], mode=mode, progress=progress) for s in strategies]
     comparisons = []
     for i, a in enumerate(results):

@@ -25,7 +25,7 @@ from memory_core.formats import to_ms
 from memory_core.history import ChatMessage, ToolCall
 from memory_core.index import rebuild_index
 from memory_core.model import Model
-from memory_core.rankers import Ranker
+from memory_core.rankers import Ranker, make_rankers
 from memory_core.recall import recall
 from memory_core.scan import DocCache, scan
 from memory_core.sessions import ChatDirSessions
@@ -34,21 +34,14 @@ from memory_core.topic import TopicDoc, render_topic
 
 DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
 RANKED_STRATEGIES = ("bm25", "embedding", "hybrid")
-_SHARED_EMBEDDINGS: dict[str, Ranker] = {}
+_SHARED_DENSE: dict[str, Ranker] = {}
 
 
 def make_ranker(strategy: str) -> Ranker:
     """The ranker behind a ranked strategy; the MiniLM ranker (and its embedding cache) is shared per process."""
-    from memory_core.rankers import BM25Ranker, HybridRanker
-
-    if strategy == "bm25":
-        return BM25Ranker()
-    if "embedding" not in _SHARED_EMBEDDINGS:
-        from memory_core.embedding import EmbeddingRanker
-
-        _SHARED_EMBEDDINGS["embedding"] = EmbeddingRanker()
-    dense = _SHARED_EMBEDDINGS["embedding"]
-    return dense if strategy == "embedding" else HybridRanker(BM25Ranker(), dense)
+    if strategy != "bm25" and "dense" not in _SHARED_DENSE:
+        _SHARED_DENSE["dense"] = make_rankers(["embedding"])["embedding"]
+    return make_rankers([strategy], dense=_SHARED_DENSE.get("dense"))[strategy]
 
 
 @dataclass(frozen=True, slots=True)

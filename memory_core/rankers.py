@@ -158,3 +158,29 @@ class HeuristicRanker:
 
         toks = tokenize(query)
         return [Ranked(d, float(score_doc(toks, d))) for d in select_heuristic(query, docs, limit=limit)]
+
+
+RANKED_STRATEGIES: Final = ("heuristic", "bm25", "embedding", "hybrid")
+
+
+def make_rankers(names: Sequence[str], *, abstain: bool = True, hybrid_depth: int = 50,
+                 dense: Ranker | None = None) -> dict[str, Ranker]:
+    """Rankers by strategy name. ``embedding`` and ``hybrid`` share one MiniLM ranker, built on first need (its
+    weights verified at once) unless ``dense`` is given; ``abstain=False`` keeps every doc (benchmarks)."""
+    bm25 = BM25Ranker() if abstain else BM25Ranker(threshold=-1.0)
+    out: dict[str, Ranker] = {}
+    for name in names:
+        if name == "heuristic":
+            out[name] = HeuristicRanker()
+        elif name == "bm25":
+            out[name] = bm25
+        elif name in ("embedding", "hybrid"):
+            if dense is None:
+                from memory_core.embedding import EmbeddingRanker, model_dir
+
+                model_dir()  # fail fast with the install hint
+                dense = EmbeddingRanker() if abstain else EmbeddingRanker(threshold=-1.0)
+            out[name] = dense if name == "embedding" else HybridRanker(bm25, dense, depth=hybrid_depth)
+        else:
+            raise ValueError(f"unknown ranked strategy {name!r}; expected one of {', '.join(RANKED_STRATEGIES)}")
+    return out
