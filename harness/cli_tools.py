@@ -69,15 +69,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    import yaml
-
     from harness.locomo import load_locomo, to_scenarios
     from harness.outputs import atomic_write
+    from harness.scenario_dump import dump_yaml
 
     scenarios = to_scenarios(load_locomo(args.path), mode=args.mode)
     for data in scenarios:
         target = args.out / f"{data['id'].split('/', 1)[1]}.yaml"
-        atomic_write(target, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120))
+        atomic_write(target, dump_yaml(data))
     load_all([args.out])  # what we wrote must load
     print(f"wrote {len(scenarios)} scenario(s) to {args.out}")
     return 0

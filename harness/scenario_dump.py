@@ -111,6 +111,11 @@ def scenario_to_dict(s: Scenario) -> dict[str, Any]:
     return out
 
 
+def dump_yaml(data: dict[str, Any]) -> str:
+    """Scenario data as YAML, keys in the given order."""
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+
+
 def scenario_to_yaml(s: Scenario) -> str:
     """YAML text that ``load_scenario`` reads back to an equal scenario."""
-    return yaml.safe_dump(scenario_to_dict(s), sort_keys=False, allow_unicode=True, width=120)
+    return dump_yaml(scenario_to_dict(s))
