@@ -5,7 +5,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,11 +16,10 @@ from harness.errors import HarnessError
 from harness.otel_setup import TelemetrySetup, build_telemetry
 from harness.replay import MODEL_STRATEGIES, ProbeContext, ScenarioResult, SystemFactory, reference_factory, replay
 from harness.scenario import Scenario
+from harness.scenario_load import STRATEGIES as KNOWN_STRATEGIES
 from memory_core.errors import ModelError
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model, ScriptedModel
-
-KNOWN_STRATEGIES = ("heuristic", "model", "bm25", "embedding", "hybrid")
 
 
 @dataclass(frozen=True)
@@ -159,28 +158,26 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
         if strategy not in KNOWN_STRATEGIES:
             raise HarnessError(f"unknown strategy {strategy!r}; expected one of {', '.join(KNOWN_STRATEGIES)}")
     selected = select_shard(scenarios, config.shard)
-    results: list[ScenarioResult] = []
-    spans: list[dict[str, Any]] = []
+    run = SuiteRun([], [])
+
+    def collect(outputs: Iterable[tuple[list[ScenarioResult], list[dict[str, Any]]]]) -> None:
+        for out, spans in outputs:
+            run.results += out
+            run.spans += spans
+            for r in out:
+                if progress:
+                    progress(r)
+
     jobs = 1 if config.model is not None and config.model.mode == "record" else max(1, config.jobs)
     if jobs == 1:
         worker = _Worker(config)
         try:
-            for scenario in selected:
-                out, sp = worker.run(scenario)
-                results += out
-                spans += sp
-                for r in out:
-                    if progress:
-                        progress(r)
+            collect(map(worker.run, selected))
         finally:
             worker.setup.shutdown()
-        return SuiteRun(results, spans, len(worker.cassette) if worker.cassette is not None else 0)
+        run.cassette_entries = len(worker.cassette) if worker.cassette is not None else 0
+        return run
     with ProcessPoolExecutor(max_workers=min(jobs, os.cpu_count() or 1, len(selected) or 1), initializer=_init,
                              initargs=(config,)) as pool:
-        for out, sp in pool.map(_task, selected):
-            results += out
-            spans += sp
-            for r in out:
-                if progress:
-                    progress(r)
-    return SuiteRun(results, spans)
+        collect(pool.map(_task, selected))
+    return run
