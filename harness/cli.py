@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from harness import __version__
 from harness.cli_tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, run_fuzz
 from harness.errors import HarnessError
-from harness.gates import evaluate, load_gates
+from harness.gates import Gate, evaluate, load_gates
 from harness.scenario_load import STRATEGIES as KNOWN_STRATEGIES
 from harness.scenario_load import load_all
 
@@ -307,19 +307,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for row in info["changed"]:
         print(f"  {row['scenario']} step {row['step']} [{row['strategy']}] {row['query']!r}: "
               f"{row['selected_base']} -> {row['selected_cand']} (F1 {row['f1_base']} -> {row['f1_cand']})")
-    failed = False
-    if args.gates:
-        gates = [g for g in load_gates(args.gates) if g.max_drop is not None and g.vs == "baseline"]
-        summary_like = {"strategies": {s: {} for s in {c["b"] for c in info["comparisons"]}}, "comparisons": []}
-        for g in evaluate(gates, summary_like, baseline_comparisons=info["comparisons"]):
-            print(f"gate {g.gate.label}: {'pass' if g.passed else 'FAIL'} {g.detail}")
-            failed |= not g.passed
+    gates = [g for g in load_gates(args.gates) if g.max_drop is not None and g.vs == "baseline"] if args.gates else []
     if args.max_drop is not None:
-        for c in info["comparisons"]:
-            if c["metric"] == "recall.f1" and c["ci95"][1] < -args.max_drop:
-                print(f"REGRESSION: {c['b']} recall.f1 drops {c['delta']:+.4f} (CI upper {c['ci95'][1]:+.4f} "
-                      f"< -{args.max_drop})")
-                failed = True
+        gates.append(Gate("recall.f1", max_drop=args.max_drop, vs="baseline"))
+    # the gates' own rule: a regression fails only when the whole 95% CI lies below -max_drop
+    strategies: dict[str, Any] = {c["b"]: {} for c in info["comparisons"]}
+    failed = False
+    for g in evaluate(gates, {"strategies": strategies, "comparisons": []}, baseline_comparisons=info["comparisons"]):
+        print(f"gate {g.gate.label}: {'pass' if g.passed else 'FAIL'} {g.detail}")
+        failed |= not g.passed
     return 1 if failed else 0
 
 
