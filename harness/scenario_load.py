@@ -69,10 +69,10 @@ _MEMORY_KEYS: Final = ("path", "name", "description", "type", "body", "facts", "
 
 
 def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact]) -> list[SeedMemory]:
+    if not isinstance(node, yaml.SequenceNode):
+        raise ctx.fail(node, "memories", "expected a list of memories")
     out: list[SeedMemory] = []
-    for i, item in enumerate(node.value if isinstance(node, yaml.SequenceNode) else [node]):
-        if not isinstance(node, yaml.SequenceNode):
-            raise ctx.fail(node, "memories", "expected a list of memories")
+    for i, item in enumerate(node.value):
         f = ctx.mapping(item, f"memories[{i}]", _MEMORY_KEYS)
         if "path" not in f:
             raise ctx.fail(item, f"memories[{i}]", "expected a 'path'")
