@@ -24,20 +24,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 class _State:
     def __init__(self, config: pytest.Config) -> None:
-        from harness.otel_setup import build_telemetry
-
         self.config = config
-        self.setup = build_telemetry({})
         self.results: list[Any] = []
-        self.models: dict[str, Any] = {}
+        self.workers: dict[str, Any] = {}
 
-    def model(self, suite_dir: Path) -> Any:
-        from harness.runner import ModelSpec, RunConfig, _Worker
+    def worker(self, suite_dir: Path) -> Any:
+        """One public ``harness.replay.Worker`` per cassette directory."""
+        from harness.replay import ModelSpec, RunConfig, Worker
 
         cassettes = self.config.getoption("--memharness-cassettes") or str(suite_dir / "cassettes")
-        if cassettes not in self.models:
-            self.models[cassettes] = _Worker(RunConfig(("model",), ModelSpec(Path(cassettes)))).model
-        return self.models[cassettes]
+        if cassettes not in self.workers:
+            self.workers[cassettes] = Worker(RunConfig(None, ModelSpec(Path(cassettes))))
+        return self.workers[cassettes]
 
 
 _STATE_KEY = pytest.StashKey[_State]()
@@ -58,7 +56,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 class ScenarioFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
-        from harness.scenario_load import load_scenario
+        from harness.scenario import load_scenario
 
         scenario = load_scenario(self.path, suite_root=Path(str(self.config.rootpath)))
         strategies = [s.strip() for s in self.config.getoption("--memharness-strategy").split(",") if s.strip()]
@@ -79,15 +77,10 @@ class ScenarioItem(pytest.Item):
         self.strategy = strategy
 
     def runtest(self) -> None:
-        from harness.replay import replay
-        from harness.runner import scripted_model
-
         state = self.config.stash[_STATE_KEY]
-        model = None
-        if self.strategy == "model":
-            model = scripted_model(self.scenario.scripted_model) if self.scenario.scripted_model is not None \
-                else state.model(self.scenario.path.parent)
-        result = replay(self.scenario, strategy=self.strategy, telemetry=state.setup.telemetry, model=model)
+        worker = state.worker(self.scenario.path.parent)
+        result = worker.run_one(self.scenario, self.strategy)
+        worker.setup.jsonl.take()
         state.results.append(result)
         self.user_properties.append(("otel.trace_id", result.trace_id))
         if result.error:
@@ -109,17 +102,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     state = session.config.stash[_STATE_KEY]
     gates_path = session.config.getoption("--memharness-gates")
-    state.setup.shutdown()
+    for worker in state.workers.values():
+        worker.shutdown()
     if not gates_path or not state.results:
         return
-    from harness.gates import evaluate, load_gates
-    from harness.summary import summarize
+    from harness.evaluation import evaluate_run, load_gates
 
     strategies = list(dict.fromkeys(r.strategy for r in state.results))
-    failed = [g for g in evaluate(load_gates(Path(gates_path)), summarize(state.results, strategies)) if not g.passed]
+    summary = evaluate_run(state.results, strategies, gates=load_gates(Path(gates_path)))
+    failed = [g for g in summary.gates if not g.passed]
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     for g in failed:
         if reporter is not None:
-            reporter.write_line(f"memharness GATE FAILED: {g.gate.label} (value {g.value}) {g.detail}".rstrip(), red=True)
+            reporter.write_line(f"memharness GATE FAILED: {g.name} (value {g.value}) {g.detail}".rstrip(), red=True)
     if failed and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

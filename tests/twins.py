@@ -10,15 +10,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.system import OpResult, ReferenceSystem
+from harness.system import DreamResult, ExtractResult, ForgetResult, RecallResult, ReferenceSystem
 
 
 class Duplicating(ReferenceSystem):
     """Every extraction also writes a copy of each file it wrote."""
 
-    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> OpResult:
+    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> ExtractResult:
         res = super().extract(session_id, now=now, strategy=strategy, queued_behind=queued_behind)
-        for key in res.selected:
+        for key in res.written:
             self.store.write(key.replace(".md", "-copy.md"), self.store.read(key))
         return res
 
@@ -26,14 +26,14 @@ class Duplicating(ReferenceSystem):
 class LeakyForget(ReferenceSystem):
     """Forget reports success but deletes nothing."""
 
-    def forget(self, query: str, *, now: datetime, strategy: str) -> OpResult:
-        return OpResult("completed", strategy)
+    def forget(self, query: str, *, now: datetime, strategy: str) -> ForgetResult:
+        return ForgetResult(removed=(), strategy=strategy)
 
 
 class Escaping(ReferenceSystem):
     """Extraction also writes ``../x`` next to the memory root."""
 
-    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> OpResult:
+    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> ExtractResult:
         (self.root.parent.parent / "x").write_text("escaped")
         return super().extract(session_id, now=now, strategy=strategy, queued_behind=queued_behind)
 
@@ -41,18 +41,18 @@ class Escaping(ReferenceSystem):
 class OverLimit(ReferenceSystem):
     """Recall ignores k and the excluded list."""
 
-    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> OpResult:
+    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
         res = super().recall(query, now=now, limit=limit + 5, excluded=(), strategy=strategy)
-        return OpResult(res.status, res.strategy, selected=tuple(d.relative_path for d in self.documents())[: limit + 1])
+        return RecallResult(selected=tuple(d.id for d in self.documents())[: limit + 1], strategy=res.strategy)
 
 
 class LossyDream(ReferenceSystem):
     """Dream deletes the oldest memory."""
 
-    def dream(self, session_id: str, *, now: datetime, strategy: str, force: bool = False) -> OpResult:
-        docs = sorted(self.documents(), key=lambda d: d.relative_path)
+    def dream(self, session_id: str, *, now: datetime, strategy: str, force: bool = False) -> DreamResult:
+        docs = sorted(self.documents(), key=lambda d: d.id)
         if docs:
-            self.store.delete(docs[-1].relative_path)
+            self.store.delete(docs[-1].id)
         return super().dream(session_id, now=now, strategy=strategy, force=force)
 
 
@@ -60,19 +60,19 @@ class BloatedIndex(ReferenceSystem):
     """The index grows a 300-character line per memory."""
 
     def index_text(self) -> str:
-        return "\n".join(f"- [{d.title}]({d.relative_path}) — " + "x" * 300 for d in self.documents())
+        return "\n".join(f"- [{d.title}]({d.id}) — " + "x" * 300 for d in self.documents())
 
 
 class OrderDependent(ReferenceSystem):
     """Recall returns only the first memory ever written."""
 
-    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> OpResult:
-        first = sorted(self.documents(), key=lambda d: self.written_order.get(d.relative_path, 1e9))[:1]
-        return OpResult("completed", "heuristic", selected=tuple(d.relative_path for d in first))
+    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
+        first = sorted(self.documents(), key=lambda d: self.written_order.get(d.id, 1e9))[:1]
+        return RecallResult(selected=tuple(d.id for d in first), strategy="heuristic")
 
-    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> OpResult:
+    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> ExtractResult:
         res = super().extract(session_id, now=now, strategy=strategy, queued_behind=queued_behind)
-        for key in res.selected:
+        for key in res.written:
             self.written_order.setdefault(key, len(self.written_order))
         return res
 
@@ -86,8 +86,8 @@ class OrderDependent(ReferenceSystem):
 class Forgetful(ReferenceSystem):
     """Recall never selects anything."""
 
-    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> OpResult:
-        return OpResult("completed", "none")
+    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
+        return RecallResult(selected=(), strategy="none")
 
 
 def _factory(cls: type[ReferenceSystem]) -> Any:

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness.cassette import Cassette, CassetteModel, request_key
 from harness.errors import CassetteMiss
-from harness.replay import ProbeContext
+from harness.replay import Cassette, CassetteModel, ProbeContext, request_key
 from memory_core.errors import ModelError
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Message, ModelRequest, ScriptedModel, parse_json_lenient

@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.fuzz import fuzz
-from harness.properties import default_properties
-from harness.runner import load_factory
-from harness.scenario_load import load_scenario
+from harness.replay import load_factory
+from harness.scenario import load_scenario
+from harness.tools import default_properties, fuzz
 
 CASES = [
     ("index-within-caps", "tests.twins:bloated_index"),

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.bench import format_table, run_benchmark, score_question
 from harness.cli import main
 from harness.errors import HarnessError
-from harness.locomo import CATEGORIES, load_locomo, repair_evidence, to_scenarios, turn_docs
-from harness.scenario_load import load_all
+from harness.scenario import load_all
+from harness.tools._bench import format_table, run_benchmark, score_question
+from harness.tools._locomo import CATEGORIES, load_locomo, repair_evidence, to_scenarios, turn_docs
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "locomo_tiny.json"
 REAL = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo" / "locomo10.json"

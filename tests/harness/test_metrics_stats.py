@@ -6,11 +6,22 @@ import random
 import numpy as np
 import pytest
 
-from harness.coverage import recall_metrics
 from harness.errors import GateFileError
-from harness.gates import Gate, evaluate, load_gates
-from harness.stats import bootstrap_ci, compare, mcnemar_exact, minimum_detectable_effect
-from harness.summary import probe_frame, strategy_metrics
+from harness.evaluation import (
+    Comparison,
+    Gate,
+    ScenarioCounts,
+    StrategySummary,
+    bootstrap_ci,
+    compare,
+    evaluate,
+    load_gates,
+    mcnemar_exact,
+    minimum_detectable_effect,
+    probe_frame,
+    strategy_metrics,
+)
+from harness.replay import Probe, recall_metrics
 
 A, B, C = frozenset({"a"}), frozenset({"b"}), frozenset()
 
@@ -101,7 +112,7 @@ def test_strategy_metrics_from_probes() -> None:
          "metrics": {"index.lines": 3, "index.bytes": 90, "index.max_line_chars": 40, "index.within": True},
          "tokens": {"calls": 0, "input": 0, "output": 0}},
     ]
-    m = strategy_metrics(probe_frame(probes))
+    m = strategy_metrics(probe_frame([Probe.from_row(p) for p in probes]))
     assert m["recall.precision"] == 0.5
     assert m["recall.recall"] == 0.75
     assert m["recall.mrr"] == 1.0  # the abstention probe has no MRR
@@ -113,19 +124,20 @@ def test_strategy_metrics_from_probes() -> None:
 
 
 def test_gates_absolute_regression_and_skipped(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    summary = {"strategies": {"heuristic": {"scenarios": {"failed": 0}, "metrics": {"recall.precision": 0.6}}},
-               "comparisons": []}
+    summary = {"heuristic": StrategySummary(ScenarioCounts(), {"recall.precision": 0.6})}
     gates = [Gate("recall.precision", "heuristic", min=0.5), Gate("recall.precision", min=0.7),
              Gate("scenarios.failed", max=0), Gate("recall.precision", "model", min=0.1),
              Gate("recall.f1", "heuristic", max_drop=0.02, vs="baseline")]
-    base = [{"metric": "recall.f1", "b": "heuristic", "a": "heuristic", "delta": -0.1, "ci95": [-0.2, -0.05],
-             "n": 30, "p_value": 0.01}]
-    results = evaluate(gates, summary, baseline_comparisons=base)
+    row = {"metric": "recall.f1", "b": "heuristic", "a": "heuristic", "delta": -0.1, "ci95": [-0.2, -0.05],
+           "n": 30, "p_value": 0.01, "mean_a": 0.5, "mean_b": 0.4, "wins": 0, "ties": 20, "losses": 10,
+           "mcnemar_b": 3, "mcnemar_c": 0, "mcnemar_p": 0.25, "mde": 0.1}
+    base = [Comparison.from_dict(row)]
+    results = evaluate(gates, summary, baseline=base)
     assert [r.passed for r in results] == [True, False, True, True, False]
     assert results[3].skipped
     assert "95% CI [-0.2000, -0.0500]" in results[4].detail
-    noisy = [{**base[0], "ci95": [-0.2, 0.05]}]  # the CI reaches above -max_drop: not a proven regression
-    assert evaluate(gates[4:], summary, baseline_comparisons=noisy)[0].passed
+    noisy = [Comparison.from_dict({**row, "ci95": [-0.2, 0.05]})]  # the CI reaches above -max_drop: not proven
+    assert evaluate(gates[4:], summary, baseline=noisy)[0].passed
     bad = tmp_path / "g.toml"
     bad.write_text('[[gate]]\nmetric = "x"\nminimum = 1\n')
     with pytest.raises(GateFileError, match=r"g\.toml: gate 1: unknown key 'minimum'"):

@@ -7,9 +7,8 @@ from typing import Any
 
 from opentelemetry.trace import SpanKind, StatusCode
 
-from harness.replay import replay
-from harness.runner import scripted_model
-from harness.scenario_load import load_scenario
+from harness.replay import replay, scripted_model
+from harness.scenario import load_scenario
 from memory_core.model import ScriptedModel
 from tests.harness.conftest import SCENARIOS, OTel
 
@@ -95,12 +94,12 @@ def test_model_fallback_visible_in_spans(otel: OTel, write_scenario: Callable[[s
     assert recall.attributes["memory.recall.strategy"] == "heuristic"
     assert recall.attributes["memory.fallback_reason"] == "unknown_path"
     assert chats[2].parent.span_id == recall.context.span_id
-    recall_probe = next(p for p in result.probes if p["kind"] == "recall")
-    assert recall_probe["strategy_used"] == "heuristic"
-    assert recall_probe["fallback_reason"] == "unknown_path"
-    assert recall_probe["tokens"]["calls"] == 1
-    forget_probe = next(p for p in result.probes if p["kind"] == "forget")
-    assert forget_probe["strategy_used"] == "none"  # empty model answer: no fallback (spec §8.2)
+    recall_probe = next(p for p in result.probes if p.kind == "recall")
+    assert recall_probe.strategy_used == "heuristic"
+    assert recall_probe.fallback_reason == "unknown_path"
+    assert recall_probe.tokens.calls == 1
+    forget_probe = next(p for p in result.probes if p.kind == "forget")
+    assert forget_probe.strategy_used == "none"  # empty model answer: no fallback (spec §8.2)
     assert result.status == "failed"  # ... so the terse fact was not forgotten, and the scenario says so
     assert any("facts still covered" in f for f in result.failures)
 
@@ -110,7 +109,7 @@ def test_failing_operation_marks_span_error(otel: OTel, write_scenario: Callable
     scenario = load_scenario(write_scenario("broken.yaml", text))
 
     def factory(workdir: Path, clock: Any, model: Any, events: Any) -> Any:
-        from harness.system import ReferenceSystem
+        from harness.replay import ReferenceSystem
 
         system = ReferenceSystem(workdir, clock, model, events)
         system.store.write("../meta.json", "{corrupt")  # the dream cannot read its metadata
@@ -135,8 +134,8 @@ def test_content_capture_is_opt_in(otel: OTel, write_scenario: Callable[[str, st
     assert "gen_ai.input.messages" in chat.attributes
 
 
-def _strip(rows: list[dict[str, Any]]) -> list[str]:
-    return [json.dumps({k: v for k, v in r.items() if k != "duration_ms"}, sort_keys=True) for r in rows]
+def _strip(rows: Any) -> list[str]:
+    return [json.dumps({k: v for k, v in r.to_row().items() if k != "duration_ms"}, sort_keys=True) for r in rows]
 
 
 def _tree(otel: OTel) -> list[tuple[Any, ...]]:

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ScenarioError
-from harness.scenario import AdvanceStep, DreamStep, RecallStep, SessionStep
-from harness.scenario_load import load_all, load_scenario
+from harness.scenario import AdvanceStep, DreamStep, RecallStep, SessionStep, load_all, load_scenario
 from tests.harness.conftest import SCENARIOS
 
 GOOD = """\

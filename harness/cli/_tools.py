@@ -10,16 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.scenario_load import load_all
+from harness.scenario import load_all
 
 
 def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: Path | None, database: Path | None,
              only: Sequence[str] | None = None, min_precision: float = 0.0, min_recall: float = 1.0,
              derandomize: bool = False, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the property suite and return its report as a dict."""
-    from harness.fuzz import fuzz
-    from harness.properties import Thresholds, default_properties
-    from harness.runner import load_factory
+    from harness.replay import load_factory
+    from harness.tools import Thresholds, default_properties, fuzz
 
     props = default_properties(Thresholds(min_precision, min_recall))
     if only:
@@ -37,7 +36,7 @@ def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: P
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    from harness.fuzz import PROFILES
+    from harness.tools import PROFILES
 
     profile = PROFILES[args.profile]
     report = run_fuzz(system=args.system, max_examples=args.max_examples or int(profile["max_examples"]),
@@ -45,16 +44,15 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                       min_precision=args.min_precision, min_recall=args.min_recall,
                       derandomize=bool(profile["derandomize"]))
     if args.out:
-        from harness.outputs import atomic_write
+        from harness.reporting import atomic_write
 
         atomic_write(args.out / "fuzz.json", json.dumps(report, indent=2) + "\n")
     return 0 if report["passed"] else 1
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from harness.bench import format_table, run_benchmark
-    from harness.outputs import atomic_write
-    from harness.report import render_benchmark
+    from harness.reporting import atomic_write, render_benchmark
+    from harness.tools._bench import format_table, run_benchmark
 
     strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
     bench = run_benchmark(args.path, strategies, mode=args.mode,
@@ -69,9 +67,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from harness.locomo import load_locomo, to_scenarios
-    from harness.outputs import atomic_write
-    from harness.scenario_dump import dump_yaml
+    from harness.reporting import atomic_write
+    from harness.scenario import dump_yaml
+    from harness.tools._locomo import load_locomo, to_scenarios
 
     scenarios = to_scenarios(load_locomo(args.path), mode=args.mode)
     for data in scenarios:
@@ -83,7 +81,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_cassettes(args: argparse.Namespace) -> int:
-    from harness.cassette import Cassette
+    from harness.replay import Cassette
 
     cassette = Cassette.open(args.directory)
     stale = list(cassette.stale())

@@ -25,8 +25,8 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 
-from harness import semconv as sc
-from harness.telemetry import DeterministicIds, Telemetry
+from harness.telemetry import semconv as sc
+from harness.telemetry._spans import DeterministicIds, Telemetry
 
 log = logging.getLogger("memharness.otel")
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")

@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from harness.replay._protocol import MemoryRecord
 from harness.scenario import Fact
-from memory_core.entries import parse_entries
-from memory_core.topic import TopicDoc
 
 
 def _contains_all(text: str, phrases: Iterable[str]) -> bool:
@@ -15,30 +14,34 @@ def _contains_all(text: str, phrases: Iterable[str]) -> bool:
     return all(p.lower() in low for p in phrases)
 
 
-def doc_covers(doc: TopicDoc, facts: Mapping[str, Fact], seeded: Mapping[str, frozenset[str]]) -> frozenset[str]:
-    """Facts whose phrases all occur in name + description + body, plus the facts the doc was seeded with."""
-    text = " ".join((doc.title, doc.description, doc.body))
+def doc_covers(doc: MemoryRecord, facts: Mapping[str, Fact], seeded: Mapping[str, frozenset[str]]) -> frozenset[str]:
+    """Facts whose phrases all occur in title + description + text, plus the facts the record was seeded with."""
+    text = " ".join((doc.title, doc.description, doc.text))
     found = {fid for fid, f in facts.items() if _contains_all(text, f.match)}
-    return frozenset(found | seeded.get(doc.relative_path, frozenset()))
+    return frozenset(found | seeded.get(doc.id, frozenset()))
 
 
-def entry_coverage(docs: Sequence[TopicDoc], facts: Mapping[str, Fact],
+def entry_coverage(docs: Sequence[MemoryRecord], facts: Mapping[str, Fact],
                    seeded: Mapping[str, frozenset[str]]) -> dict[str, int]:
-    """How many entries cover each fact (spec §2.2 entries; the seeded rule for single-entry docs)."""
+    """How many entries cover each fact (spec §2.2 entries; the seeded rule for single-entry records; a record
+    without entries counts as one entry)."""
     counts = dict.fromkeys(facts, 0)
     for doc in docs:
-        entries = parse_entries(doc.body)
+        entries = doc.entries if doc.entries is not None else (None,)
         for entry in entries:
-            text = " ".join(p for p in (entry.summary, entry.why, entry.how_to_apply) if p)
+            if entry is None:
+                text = " ".join((doc.title, doc.description, doc.text))
+            else:
+                text = " ".join(p for p in (entry.summary, entry.why, entry.how_to_apply) if p)
             covered = {fid for fid, f in facts.items() if _contains_all(text, f.match)}
             if len(entries) == 1:
-                covered |= seeded.get(doc.relative_path, frozenset())
+                covered |= seeded.get(doc.id, frozenset())
             for fid in covered:
                 counts[fid] += 1
     return counts
 
 
-def covered_facts(docs: Sequence[TopicDoc], facts: Mapping[str, Fact],
+def covered_facts(docs: Sequence[MemoryRecord], facts: Mapping[str, Fact],
                   seeded: Mapping[str, frozenset[str]]) -> frozenset[str]:
     """Facts covered by any doc."""
     out: set[str] = set()

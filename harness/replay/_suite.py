@@ -11,15 +11,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cassette import Cassette, CassetteModel, Mode, read_meta
 from harness.errors import HarnessError
-from harness.otel_setup import TelemetrySetup, build_telemetry
-from harness.replay import MODEL_STRATEGIES, ProbeContext, ScenarioResult, SystemFactory, reference_factory, replay
-from harness.scenario import Scenario
-from harness.scenario_load import STRATEGIES as KNOWN_STRATEGIES
-from memory_core.errors import ModelError
+from harness.replay._cassette import Cassette, CassetteModel, Mode, read_meta
+from harness.replay._models import ProbeContext, scripted_model
+from harness.replay._protocol import SystemFactory
+from harness.replay._records import ScenarioResult
+from harness.replay._reference import reference_factory
+from harness.replay._replay import replay
+from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, Scenario
+from harness.telemetry import TelemetrySetup, build_telemetry
 from memory_core.litellm_model import LiteLLMModel
-from memory_core.model import Model, ScriptedModel
+from memory_core.model import Model
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def load_factory(spec: str | None) -> SystemFactory:
     module, _, attr = spec.partition(":")
     try:
         factory = getattr(importlib.import_module(module), attr or "factory")
-    except (ImportError, AttributeError) as exc:
+    except Exception as exc:
         raise HarnessError(f"--system {spec}: cannot import ({exc})") from None
     return factory  # type: ignore[no-any-return]
 
@@ -94,8 +96,10 @@ def select_shard(scenarios: Sequence[Scenario], shard: tuple[int, int] | None) -
     return [s for k, s in enumerate(ordered) if k % n == i - 1]
 
 
-class _Worker:
-    """Per-process state: telemetry providers, the (lazily built) model, the system factory."""
+class Worker:
+    """Replays scenarios in this process: telemetry providers, the (lazily built) model, the system factory.
+
+    The public way to replay one scenario × strategy outside ``run_suite`` (the pytest plugin uses it)."""
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
@@ -119,31 +123,33 @@ class _Worker:
                                         self.context, adapter=adapter)
         return self._model
 
+    def model_for(self, scenario: Scenario, strategy: str) -> Model | None:
+        """The model a strategy uses for this scenario: its scripted replies, else the cassette-backed model."""
+        if strategy not in MODEL_STRATEGIES:
+            return None
+        return scripted_model(scenario.scripted_model) if scenario.scripted_model is not None else self.model
+
+    def run_one(self, scenario: Scenario, strategy: str) -> ScenarioResult:
+        """Replay ``scenario`` once with ``strategy``."""
+        return replay(scenario, strategy=strategy, telemetry=self.setup.telemetry,
+                      model=self.model_for(scenario, strategy), context=self.context, system_factory=self.factory)
+
     def run(self, scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
-        results = []
-        for strategy in strategies_for(scenario, self.config.strategies):
-            model: Model | None = None
-            if strategy in MODEL_STRATEGIES:
-                model = scripted_model(scenario.scripted_model) if scenario.scripted_model is not None else self.model
-            results.append(replay(scenario, strategy=strategy, telemetry=self.setup.telemetry, model=model,
-                                  context=self.context, system_factory=self.factory))
+        """Every strategy of the run for ``scenario``, and the spans they produced."""
+        results = [self.run_one(scenario, s) for s in strategies_for(scenario, self.config.strategies)]
         return results, self.setup.jsonl.take()
 
-
-def scripted_model(replies: Sequence[Any]) -> Model:
-    """A fresh scripted model from scenario replies ({error: reason} entries raise that ModelError)."""
-    script: list[Any] = [ModelError(r.get("message") or f"scripted {r['error']}", reason=r["error"])
-                         if isinstance(r, dict) and "error" in r else r for r in replies]
-    return ScriptedModel.of(script, model_name="scripted")
+    def shutdown(self) -> None:
+        self.setup.shutdown()
 
 
-_WORKER: _Worker | None = None
+_WORKER: Worker | None = None
 
 
 def _init(config: RunConfig) -> None:
     global _WORKER
-    _WORKER = _Worker(config)
-    atexit.register(_WORKER.setup.shutdown)  # flush OTLP exporters when the pool's process exits
+    _WORKER = Worker(config)
+    atexit.register(_WORKER.shutdown)  # flush OTLP exporters when the pool's process exits
 
 
 def _task(scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
@@ -155,8 +161,8 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
               progress: Callable[[ScenarioResult], None] | None = None) -> SuiteRun:
     """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order."""
     for strategy in config.strategies or ():
-        if strategy not in KNOWN_STRATEGIES:
-            raise HarnessError(f"unknown strategy {strategy!r}; expected one of {', '.join(KNOWN_STRATEGIES)}")
+        if strategy not in STRATEGY_NAMES:
+            raise HarnessError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGY_NAMES)}")
     selected = select_shard(scenarios, config.shard)
     run = SuiteRun([], [])
 
@@ -170,11 +176,11 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
 
     jobs = 1 if config.model is not None and config.model.mode == "record" else max(1, config.jobs)
     if jobs == 1:
-        worker = _Worker(config)
+        worker = Worker(config)
         try:
             collect(map(worker.run, selected))
         finally:
-            worker.setup.shutdown()
+            worker.shutdown()
         run.cassette_entries = len(worker.cassette) if worker.cassette is not None else 0
         return run
     with ProcessPoolExecutor(max_workers=min(jobs, os.cpu_count() or 1, len(selected) or 1), initializer=_init,

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from harness import semconv as sc
+from harness.telemetry import semconv as sc
 from memory_core.clock import monotonic_ms
 from memory_core.errors import ModelError
 from memory_core.events import DreamEvent, Event, ExtractEvent, ForgetEvent, RecallEvent
@@ -58,7 +58,7 @@ def _ns(moment: datetime) -> int:
 
 @dataclass
 class Telemetry:
-    """Spans, metrics and log events for one process; build it with providers (``harness.otel_setup``)."""
+    """Spans, metrics and log events for one process; build it with providers (``harness.telemetry.build_telemetry``)."""
 
     tracer_provider: TracerProvider
     meter_provider: MeterProvider
@@ -185,8 +185,9 @@ def _event_attributes(event: Event, *, capture: bool) -> tuple[dict[str, Any], s
         common[sc.MEMORY_FALLBACK_REASON] = event.fallback_reason
     if isinstance(event, RecallEvent):
         attrs = {**common, sc.MEMORY_RECALL_STRATEGY: event.strategy, sc.MEMORY_RECALL_CANDIDATES: event.docs_scanned,
-                 sc.MEMORY_RECALL_QUERY_LENGTH: event.query_length, sc.GEN_AI_MEMORY_RECORD_COUNT: event.docs_selected,
-                 sc.MEMORY_RECALL_RECORD_IDS: event.selected}
+                 sc.MEMORY_RECALL_QUERY_LENGTH: event.query_length, sc.GEN_AI_MEMORY_RECORD_COUNT: event.docs_selected}
+        if capture:  # record ids are content (file names): only with capture on (events.py promise)
+            attrs[sc.MEMORY_RECALL_RECORD_IDS] = event.selected
         if event.top_score is not None:
             attrs[sc.MEMORY_RECALL_TOP_SCORE] = event.top_score
         body = f"Memory recall: strategy={event.strategy}. Selected {event.docs_selected}/{event.docs_scanned} docs."

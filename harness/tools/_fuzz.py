@@ -16,13 +16,11 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 
-from harness.outputs import atomic_write
-from harness.properties import Property
-from harness.replay import ScenarioResult, SystemFactory, reference_factory, replay
-from harness.runner import scripted_model
-from harness.scenario import Scenario
-from harness.scenario_dump import scenario_to_yaml
+from harness.replay import ScenarioResult, SystemFactory, reference_factory, replay, scripted_model
+from harness.reporting import atomic_write
+from harness.scenario import Scenario, scenario_to_yaml
 from harness.telemetry import Telemetry
+from harness.tools._properties import Property
 
 PROFILES: Final = {
     "dev": {"max_examples": 50, "derandomize": False},

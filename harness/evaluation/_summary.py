@@ -8,17 +8,20 @@ from typing import Any
 
 import pandas as pd
 
-from harness.replay import ScenarioResult
-from harness.stats import PairedComparison, compare
+from harness.evaluation._records import ChangedProbe, ScenarioCounts, StrategySummary
+from harness.evaluation._stats import Comparison, compare
+from harness.replay import Probe, ScenarioResult
 
 COMPARED_METRICS = ("recall.f1", "recall.precision", "recall.recall", "recall.mrr")
 
 
-def probe_frame(probes: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """One row per probe; ``metrics`` and ``tokens`` flattened to ``m.<name>`` and ``tok.<name>`` columns."""
-    if not probes:
+def probe_frame(probes: Sequence[Probe]) -> pd.DataFrame:
+    """One row per graded probe (skipped ones feed no metric); ``metrics`` and ``tokens`` flattened to
+    ``m.<name>`` and ``tok.<name>`` columns."""
+    rows = [p.to_row() for p in probes if p.graded]
+    if not rows:
         return pd.DataFrame(columns=["scenario", "step", "kind", "strategy"])
-    frame = pd.json_normalize(list(probes), sep=".")
+    frame = pd.json_normalize(rows, sep=".")
     return frame.rename(columns=lambda c: c.replace("metrics.", "m.").replace("tokens.", "tok."))
 
 
@@ -31,7 +34,7 @@ def _col(frame: pd.DataFrame, name: str) -> pd.Series:
     return frame[name] if name in frame.columns else pd.Series(dtype=float)
 
 
-def strategy_metrics(frame: pd.DataFrame) -> dict[str, float]:
+def strategy_metrics(frame: pd.DataFrame) -> dict[str, float | None]:
     """The DESIGN §4 metric block for one strategy's probes."""
     rec = frame[frame["kind"] == "recall"]
     dream = frame[frame["kind"] == "dream"]
@@ -67,7 +70,7 @@ def strategy_metrics(frame: pd.DataFrame) -> dict[str, float]:
     out["llm.cost_usd"] = float(costs.sum()) if len(costs) else math.nan  # nan → null: no priced call
     fallbacks = _col(rec, "fallback_reason").dropna()
     out["recall.fallbacks"] = float(len(fallbacks))
-    return {k: (None if isinstance(v, float) and math.isnan(v) else round(v, 6)) for k, v in out.items()}  # type: ignore[misc]
+    return {k: (None if isinstance(v, float) and math.isnan(v) else round(v, 6)) for k, v in out.items()}
 
 
 def probe_success(frame: pd.DataFrame) -> pd.Series:
@@ -78,7 +81,7 @@ def probe_success(frame: pd.DataFrame) -> pd.Series:
     return abst.where(abst.notna(), rec).fillna(0.0) >= 1.0
 
 
-def paired(frame_a: pd.DataFrame, frame_b: pd.DataFrame, a: str, b: str) -> list[PairedComparison]:
+def paired(frame_a: pd.DataFrame, frame_b: pd.DataFrame, a: str, b: str) -> list[Comparison]:
     """Paired comparisons of recall probes shared by two frames (joined on scenario and step)."""
     keys = ["scenario", "step"]
     ra = frame_a[frame_a["kind"] == "recall"].assign(ok=lambda f: probe_success(f))
@@ -99,9 +102,11 @@ def paired(frame_a: pd.DataFrame, frame_b: pd.DataFrame, a: str, b: str) -> list
     return out
 
 
-def changed_probes(frame_a: pd.DataFrame, frame_b: pd.DataFrame, metric: str = "m.f1") -> list[dict[str, Any]]:
+def changed_probes(frame_a: pd.DataFrame, frame_b: pd.DataFrame, metric: str = "m.f1") -> list[ChangedProbe]:
     """Recall probes whose selection or metric differs between two frames."""
     keys = ["scenario", "step", "strategy"]
+    if frame_a.empty or frame_b.empty:
+        return []
     ra, rb = frame_a[frame_a["kind"] == "recall"], frame_b[frame_b["kind"] == "recall"]
     if ra.empty or rb.empty:
         return []
@@ -109,29 +114,50 @@ def changed_probes(frame_a: pd.DataFrame, frame_b: pd.DataFrame, metric: str = "
     rows = []
     for _, row in joined.iterrows():
         if row["selected_a"] != row["selected_b"] or row.get(f"{metric}_a") != row.get(f"{metric}_b"):
-            rows.append({"scenario": row["scenario"], "step": int(row["step"]), "strategy": row["strategy"],
-                         "query": row["query_a"], "selected_base": row["selected_a"], "selected_cand": row["selected_b"],
-                         "f1_base": row.get(f"{metric}_a"), "f1_cand": row.get(f"{metric}_b")})
+            rows.append(ChangedProbe(row["scenario"], int(row["step"]), row["strategy"], row["query_a"],
+                                     tuple(row["selected_a"]), tuple(row["selected_b"]),
+                                     _opt(row.get(f"{metric}_a")), _opt(row.get(f"{metric}_b"))))
     return rows
 
 
-def scenario_counts(results: Sequence[ScenarioResult]) -> dict[str, int]:
-    """total / passed / failed / errors."""
-    return {"total": len(results), "passed": sum(r.status == "passed" for r in results),
-            "failed": sum(r.status == "failed" for r in results), "errors": sum(r.status == "error" for r in results)}
+def _opt(value: Any) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
-def summarize(results: Sequence[ScenarioResult], strategies: Sequence[str]) -> dict[str, Any]:
+def scenario_counts(results: Sequence[ScenarioResult]) -> ScenarioCounts:
+    """total / passed / failed / errors / skipped."""
+    return ScenarioCounts(total=len(results), passed=sum(r.status == "passed" for r in results),
+                          failed=sum(r.status == "failed" for r in results),
+                          errors=sum(r.status == "error" for r in results),
+                          skipped=sum(r.status == "skipped" for r in results))
+
+
+def all_probes(results: Sequence[ScenarioResult]) -> list[Probe]:
+    return [p for r in results for p in r.probes]
+
+
+def summarize(results: Sequence[ScenarioResult],
+              strategies: Sequence[str]) -> tuple[dict[str, StrategySummary], list[Comparison]]:
     """Per-strategy scenario counts and metrics, plus paired comparisons between every pair of strategies."""
-    frame = probe_frame([p for r in results for p in r.probes])
-    block: dict[str, Any] = {}
+    frame = probe_frame(all_probes(results))
+    block: dict[str, StrategySummary] = {}
     for strategy in strategies:
         part = frame[frame["strategy"] == strategy] if not frame.empty else frame
-        block[strategy] = {"scenarios": scenario_counts([r for r in results if r.strategy == strategy]),
-                           "metrics": strategy_metrics(part) if not part.empty else {}}
-    comparisons = []
+        block[strategy] = StrategySummary(scenario_counts([r for r in results if r.strategy == strategy]),
+                                          strategy_metrics(part) if not part.empty else {})
+    comparisons: list[Comparison] = []
     for i, a in enumerate(strategies):
         for b in strategies[i + 1:]:
             fa, fb = frame[frame["strategy"] == a], frame[frame["strategy"] == b]
-            comparisons += [c.as_dict() for c in paired(fa, fb, a, b)]
-    return {"strategies": block, "comparisons": comparisons}
+            comparisons += paired(fa, fb, a, b)
+    return block, comparisons
+
+
+def per_scenario_means(results: Sequence[ScenarioResult], metric: str) -> list[tuple[str, dict[str, float | None]]]:
+    """Per scenario, per strategy: the mean of a recall-probe metric (the report's per-scenario charts)."""
+    by: dict[str, dict[str, float | None]] = {}
+    for r in results:
+        vals = [v for p in r.probes if p.kind == "recall" and p.graded and (v := p.metric(metric)) is not None]
+        if vals:
+            by.setdefault(r.scenario, {})[r.strategy] = sum(vals) / len(vals)
+    return sorted(by.items())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
@@ -17,7 +17,7 @@ Z_80: Final = 0.8416212335729143
 
 
 @dataclass(frozen=True, slots=True)
-class PairedComparison:
+class Comparison:
     """``b − a`` on paired probes."""
 
     a: str
@@ -41,10 +41,27 @@ class PairedComparison:
     mde: float
     """Smallest mean difference detectable at α = 0.05 with 80% power at this n (normal approximation)."""
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def significant(self) -> bool:
+        """The 95% CI excludes 0."""
+        return self.ci95[0] > 0 or self.ci95[1] < 0
+
+    def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["ci95"] = list(self.ci95)
         return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
+        values = {f: data[f] for f in cls.__dataclass_fields__}
+        values["ci95"] = (float(data["ci95"][0]), float(data["ci95"][1]))
+        for name in ("p_value", "mcnemar_p", "mde"):  # JSON has no inf/nan: written as null
+            values[name] = math.inf if values[name] is None else float(values[name])
+        return cls(**values)
+
+
+PairedComparison = Comparison
+"""The old name (kept for imports)."""
 
 
 def bootstrap_ci(deltas: Sequence[float], *, seed: int = SEED) -> tuple[float, float]:
@@ -86,7 +103,7 @@ def minimum_detectable_effect(deltas: Sequence[float], fallback_sd: float) -> fl
 
 
 def compare(a_name: str, b_name: str, metric: str, a: Sequence[float], b: Sequence[float],
-            a_ok: Sequence[bool], b_ok: Sequence[bool]) -> PairedComparison:
+            a_ok: Sequence[bool], b_ok: Sequence[bool]) -> Comparison:
     """Paired comparison of two aligned per-probe series."""
     deltas = [y - x for x, y in zip(a, b, strict=True)]
     wins = sum(1 for d in deltas if d > 1e-12)
@@ -96,7 +113,7 @@ def compare(a_name: str, b_name: str, metric: str, a: Sequence[float], b: Sequen
     pooled = float(np.std(np.asarray([*a, *b], dtype=float), ddof=1)) if len(a) > 1 else 0.0
     mean_a = float(np.mean(a)) if len(a) else 0.0
     mean_b = float(np.mean(b)) if len(b) else 0.0
-    return PairedComparison(
+    return Comparison(
         a_name, b_name, metric, len(deltas), mean_a, mean_b, mean_b - mean_a, bootstrap_ci(deltas),
         sign_flip_p(deltas), wins, len(deltas) - wins - losses, losses, mc_b, mc_c, mcnemar_exact(mc_b, mc_c),
         minimum_detectable_effect(deltas, pooled or 0.5),

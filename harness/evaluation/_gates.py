@@ -7,9 +7,13 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import GateFileError
+from harness.evaluation._stats import Comparison
+
+if TYPE_CHECKING:
+    from harness.evaluation._records import StrategySummary
 
 GATE_KEYS: Final = frozenset({"metric", "strategy", "min", "max", "max_drop", "vs", "name"})
 
@@ -51,9 +55,18 @@ class GateResult:
     skipped: bool = False
     """The gate names a strategy this run did not include."""
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def name(self) -> str:
+        return self.gate.label
+
+    def to_dict(self) -> dict[str, Any]:
         return {"name": self.gate.label, "passed": self.passed, "value": self.value, "detail": self.detail,
                 "metric": self.gate.metric, "strategy": self.gate.strategy, "skipped": self.skipped}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GateResult:
+        gate = Gate(d.get("metric", ""), d.get("strategy"), name=d.get("name"))
+        return cls(gate, bool(d.get("passed", False)), d.get("value"), d.get("detail", ""), bool(d.get("skipped", False)))
 
 
 def load_gates(path: Path) -> list[Gate]:
@@ -92,33 +105,22 @@ def _f(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def _value(summary: Mapping[str, Any], strategy: str, metric: str) -> float | None:
-    block = summary["strategies"].get(strategy)
-    if block is None:
-        return None
-    if metric.startswith("scenarios."):
-        return float(block["scenarios"].get(metric.split(".", 1)[1], math.nan))
-    value = block["metrics"].get(metric)
-    return None if value is None else float(value)
-
-
-def evaluate(gates: Sequence[Gate], summary: Mapping[str, Any], *,
-             baseline_comparisons: Sequence[Mapping[str, Any]] = ()) -> list[GateResult]:
+def evaluate(gates: Sequence[Gate], strategies: Mapping[str, StrategySummary], *,
+             comparisons: Sequence[Comparison] = (), baseline: Sequence[Comparison] = ()) -> list[GateResult]:
     """Evaluate every gate (a gate without ``strategy`` applies to each strategy of the run)."""
     out: list[GateResult] = []
-    strategies = list(summary["strategies"])
     for gate in gates:
         if gate.strategy and gate.strategy not in strategies:
             out.append(GateResult(gate, passed=True, value=None, skipped=True,
                                   detail=f"skipped: strategy {gate.strategy} is not in this run"))
             continue
-        targets = [gate.strategy] if gate.strategy else strategies
+        targets = [gate.strategy] if gate.strategy else list(strategies)
         for strategy in targets:
             bound = Gate(gate.metric, strategy, gate.min, gate.max, gate.max_drop, gate.vs, gate.name)
             if gate.max_drop is not None:
-                out.append(_regression(bound, summary, baseline_comparisons))
+                out.append(_regression(bound, comparisons, baseline))
                 continue
-            value = _value(summary, strategy, gate.metric)
+            value = strategies[strategy].metric(gate.metric)
             if value is None or math.isnan(value):
                 detail = f"no value for {gate.metric} in strategy {strategy}"
                 out.append(GateResult(bound, passed=False, value=None, detail=detail))
@@ -128,21 +130,20 @@ def evaluate(gates: Sequence[Gate], summary: Mapping[str, Any], *,
     return out
 
 
-def _regression(gate: Gate, summary: Mapping[str, Any], baseline: Sequence[Mapping[str, Any]]) -> GateResult:
+def _regression(gate: Gate, comparisons: Sequence[Comparison], baseline: Sequence[Comparison]) -> GateResult:
     """Fires only when the whole 95% CI of (candidate − reference) lies below −max_drop."""
     assert gate.max_drop is not None
     if gate.vs == "baseline":
-        rows = [c for c in baseline if c["metric"] == gate.metric and c["b"] == gate.strategy]
+        rows = [c for c in baseline if c.metric == gate.metric and c.b == gate.strategy]
     else:
-        rows = [c for c in summary.get("comparisons", []) if c["metric"] == gate.metric and c["a"] == gate.vs
-                and c["b"] == gate.strategy]
+        rows = [c for c in comparisons if c.metric == gate.metric and c.a == gate.vs and c.b == gate.strategy]
     if not rows:
         if gate.vs == gate.strategy:
             return GateResult(gate, passed=True, value=None, detail="compared with itself")
         detail = f"no paired comparison for {gate.metric} vs {gate.vs} (pass --baseline?)"
         return GateResult(gate, passed=False, value=None, detail=detail)
     row = rows[0]
-    low, high = row["ci95"]
+    low, high = row.ci95
     fired = high < -gate.max_drop
-    return GateResult(gate, passed=not fired, value=round(row["delta"], 6),
-                      detail=f"delta {row['delta']:+.4f}, 95% CI [{low:+.4f}, {high:+.4f}], n={row['n']}, p={row['p_value']:.3g}")
+    return GateResult(gate, passed=not fired, value=round(row.delta, 6),
+                      detail=f"delta {row.delta:+.4f}, 95% CI [{low:+.4f}, {high:+.4f}], n={row.n}, p={row.p_value:.3g}")

@@ -14,9 +14,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness import strategies as hs
 from harness.replay import ScenarioResult
 from harness.scenario import CheckStep, DreamStep, ForgetStep, RecallStep, Scenario, SessionStep, Step
+from harness.tools import _hypothesis as hs
 
 Run = Callable[[Scenario], ScenarioResult]
 
@@ -89,7 +89,7 @@ def _order_independent(sample: tuple[Scenario, list[int]], run: Run) -> Scenario
     probes = tuple(RecallStep(f"what do you know about {f}", (f,)) for f in s.facts)
     original = _with(s, "order-independent", (SessionStep("s1", tuple(turns)), *probes))
     reference = run(original)
-    covered = [tuple(p["covered"]) for p in reference.probes if p["kind"] == "recall"]
+    covered = [tuple(p.covered) for p in reference.probes if p.kind == "recall"]
     shuffled = tuple(turns[i] for i in permutation if i < len(turns))
     shuffled += tuple(t for i, t in enumerate(turns) if i not in permutation)
     checked = tuple(dataclasses.replace(p, expect_covered=c) for p, c in zip(probes, covered, strict=True))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -11,7 +12,8 @@ from typing import Any, Final
 import yaml
 
 from harness.errors import ScenarioError
-from harness.scenario import (
+from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
+from harness.scenario._types import (
     AdvanceStep,
     CheckStep,
     DreamStep,
@@ -25,15 +27,14 @@ from harness.scenario import (
     Step,
     Turn,
 )
-from harness.yaml_reader import NodeReader
+from harness.scenario._yaml import NodeReader
 
 TYPES: Final = ("user", "feedback", "project", "reference")
 DREAM_STATUSES: Final = ("updated", "noop", "skipped", "failed")
 DREAM_REASONS: Final = ("disabled", "same_session", "min_hours", "scan_throttled", "min_sessions", "locked", "running")
 EXTRACT_STATUSES: Final = ("completed", "skipped", "failed")
 EXTRACT_REASONS: Final = ("memory_tool", "queued", "already_running")
-STRATEGIES: Final = ("heuristic", "model", "bm25", "embedding", "hybrid")
-OUTCOME_STRATEGIES: Final = ("none", "heuristic", "model", "bm25", "embedding", "hybrid")
+STRATEGIES: Final = STRATEGY_NAMES
 
 
 def _clock(ctx: NodeReader, node: yaml.Node) -> datetime:
@@ -57,7 +58,7 @@ def _facts(ctx: NodeReader, node: yaml.Node) -> dict[str, Fact]:
         match = ctx.strings(fields["match"], f"facts.{fid}.match")
         if not match or not all(m.strip() for m in match):
             raise ctx.fail(fields["match"], f"facts.{fid}.match", "expected a non-empty list of non-empty phrases")
-        facts[fid] = Fact(fid, ctx.string(fields["type"], f"facts.{fid}.type", choices=TYPES), match)
+        facts[fid] = Fact(id=fid, type=ctx.string(fields["type"], f"facts.{fid}.type", choices=TYPES), match=match)
     return facts
 
 
@@ -99,10 +100,10 @@ def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact]) -> list[
         if "{i}" not in path:
             raise ctx.fail(f["path"], f"memories[{i}].path", "expected a '{i}' placeholder when 'repeat' is set")
         for n in range(repeat):
-            out.append(SeedMemory(
-                path.replace("{i}", f"{n:03d}"), seed.type, seed.name.replace("{i}", str(n)),
-                seed.description.replace("{i}", str(n)), seed.body.replace("{i}", str(n)), seed.facts,
-                seed.age + timedelta(seconds=n), seed.raw,
+            out.append(dataclasses.replace(
+                seed, path=path.replace("{i}", f"{n:03d}"), name=seed.name.replace("{i}", str(n)),
+                description=seed.description.replace("{i}", str(n)), body=seed.body.replace("{i}", str(n)),
+                age=seed.age + timedelta(seconds=n),
             ))
     return out
 
@@ -112,7 +113,7 @@ def _turn(ctx: NodeReader, node: yaml.Node, field: str) -> Turn:
     if len(f) != 1:
         raise ctx.fail(node, field, "expected exactly one of user, assistant, tool_write")
     [(kind, value)] = f.items()
-    return Turn(kind, ctx.text(value, f"{field}.{kind}"))  # type: ignore[arg-type]
+    return Turn(kind=kind, text=ctx.text(value, f"{field}.{kind}"))  # type: ignore[arg-type]
 
 
 def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Step:
@@ -129,84 +130,117 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
     value = top[kind]
     here = f"{field}.{kind}"
     if kind == "session":
-        status = reason = None
-        if "expect_extract" in top:
-            e = ctx.mapping(top["expect_extract"], f"{field}.expect_extract", ("status", "reason"))
-            if "status" in e:
-                status = ctx.string(e["status"], f"{field}.expect_extract.status", choices=EXTRACT_STATUSES)
-            if "reason" in e:
-                reason = ctx.string(e["reason"], f"{field}.expect_extract.reason", choices=EXTRACT_REASONS)
-        return SessionStep(
-            ctx.text(value, here), tuple(ctx.seq(top["turns"], f"{field}.turns", lambda n, p: _turn(ctx, n, p)))
-            if "turns" in top else (),
-            ctx.boolean(top["extract"], f"{field}.extract") if "extract" in top else True, status, reason,
-            ctx.boolean(top["queued_behind"], f"{field}.queued_behind") if "queued_behind" in top else False,
-        )
+        return _session(ctx, top, value, field, here)
     if kind == "advance":
-        return AdvanceStep(ctx.duration(value, here))
+        return AdvanceStep(delta=ctx.duration(value, here))
     if kind == "dream":
         d = ctx.mapping(value, here, ("force", "expect_status", "expect_reason")) if not _is_null(value) else {}
         return DreamStep(
-            ctx.boolean(d["force"], f"{here}.force") if "force" in d else False,
-            ctx.string(d["expect_status"], f"{here}.expect_status", choices=DREAM_STATUSES) if "expect_status" in d else None,
-            ctx.string(d["expect_reason"], f"{here}.expect_reason", choices=DREAM_REASONS) if "expect_reason" in d else None,
+            force=ctx.boolean(d["force"], f"{here}.force") if "force" in d else False,
+            expect_status=ctx.string(d["expect_status"], f"{here}.expect_status", choices=DREAM_STATUSES)
+            if "expect_status" in d else None,
+            expect_reason=ctx.string(d["expect_reason"], f"{here}.expect_reason", choices=DREAM_REASONS)
+            if "expect_reason" in d else None,
         )
     if kind == "recall":
-        r = ctx.mapping(value, here, ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "strategy",
-                                      "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered"))
-        if "query" not in r:
-            raise ctx.fail(value, here, "expected a 'query'")
-        require: dict[str, float] = {}
-        if "require" in r:
-            for key, v in ctx.mapping(r["require"], f"{here}.require", ("precision", "recall", "f1", "mrr")).items():
-                require[key] = ctx.number(v, f"{here}.require.{key}")
-        return RecallStep(
-            ctx.text(r["query"], f"{here}.query"),
-            ctx.fact_ids(r["expect"], f"{here}.expect", facts) if "expect" in r else (),
-            ctx.integer(r["k"], f"{here}.k", minimum=1) if "k" in r else 5, require,
-            ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
-            ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
-            ctx.string(r["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in r else None,
-            ctx.strings(r["expect_selected"], f"{here}.expect_selected") if "expect_selected" in r else None,
-            ctx.string(r["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)
-            if "expect_strategy" in r else None,
-            ctx.text(r["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in r else None,
-            ctx.fact_ids(r["forbid"], f"{here}.forbid", facts) if "forbid" in r else (),
-            ctx.fact_ids(r["expect_covered"], f"{here}.expect_covered", facts) if "expect_covered" in r else None,
-        )
+        return _recall(ctx, value, here, facts)
     if kind == "forget":
         f = ctx.mapping(value, here, ("query", "expect_removed", "strategy", "expect_strategy", "expect_fallback"))
         if "query" not in f:
             raise ctx.fail(value, here, "expected a 'query'")
         return ForgetStep(
-            ctx.text(f["query"], f"{here}.query"),
-            ctx.fact_ids(f["expect_removed"], f"{here}.expect_removed", facts) if "expect_removed" in f else (),
-            ctx.string(f["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in f else None,
-            ctx.string(f["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)
+            query=ctx.text(f["query"], f"{here}.query"),
+            expect_removed=ctx.fact_ids(f["expect_removed"], f"{here}.expect_removed", facts)
+            if "expect_removed" in f else (),
+            strategy=ctx.string(f["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in f else None,
+            expect_strategy=ctx.string(f["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)
             if "expect_strategy" in f else None,
-            ctx.text(f["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in f else None,
+            expect_fallback=ctx.text(f["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in f else None,
         )
     if kind == "lock":
         lk = ctx.mapping(value, here, ("pid", "age"))
         return LockStep(
-            ctx.string(lk["pid"], f"{here}.pid", choices=("live", "dead", "none")) if "pid" in lk else "live",  # type: ignore[arg-type]
-            ctx.duration(lk["age"], f"{here}.age") if "age" in lk else timedelta(0),
+            pid=ctx.string(lk["pid"], f"{here}.pid", choices=("live", "dead", "none")) if "pid" in lk else "live",  # type: ignore[arg-type]
+            age=ctx.duration(lk["age"], f"{here}.age") if "age" in lk else timedelta(0),
         )
-    c = ctx.mapping(value, here, ("facts_present", "facts_absent", "index_within_limits", "max_entries_per_fact",
-                                  "files_present", "files_absent", "index_contains", "index_lines", "no_stray_files",
-                                  "loaded_index_contains"))
+    if kind == "check":
+        return _check(ctx, value, here, facts)
+    raise ctx.fail(node, field, f"unknown step kind {kind!r}")  # unreachable: `present` is checked above
+
+
+def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field: str, here: str) -> SessionStep:
+    status = reason = None
+    if "expect_extract" in top:
+        e = ctx.mapping(top["expect_extract"], f"{field}.expect_extract", ("status", "reason"))
+        if "status" in e:
+            status = ctx.string(e["status"], f"{field}.expect_extract.status", choices=EXTRACT_STATUSES)
+        if "reason" in e:
+            reason = ctx.string(e["reason"], f"{field}.expect_extract.reason", choices=EXTRACT_REASONS)
+    return SessionStep(
+        session=ctx.text(value, here),
+        turns=tuple(ctx.seq(top["turns"], f"{field}.turns", lambda n, p: _turn(ctx, n, p))) if "turns" in top else (),
+        extract=ctx.boolean(top["extract"], f"{field}.extract") if "extract" in top else True,
+        expect_status=status,
+        expect_reason=reason,
+        queued_behind=ctx.boolean(top["queued_behind"], f"{field}.queued_behind") if "queued_behind" in top else False,
+    )
+
+
+_RECALL_KEYS: Final = ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "strategy",
+                       "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered")
+
+
+def _recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) -> RecallStep:
+    r = ctx.mapping(value, here, _RECALL_KEYS)
+    if "query" not in r:
+        raise ctx.fail(value, here, "expected a 'query'")
+    require: dict[str, float] = {}
+    if "require" in r:
+        for key, v in ctx.mapping(r["require"], f"{here}.require", ("precision", "recall", "f1", "mrr")).items():
+            require[key] = ctx.number(v, f"{here}.require.{key}")
+    return RecallStep(
+        query=ctx.text(r["query"], f"{here}.query"),
+        expect=ctx.fact_ids(r["expect"], f"{here}.expect", facts) if "expect" in r else (),
+        k=ctx.integer(r["k"], f"{here}.k", minimum=1) if "k" in r else 5,
+        require=require,
+        exclude_surfaced=ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
+        prompt_contains=ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
+        strategy=ctx.string(r["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in r else None,
+        expect_selected=ctx.strings(r["expect_selected"], f"{here}.expect_selected") if "expect_selected" in r else None,
+        expect_strategy=ctx.string(r["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)
+        if "expect_strategy" in r else None,
+        expect_fallback=ctx.text(r["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in r else None,
+        forbid=ctx.fact_ids(r["forbid"], f"{here}.forbid", facts) if "forbid" in r else (),
+        expect_covered=ctx.fact_ids(r["expect_covered"], f"{here}.expect_covered", facts) if "expect_covered" in r else None,
+    )
+
+
+_CHECK_KEYS: Final = ("facts_present", "facts_absent", "index_within_limits", "max_entries_per_fact", "files_present",
+                      "files_absent", "index_contains", "index_lines", "no_stray_files", "loaded_index_contains")
+
+
+def _check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) -> CheckStep:
+    c = ctx.mapping(value, here, _CHECK_KEYS)
+
+    def texts(key: str) -> tuple[str, ...]:
+        return ctx.strings(c[key], f"{here}.{key}") if key in c else ()
+
+    def fact_ids(key: str) -> tuple[str, ...]:
+        return ctx.fact_ids(c[key], f"{here}.{key}", facts) if key in c else ()
+
     return CheckStep(
-        ctx.fact_ids(c["facts_present"], f"{here}.facts_present", facts) if "facts_present" in c else (),
-        ctx.fact_ids(c["facts_absent"], f"{here}.facts_absent", facts) if "facts_absent" in c else (),
-        ctx.boolean(c["index_within_limits"], f"{here}.index_within_limits") if "index_within_limits" in c else None,
-        ctx.integer(c["max_entries_per_fact"], f"{here}.max_entries_per_fact", minimum=1)
+        facts_present=fact_ids("facts_present"),
+        facts_absent=fact_ids("facts_absent"),
+        index_within_limits=ctx.boolean(c["index_within_limits"], f"{here}.index_within_limits")
+        if "index_within_limits" in c else None,
+        max_entries_per_fact=ctx.integer(c["max_entries_per_fact"], f"{here}.max_entries_per_fact", minimum=1)
         if "max_entries_per_fact" in c else None,
-        ctx.strings(c["files_present"], f"{here}.files_present") if "files_present" in c else (),
-        ctx.strings(c["files_absent"], f"{here}.files_absent") if "files_absent" in c else (),
-        ctx.strings(c["index_contains"], f"{here}.index_contains") if "index_contains" in c else (),
-        ctx.integer(c["index_lines"], f"{here}.index_lines") if "index_lines" in c else None,
-        ctx.boolean(c["no_stray_files"], f"{here}.no_stray_files") if "no_stray_files" in c else False,
-        ctx.strings(c["loaded_index_contains"], f"{here}.loaded_index_contains") if "loaded_index_contains" in c else (),
+        files_present=texts("files_present"),
+        files_absent=texts("files_absent"),
+        index_contains=texts("index_contains"),
+        index_lines=ctx.integer(c["index_lines"], f"{here}.index_lines") if "index_lines" in c else None,
+        no_stray_files=ctx.boolean(c["no_stray_files"], f"{here}.no_stray_files") if "no_stray_files" in c else False,
+        loaded_index_contains=texts("loaded_index_contains"),
     )
 
 

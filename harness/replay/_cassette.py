@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import CassetteMiss, HarnessError
-from harness.replay import ProbeContext
+from harness.replay._models import ProbeContext
 from memory_core.errors import ModelError
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model, ModelReply, ModelRequest, parse_json_lenient, validate_schema

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness.errors import HarnessError
-from harness.locomo import CATEGORIES, Conversation, dia_of, load_locomo, observation_docs, turn_docs
-from harness.stats import compare
+from harness.evaluation import compare
+from harness.tools._locomo import CATEGORIES, Conversation, dia_of, load_locomo, observation_docs, turn_docs
 from memory_core.rankers import Ranker, make_rankers
 from memory_core.topic import TopicDoc
 
@@ -117,7 +117,7 @@ def run_benchmark(path: Path, strategies: Sequence[str], *, mode: str = "turns",
             for metric in ("r10", "rr"):
                 comparisons.append(compare(a.strategy, b.strategy, f"locomo.{metric}", [getattr(q, metric) for q in qa],
                                            [getattr(q, metric) for q in qb], [q.hit10 > 0 for q in qa],
-                                           [q.hit10 > 0 for q in qb]).as_dict())
+                                           [q.hit10 > 0 for q in qb]).to_dict())
     return {
         "dataset": str(path), "mode": mode, "questions": sum(len(c.questions) for c in conversations),
         "scored": len(results[0].questions) if results else 0,

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from harness.scenario import (
+from harness.scenario._types import (
     AdvanceStep,
     CheckStep,
     DreamStep,

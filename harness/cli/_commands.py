@@ -1,0 +1,245 @@
+"""``memharness`` commands: each parses nothing itself and calls stage functions. Errors are one line, exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness import __version__
+from harness.cli._parser import DEFAULT_SCENARIOS, build_parser
+from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, run_fuzz
+from harness.errors import HarnessError
+from harness.scenario import STRATEGIES, load_all
+
+if TYPE_CHECKING:
+    from harness.evaluation import RunSummary
+    from harness.replay import Mode, ScenarioResult
+
+# pandas, scipy, OpenTelemetry and jinja2 are imported inside the commands that need them (each stage package is
+# imported lazily), so `memharness validate` and `--help` start fast.
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip()
+
+
+def _meta(extra: Mapping[str, Any]) -> dict[str, Any]:
+    from memory_core.prompts import all_prompt_versions
+
+    return {"memharness": __version__, "python": platform.python_version(), "platform": platform.platform(),
+            "git_commit": _git_commit(), "bootstrap_seed": 20_260_302, "prompt_templates": all_prompt_versions(),
+            **extra}
+
+
+def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]],
+                        strategies: Sequence[str], *, gates_path: Path | None, baseline_dir: Path | None,
+                        meta: Mapping[str, Any], fuzz: Mapping[str, Any] | None = None,
+                        bench: Mapping[str, Any] | None = None) -> RunSummary:
+    """Evaluation (summary, baseline, gates) then reporting (every output file)."""
+    from harness.evaluation import compare_runs, evaluate_run, load_gates
+    from harness.reporting import read_run, render_report, write_run
+
+    baseline = None
+    if baseline_dir is not None:
+        _, base_results, _ = read_run(baseline_dir)
+        baseline = compare_runs(base_results, results, base_dir=baseline_dir)
+    gates = load_gates(gates_path) if gates_path else []
+    summary = evaluate_run(results, strategies, gates=gates, baseline=baseline,
+                           meta={**meta, "gates_file": str(gates_path) if gates_path else None}, fuzz=fuzz)
+    write_run(out, summary=summary, results=results, spans=spans, html=render_report(summary, results, spans, bench=bench))
+    return summary
+
+
+def _print_outcome(summary: RunSummary, out: Path, results: Sequence[ScenarioResult],
+                   echo: Callable[[str], None]) -> int:
+    for r in results:
+        if r.status in ("failed", "error"):
+            echo(f"{r.status.upper()}: {r.scenario} [{r.strategy}]: {r.error or '; '.join(r.failures)}")
+    for strategy, block in summary.strategies.items():
+        m, c = block.metrics, block.scenarios
+        echo(f"{strategy}: {c.passed}/{c.total} scenarios passed; recall P={m.get('recall.precision')} "
+             f"R={m.get('recall.recall')} F1={m.get('recall.f1')} MRR={m.get('recall.mrr')}; "
+             f"residual duplicates {m.get('dedupe.residual_duplicates')}; retention {m.get('dedupe.retention')}")
+    failed = [g for g in summary.gates if not g.passed]
+    for g in failed:
+        echo(f"GATE FAILED: {g.name} (value {g.value}) {g.detail}".rstrip())
+    echo(f"wrote {out}/report.html")
+    if any(r.status == "error" for r in results):
+        return 2
+    # a failed scenario fails the run even without a gates file (an implicit "scenarios.failed = 0" gate)
+    return 1 if failed or any(r.status == "failed" for r in results) else 0
+
+
+def _progress(total: int) -> tuple[Callable[[ScenarioResult], None], Callable[[], None]]:
+    if sys.stderr.isatty():
+        from rich.progress import Progress
+
+        bar = Progress(transient=True)
+        task = bar.add_task("replaying", total=total)
+        bar.start()
+        return (lambda r: bar.advance(task)), bar.stop
+    done = [0]
+
+    def line(r: ScenarioResult) -> None:
+        done[0] += 1
+        print(f"[{done[0]}/{total}] {r.status:6} {r.scenario} [{r.strategy}]", file=sys.stderr)
+
+    return line, lambda: None
+
+
+def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    from harness.replay import ModelSpec, RunConfig, needs_cassette_model, read_meta, run_suite, select_shard, strategies_for
+
+    paths = args.paths or [DEFAULT_SCENARIOS]
+    scenarios = load_all(paths)
+    if not scenarios:
+        raise HarnessError(f"no scenario files under {', '.join(map(str, paths))}")
+    requested = tuple(s.strip() for s in args.strategy.split(",") if s.strip()) if args.strategy else None
+    selected = select_shard(scenarios, args.shard)
+    strategies = tuple(dict.fromkeys(x for s in selected for x in strategies_for(s, requested)))
+    if requested:
+        strategies = tuple(x for x in requested if x in strategies) or requested
+    suite_dir = paths[0] if paths[0].is_dir() else paths[0].parent
+    cassettes = args.cassettes or suite_dir / "cassettes"
+    model = None
+    if any(STRATEGIES[s].uses_model for s in strategies if s in STRATEGIES):
+        mode: Mode = "record" if args.record else "live" if args.live else "replay"
+        model = ModelSpec(cassettes, mode, args.model or environ.get("MEMHARNESS_MODEL"), args.api_base, args.timeout_scale)
+        if needs_cassette_model(selected, requested):
+            model.resolved_model()  # fail fast, before replaying anything
+    if any("embedding" in STRATEGIES[s].needs for s in strategies if s in STRATEGIES):
+        from memory_core.embedding import EmbeddingUnavailable, model_dir
+
+        try:
+            model_dir()  # fail fast, with the install hint, before replaying anything
+        except EmbeddingUnavailable as exc:
+            raise HarnessError(str(exc)) from None
+    gates_path = args.gates or (None if args.no_gates or not (suite_dir / "gates.toml").exists() else suite_dir / "gates.toml")
+    if gates_path is not None:
+        from harness.evaluation import load_gates
+
+        load_gates(gates_path)  # fail fast, before replaying anything
+    config = RunConfig(requested, model, args.jobs, args.shard, args.system, dict(environ))
+    total = sum(len(strategies_for(s, requested)) for s in selected)
+    if total == 0:
+        raise HarnessError(f"no scenario runs with strategy {', '.join(requested or ())}: each one lists other strategies")
+    advance, stop = _progress(total)
+    try:
+        run = run_suite(scenarios, config, progress=advance)
+    finally:
+        stop()
+    meta = {"strategies": list(strategies), "scenarios": len(selected), "jobs": args.jobs,
+            "shard": f"{args.shard[0]}/{args.shard[1]}" if args.shard else None,
+            "model": (model.model or read_meta(cassettes).get("model")) if model else None,
+            "model_mode": model.mode if model else None,
+            "cassettes": str(cassettes) if model else None, "cassette_entries": run.cassette_entries or None,
+            "system": args.system or "reference"}
+    fuzz_report = None
+    if args.fuzz_examples > 0:
+        fuzz_report = run_fuzz(system=args.system, max_examples=args.fuzz_examples, seed=0,
+                               regressions=args.out / "regressions", database=None)
+    bench = None
+    if args.benchmark:
+        try:
+            bench = json.loads(args.benchmark.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise HarnessError(f"{args.benchmark}: cannot read the benchmark file ({exc})") from None
+    summary = _evaluate_and_write(args.out, run.results, run.spans, strategies, gates_path=gates_path,
+                                  baseline_dir=args.baseline, meta=_meta(meta), fuzz=fuzz_report, bench=bench)
+    code = _print_outcome(summary, args.out, run.results, print)
+    return code if code or fuzz_report is None or fuzz_report["passed"] else 1
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    scenarios = load_all(args.paths)
+    print(f"{len(scenarios)} scenario(s) valid")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.reporting import atomic_write, read_run, render_report
+
+    summary, results, spans = read_run(args.run_dir)
+    target = args.output or args.run_dir / "report.html"
+    atomic_write(target, render_report(summary, results, spans))
+    print(f"wrote {target}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from harness.evaluation import Gate, compare_runs, evaluate, load_gates
+    from harness.reporting import read_run
+
+    _, base, _ = read_run(args.base)
+    cand_summary, cand, _ = read_run(args.cand)
+    info = compare_runs(base, cand, base_dir=args.base)
+    for c in info.comparisons:
+        print(f"{c.b:10} {c.metric:17} base {c.mean_a:.3f} cand {c.mean_b:.3f} delta {c.delta:+.4f} "
+              f"95% CI [{c.ci95[0]:+.4f}, {c.ci95[1]:+.4f}] p={c.p_value:.3g} W/T/L "
+              f"{c.wins}/{c.ties}/{c.losses} McNemar p={c.mcnemar_p:.3g} n={c.n}")
+    print(f"{len(info.changed)} changed probe(s)")
+    for row in info.changed:
+        print(f"  {row.scenario} step {row.step} [{row.strategy}] {row.query!r}: "
+              f"{list(row.selected_base)} -> {list(row.selected_cand)} (F1 {row.f1_base} -> {row.f1_cand})")
+    gates = [g for g in load_gates(args.gates) if g.max_drop is not None and g.vs == "baseline"] if args.gates else []
+    if args.max_drop is not None:
+        gates.append(Gate("recall.f1", max_drop=args.max_drop, vs="baseline"))
+    failed = False
+    for g in evaluate(gates, cand_summary.strategies, baseline=info.comparisons):
+        print(f"gate {g.name}: {'pass' if g.passed else 'FAIL'} {g.detail}")
+        failed |= not g.passed
+    return 1 if failed else 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from harness.reporting import read_run
+
+    results: list[ScenarioResult] = []
+    spans: list[dict[str, Any]] = []
+    strategies: list[str] = []
+    for shard in args.shards:
+        summary, res, sp = read_run(shard)
+        results += res
+        spans += sp
+        strategies += [s for s in summary.strategies if s not in strategies]
+    results.sort(key=lambda r: (r.scenario, strategies.index(r.strategy)))
+    merged = _evaluate_and_write(args.out, results, spans, strategies, gates_path=args.gates, baseline_dir=None,
+                                 meta=_meta({"merged_from": [str(s) for s in args.shards]}))
+    return _print_outcome(merged, args.out, results, print)
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Entry point: returns the exit code (0 ok, 1 gate/regression failure, 2 usage or scenario error)."""
+    env = os.environ if environ is None else environ
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "run":
+            return cmd_run(args, env)
+        commands: dict[str, Callable[[argparse.Namespace], int]] = {
+            "validate": cmd_validate, "report": cmd_report, "compare": cmd_compare, "merge": cmd_merge,
+            "fuzz": cmd_fuzz, "bench": cmd_bench, "import": cmd_import, "cassettes": cmd_cassettes,
+        }
+        return commands[args.command](args)
+    except HarnessError as exc:
+        print(f"memharness: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("memharness: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the CLI boundary: one line, no traceback unless asked for
+        if env.get("MEMHARNESS_DEBUG"):
+            raise
+        print(f"memharness: internal error: {type(exc).__name__}: {exc} (set MEMHARNESS_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return 2

@@ -1,0 +1,100 @@
+"""The argument parser of ``memharness`` (the CLI reference in ``docs/cli.md`` is generated from it)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness import __version__
+from harness.errors import HarnessError
+from harness.scenario import STRATEGY_NAMES
+
+DEFAULT_SCENARIOS = Path("scenarios")
+DEFAULT_OUT = Path("reports/latest")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise HarnessError(f"usage: {message}")
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/N like 1/2, got {text!r}") from None
+    if not 1 <= i <= n:
+        raise argparse.ArgumentTypeError(f"expected 1 <= I <= N, got {text!r}")
+    return i, n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="memharness", description="Replay memory scenarios, measure recall/dedupe/index quality, gate CI.")
+    p.add_argument("--version", action="version", version=f"memharness {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="replay scenarios and write a run directory")
+    run.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
+    run.add_argument("--strategy", default=None,
+                     help="comma-separated: " + ", ".join(STRATEGY_NAMES) + " (default: each scenario's own "
+                          "'strategies', else heuristic)")
+    run.add_argument("--model", help="litellm model string for the model strategy (default: the cassette's model)")
+    run.add_argument("--api-base", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8765/v1")
+    run.add_argument("--cassettes", type=Path, help="cassette directory (default: <first path>/cassettes)")
+    mode = run.add_mutually_exclusive_group()
+    mode.add_argument("--record", action="store_true", help="call the real model for unrecorded calls and store them")
+    mode.add_argument("--live", action="store_true", help="call the real model every time; store nothing")
+    run.add_argument("--timeout-scale", type=float, default=1.0, help="multiply the spec's model timeouts (CPU models)")
+    run.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    run.add_argument("--gates", type=Path, help="gates TOML (default: <first path>/gates.toml when present)")
+    run.add_argument("--no-gates", action="store_true", help="ignore the default gates file")
+    run.add_argument("--baseline", type=Path, help="a previous run directory to compare against")
+    run.add_argument("--jobs", type=int, default=1)
+    run.add_argument("--shard", type=_shard)
+    run.add_argument("--system", help="package.module:factory of your own MemorySystem (default: the reference core)")
+    run.add_argument("--benchmark", type=Path, help="a benchmark.json from `memharness bench` to include in the report")
+    run.add_argument("--fuzz-examples", type=int, default=0,
+                     help="also run the property suite with this many examples and add it to the report")
+    val = sub.add_parser("validate", help="check scenario files; exit 0 or 2")
+    val.add_argument("paths", nargs="+", type=Path)
+    rep = sub.add_parser("report", help="re-render report.html from a run directory")
+    rep.add_argument("run_dir", type=Path)
+    rep.add_argument("-o", "--output", type=Path)
+    cmp_ = sub.add_parser("compare", help="paired deltas between two run directories")
+    cmp_.add_argument("base", type=Path)
+    cmp_.add_argument("cand", type=Path)
+    cmp_.add_argument("--gates", type=Path, help="gates TOML; its max_drop gates with vs = \"baseline\" decide the exit code")
+    cmp_.add_argument("--max-drop", type=float, default=None, help="fail when any recall.f1 CI lies below -MAX_DROP")
+    mer = sub.add_parser("merge", help="merge shard run directories into one")
+    mer.add_argument("out", type=Path)
+    mer.add_argument("shards", nargs="+", type=Path)
+    mer.add_argument("--gates", type=Path)
+    fz = sub.add_parser("fuzz", help="run the memory property suite; write shrunk failures as regression scenarios")
+    fz.add_argument("--profile", choices=("dev", "ci"), default="ci",
+                    help="dev: 50 examples, random; ci: 200 examples, derandomized (default)")
+    fz.add_argument("--max-examples", type=int, help="override the profile's example budget")
+    fz.add_argument("--seed", type=int, default=0)
+    fz.add_argument("--system", help="package.module:factory of the system under test (default: the reference core)")
+    fz.add_argument("--property", action="append", dest="properties", help="run only this property (repeatable)")
+    fz.add_argument("--regressions", type=Path, default=Path("scenarios/regressions"))
+    fz.add_argument("--database", type=Path, help="Hypothesis example database directory (default: none)")
+    fz.add_argument("--min-precision", type=float, default=0.0)
+    fz.add_argument("--min-recall", type=float, default=1.0)
+    fz.add_argument("--out", type=Path, help="also write fuzz.json here")
+    bench = sub.add_parser("bench", help="benchmarks")
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
+    loc = bench_sub.add_parser("locomo", help="LoCoMo turn-level evidence retrieval for every offline strategy")
+    loc.add_argument("path", type=Path, help="locomo10.json (e.g. ../shared/datasets/locomo/locomo10.json)")
+    loc.add_argument("--strategy", default="heuristic,bm25,embedding,hybrid")
+    loc.add_argument("--mode", choices=("turns", "observations"), default="turns")
+    loc.add_argument("--out", type=Path, default=Path("reports/locomo"))
+    imp = sub.add_parser("import", help="import a dataset as scenarios")
+    imp_sub = imp.add_subparsers(dest="import_command", required=True, parser_class=_Parser)
+    iloc = imp_sub.add_parser("locomo", help="LoCoMo conversations as scenario YAML")
+    iloc.add_argument("path", type=Path)
+    iloc.add_argument("--out", type=Path, required=True)
+    iloc.add_argument("--mode", choices=("turns", "observations"), default="turns")
+    cas = sub.add_parser("cassettes", help="cassette tools")
+    cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
+    st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")
+    st.add_argument("directory", type=Path)
+    return p

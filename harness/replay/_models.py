@@ -1,0 +1,68 @@
+"""Model plumbing for a replay: where the replay is (for cassette messages), per-probe call counting, scripted models."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.replay._records import TokenUsage
+from memory_core.errors import ModelError
+from memory_core.model import Model, ModelReply, ModelRequest, ScriptedModel
+
+
+@dataclass
+class ProbeContext:
+    """Where the replay is, for cassette error messages and recordings."""
+
+    scenario: str = ""
+    step: int = -1
+    strategy: str = ""
+
+
+@dataclass
+class CallLog:
+    """Model calls made during the current probe."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    replayed: int = 0
+    cost_usd: float | None = None
+    prompt_versions: set[str] = field(default_factory=set)
+
+    def usage(self) -> TokenUsage:
+        return TokenUsage(self.calls, self.input_tokens, self.output_tokens, self.replayed, self.cost_usd)
+
+
+@dataclass
+class CountingModel:
+    """Counts calls and tokens per probe, then delegates."""
+
+    inner: Model
+    log: CallLog = field(default_factory=CallLog)
+    prompt_versions: set[str] = field(default_factory=set)
+    """Every prompt version seen during the whole replay."""
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def query(self, request: ModelRequest) -> ModelReply:
+        self.log.calls += 1
+        self.log.prompt_versions.add(request.prompt_version)
+        self.prompt_versions.add(request.prompt_version)
+        reply = self.inner.query(request)
+        self.log.input_tokens += reply.input_tokens
+        self.log.output_tokens += reply.output_tokens
+        self.log.replayed += int(reply.replayed)
+        if reply.cost_usd is not None:
+            self.log.cost_usd = (self.log.cost_usd or 0.0) + reply.cost_usd
+        return reply
+
+
+def scripted_model(replies: Sequence[Any]) -> Model:
+    """A fresh scripted model from scenario replies ({error: reason} entries raise that ModelError)."""
+    script: list[Any] = [ModelError(r.get("message") or f"scripted {r['error']}", reason=r["error"])
+                         if isinstance(r, dict) and "error" in r else r for r in replies]
+    return ScriptedModel.of(script, model_name="scripted")

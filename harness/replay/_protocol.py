@@ -1,0 +1,207 @@
+"""The system-under-test protocol, in harness-owned plain types (no ``memory_core`` import needed to implement it).
+
+A memory system is anything with the methods of ``MemorySystem``; a factory ``factory(workdir, clock, model,
+events) -> MemorySystem`` builds one per scenario × strategy. It declares ``capabilities``; the runner skips, with
+the reason in every output, the steps that need a capability the system does not have. See
+``docs/system-protocol.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol, runtime_checkable
+
+from harness.scenario import SeedMemory, Turn
+
+
+class Capability(StrEnum):
+    """Optional abilities of a memory system; a step that needs one the system lacks is skipped visibly."""
+
+    FILE_INDEX = "file_index"
+    """An index text (``index_text()``, ``loaded_index()``) with the spec §4 caps: index checks and index metrics."""
+    FILE_PATHS = "file_paths"
+    """Record ids are relative file paths: ``files_present`` / ``files_absent`` checks."""
+    RAW_FILES = "raw_files"
+    """Seeding a memory from exact file text (``raw:``)."""
+    DREAM = "dream"
+    """Consolidation (``dream`` steps)."""
+    DREAM_GATES = "dream_gates"
+    """The spec §6.2 time/session/throttle gates and their skip reasons."""
+    LOCKS = "locks"
+    """A consolidation lock that can be planted (``lock`` steps)."""
+    EXTRACT_QUEUE = "extract_queue"
+    """Queueing an extraction behind one in flight (``queued_behind``)."""
+    MEMORY_TOOL = "memory_tool"
+    """Skipping extraction for turns where the agent wrote memory itself (``tool_write`` turns)."""
+    STRAY_FILES = "stray_files"
+    """Reporting files written outside the memory root (``no_stray_files``)."""
+    RECALL_PROMPT = "recall_prompt"
+    """Recall returns the prompt block it would inject (``prompt_contains``)."""
+
+
+ALL_CAPABILITIES: Final = frozenset(Capability)
+
+ExtractStatus = Literal["completed", "skipped", "failed"]
+DreamStatus = Literal["updated", "noop", "skipped", "failed"]
+EXTRACT_REASONS: Final = ("memory_tool", "queued", "already_running")
+"""Documented reasons for a skipped extraction."""
+DREAM_REASONS: Final = ("disabled", "same_session", "min_hours", "scan_throttled", "min_sessions", "locked", "running")
+"""Documented reasons for a skipped dream (spec §6.2, cheapest gate first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordEntry:
+    """One entry of a record (spec §2.2): the unit dedupe is measured on."""
+
+    summary: str
+    why: str = ""
+    how_to_apply: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One memory as the harness sees it, whatever the system stores."""
+
+    id: str
+    """Stable id; recall selections and forget removals name records by it (file systems: the relative path)."""
+    type: str
+    """``user`` | ``feedback`` | ``project`` | ``reference`` (or ``""`` when the system has no types)."""
+    title: str
+    text: str
+    """The body: everything searchable apart from the title and description."""
+    description: str = ""
+    source: str = ""
+    """Where it lives: a file path or ``table:rowid``."""
+    entries: tuple[RecordEntry, ...] | None = None
+    """The record's entries; ``None`` when the system has no entries (the whole record counts as one)."""
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractResult:
+    """``status`` in ``completed | skipped | failed``; ``reason`` (skipped) in ``EXTRACT_REASONS``."""
+
+    status: str
+    strategy: str = "heuristic"
+    reason: str | None = None
+    fallback_reason: str | None = None
+    """Why a model strategy fell back to the heuristic (``timeout``, ``invalid_json``, ``schema``, …)."""
+    touched: tuple[str, ...] = ()
+    """Topics (types) written."""
+    written: tuple[str, ...] = ()
+    """Record ids created or changed."""
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DreamResult:
+    """``status`` in ``updated | noop | skipped | failed``; ``reason`` (skipped) in ``DREAM_REASONS``."""
+
+    status: str
+    strategy: str = "heuristic"
+    reason: str | None = None
+    fallback_reason: str | None = None
+    touched: tuple[str, ...] = ()
+    deduped: int = 0
+    """Entries removed as duplicates."""
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """The selected record ids in rank order (at most ``limit``)."""
+
+    selected: tuple[str, ...]
+    strategy: str = "heuristic"
+    """The strategy that produced the answer (``none`` when nothing ran)."""
+    fallback_reason: str | None = None
+    scores: tuple[float, ...] = ()
+    """Score of each selected record (ranked strategies), else empty."""
+    prompt: str = ""
+    """The text the system would inject into the conversation."""
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    """The removed entry or record ids (the system's own ids; the harness measures removal by fact coverage)."""
+
+    removed: tuple[str, ...]
+    strategy: str = "heuristic"
+    fallback_reason: str | None = None
+    touched: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class MemorySystem(Protocol):
+    """What the replay runner drives. Time comes only from the ``now`` arguments (the scenario's fake clock)."""
+
+    capabilities: frozenset[Capability]
+
+    def seed(self, memory: SeedMemory, *, mtime: datetime) -> None:
+        """Store a memory as if an earlier session had left it, last modified at ``mtime``."""
+        ...
+
+    def finish_seeding(self, *, now: datetime) -> None:
+        """Called once after seeding (e.g. rebuild an index)."""
+        ...
+
+    def add_turns(self, session_id: str, turns: Sequence[Turn], *, now: datetime) -> None:
+        """Append turns to a session's transcript (the session counts for dream's session gate)."""
+        ...
+
+    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> ExtractResult:
+        """Extract durable facts from the session's unprocessed turns. ``queued_behind``: the request arrives while
+        an earlier extraction is still running and must be queued (spec §5.2)."""
+        ...
+
+    def dream(self, session_id: str, *, now: datetime, strategy: str, force: bool = False) -> DreamResult:
+        """Consolidate as session ``session_id``. ``force`` skips the time/session/throttle gates, never the lock."""
+        ...
+
+    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
+        """Select at most ``limit`` relevant records for ``query``, never one whose id is in ``excluded``."""
+        ...
+
+    def forget(self, query: str, *, now: datetime, strategy: str) -> ForgetResult:
+        """Remove what ``query`` asks to forget."""
+        ...
+
+    def documents(self) -> list[MemoryRecord]:
+        """Every record now stored (no cap)."""
+        ...
+
+
+class FileIndexSystem(MemorySystem, Protocol):
+    """Capability ``file_index`` (and friends): the index and the file system around it."""
+
+    def index_text(self) -> str:
+        """The current index (``MEMORY.md``)."""
+        ...
+
+    def loaded_index(self) -> str:
+        """The index as loaded into the system prompt (after load-time truncation)."""
+        ...
+
+    def stray_files(self) -> list[str]:
+        """Files written outside the memory root and the system's state files (must stay empty)."""
+        ...
+
+    def plant_lock(self, pid: str, *, mtime: datetime) -> None:
+        """Leave a consolidation lock held by a ``live`` or ``dead`` process, or remove it (``none``)."""
+        ...
+
+
+SystemFactory = Callable[[Path, Any, Any, Any], MemorySystem]
+"""``factory(workdir, clock, model, events)``: ``clock`` has ``now()``; ``model`` has ``query(request)`` (or is
+None); ``events`` has ``emit(event)`` (telemetry)."""
+
+
+def capabilities_of(system: object) -> frozenset[Capability]:
+    """A system's declared capabilities (none declared: only the portable core)."""
+    declared: frozenset[str] = getattr(system, "capabilities", frozenset())
+    return frozenset(Capability(c) for c in declared)

@@ -1,0 +1,180 @@
+"""The typed records a replay produces: one ``Probe`` per graded step, one ``ScenarioResult`` per scenario × strategy.
+
+Created once in replay, serialised once (``to_row``) to ``probes.jsonl`` / ``results.jsonl`` and read back
+(``from_row``) into the same types; nothing downstream reads them by string key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal
+
+ProbeKind = Literal["recall", "forget", "check", "dream", "extract"]
+MetricValue = float | int | bool | None
+
+_OUTCOME_FIELDS: Final = ("status", "reason", "fallback_reason", "error_message")
+_KIND_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
+    "extract": _OUTCOME_FIELDS,
+    "dream": _OUTCOME_FIELDS,
+    "recall": ("fallback_reason", "k", "scores"),
+    "forget": ("fallback_reason",),
+    "check": (),
+}
+"""The optional fields each kind of probe row carries (DESIGN §4 keys are always present)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Model calls made during one probe."""
+
+    calls: int = 0
+    input: int = 0
+    output: int = 0
+    replayed: int = 0
+    """Calls answered from a cassette."""
+    cost_usd: float | None = None
+    """Summed cost when the provider prices the model."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"calls": self.calls, "input": self.input, "output": self.output,
+                               "replayed": self.replayed}
+        if self.cost_usd is not None:
+            out["cost_usd"] = round(self.cost_usd, 8)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TokenUsage:
+        return cls(int(data.get("calls", 0)), int(data.get("input", 0)), int(data.get("output", 0)),
+                   int(data.get("replayed", 0)), data.get("cost_usd"))
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One graded step of one scenario × strategy (DESIGN §4 ``probes.jsonl`` row)."""
+
+    scenario: str
+    step: int
+    kind: ProbeKind
+    strategy: str
+    query: str = ""
+    selected: tuple[str, ...] = ()
+    """Recall: selected record ids in rank order. Forget: removed ids. Extract: written ids. Dream: topics touched."""
+    expected: tuple[str, ...] = ()
+    covered: tuple[str, ...] = ()
+    metrics: Mapping[str, MetricValue] = field(default_factory=dict)
+    passed: bool = True
+    duration_ms: float = 0.0
+    tokens: TokenUsage = TokenUsage()
+    strategy_used: str = ""
+    status: str | None = None
+    reason: str | None = None
+    fallback_reason: str | None = None
+    error_message: str | None = None
+    k: int | None = None
+    scores: tuple[float, ...] = ()
+    final: bool = False
+    """The end-of-scenario check."""
+    skipped: str | None = None
+    """Why the step did not run (a capability the system lacks); skipped probes feed no metric."""
+
+    def metric(self, name: str) -> float | None:
+        """A numeric metric (booleans as 0/1), None when absent or undefined."""
+        value = self.metrics.get(name)
+        return None if value is None else float(value)
+
+    @property
+    def graded(self) -> bool:
+        """Ran (not skipped)."""
+        return self.skipped is None
+
+    def to_row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "scenario": self.scenario, "step": self.step, "kind": self.kind, "strategy": self.strategy,
+            "query": self.query, "selected": list(self.selected), "expected": list(self.expected),
+            "covered": list(self.covered), "metrics": dict(self.metrics), "passed": self.passed,
+            "duration_ms": round(self.duration_ms, 3), "tokens": self.tokens.to_dict(),
+            "strategy_used": self.strategy_used or self.strategy,
+        }
+        for name in _KIND_FIELDS[self.kind]:
+            value = getattr(self, name)
+            row[name] = list(value) if isinstance(value, tuple) else value
+        if self.final:
+            row["final"] = True
+        if self.skipped is not None:
+            row["skipped"] = self.skipped
+        return row
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Probe:
+        return cls(
+            scenario=row["scenario"], step=int(row["step"]), kind=row["kind"], strategy=row["strategy"],
+            query=row.get("query", ""), selected=tuple(row.get("selected", ())),
+            expected=tuple(row.get("expected", ())), covered=tuple(row.get("covered", ())),
+            metrics=dict(row.get("metrics", {})), passed=bool(row.get("passed", True)),
+            duration_ms=float(row.get("duration_ms", 0.0)), tokens=TokenUsage.from_dict(row.get("tokens", {})),
+            strategy_used=row.get("strategy_used", row["strategy"]), status=row.get("status"),
+            reason=row.get("reason"), fallback_reason=row.get("fallback_reason"),
+            error_message=row.get("error_message"), k=row.get("k"), scores=tuple(row.get("scores", ())),
+            final=bool(row.get("final", False)), skipped=row.get("skipped"),
+        )
+
+
+ScenarioStatus = Literal["passed", "failed", "error", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioResult:
+    """The outcome of one scenario × strategy."""
+
+    scenario: str
+    strategy: str
+    passed: bool
+    failures: tuple[str, ...]
+    probes: tuple[Probe, ...]
+    trace_id: str
+    error: str | None = None
+    duration_ms: float = 0.0
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    prompt_versions: tuple[str, ...] = ()
+    path: str = ""
+    """The scenario file (for annotations)."""
+    skipped: str | None = None
+    """Why the whole scenario did not run (e.g. it seeds raw files and the system cannot)."""
+
+    @property
+    def status(self) -> ScenarioStatus:
+        if self.error:
+            return "error"
+        if self.skipped:
+            return "skipped"
+        return "passed" if self.passed else "failed"
+
+    def with_probes(self, probes: tuple[Probe, ...]) -> ScenarioResult:
+        return replace(self, probes=probes)
+
+    def to_row(self) -> dict[str, Any]:
+        """The ``results.jsonl`` row (probes live in ``probes.jsonl``)."""
+        row: dict[str, Any] = {
+            "scenario": self.scenario, "strategy": self.strategy, "passed": self.passed,
+            "failures": list(self.failures), "trace_id": self.trace_id, "error": self.error,
+            "duration_ms": self.duration_ms, "description": self.description, "tags": list(self.tags),
+            "prompt_versions": list(self.prompt_versions), "status": self.status,
+        }
+        if self.path:
+            row["path"] = self.path
+        if self.skipped:
+            row["skipped"] = self.skipped
+        return row
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], probes: tuple[Probe, ...]) -> ScenarioResult:
+        return cls(
+            scenario=row["scenario"], strategy=row["strategy"], passed=bool(row["passed"]),
+            failures=tuple(row.get("failures", ())), probes=probes, trace_id=row.get("trace_id", ""),
+            error=row.get("error"), duration_ms=float(row.get("duration_ms", 0.0)),
+            description=row.get("description", ""), tags=tuple(row.get("tags", ())),
+            prompt_versions=tuple(row.get("prompt_versions", ())), path=row.get("path", ""),
+            skipped=row.get("skipped"),
+        )

@@ -1,0 +1,203 @@
+"""The reference core (``memory_core``) as a system under test: an adapter onto the harness protocol.
+
+It is one implementation of ``harness.replay.MemorySystem`` among others (``--system package.module:factory``);
+see ``docs/system-protocol.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.replay._protocol import (
+    ALL_CAPABILITIES,
+    Capability,
+    DreamResult,
+    ExtractResult,
+    ForgetResult,
+    MemoryRecord,
+    RecallResult,
+    RecordEntry,
+)
+from harness.scenario import RANKED_STRATEGIES, SeedMemory, Turn
+from memory_core.clock import FixedClock
+from memory_core.dream import DreamScheduler
+from memory_core.entries import parse_entries
+from memory_core.events import EventSink
+from memory_core.extract import ExtractRequest, ExtractScheduler
+from memory_core.forget import forget
+from memory_core.formats import to_ms
+from memory_core.history import ChatMessage, ToolCall
+from memory_core.index import rebuild_index, truncate_index_for_prompt
+from memory_core.model import Model
+from memory_core.rankers import Ranker, make_rankers
+from memory_core.recall import recall
+from memory_core.scan import DocCache, scan
+from memory_core.sessions import ChatDirSessions
+from memory_core.store import INDEX_KEY, LOCK_KEY, FileStore
+from memory_core.topic import TopicDoc, render_topic
+
+DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
+_SHARED_DENSE: dict[str, Ranker] = {}
+
+
+def make_ranker(strategy: str) -> Ranker:
+    """The ranker behind a ranked strategy; the MiniLM ranker (and its embedding cache) is shared per process."""
+    if strategy != "bm25" and "dense" not in _SHARED_DENSE:
+        _SHARED_DENSE["dense"] = make_rankers(["embedding"])["embedding"]
+    return make_rankers([strategy], dense=_SHARED_DENSE.get("dense"))[strategy]
+
+
+def session_uuid(session: str) -> str:
+    """A stable UUID for a scenario session name, so session files match the scanner's pattern (spec §6.2)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memharness:{session}"))
+
+
+@dataclass
+class ReferenceSystem:
+    """The reference memory core on disk under ``workdir``, with a fake clock and an optional model."""
+
+    workdir: Path
+    clock: FixedClock
+    model: Model | None
+    events: EventSink
+    root: Path = field(init=False)
+    store: FileStore = field(init=False)
+    histories: dict[str, list[ChatMessage]] = field(default_factory=dict)
+    _extract: ExtractScheduler = field(init=False)
+    _dream: DreamScheduler = field(init=False)
+    _cache: DocCache = field(default_factory=DocCache)
+    _rankers: dict[str, Ranker] = field(default_factory=dict)
+    capabilities: frozenset[Capability] = ALL_CAPABILITIES
+
+    def __post_init__(self) -> None:
+        self.root = self.workdir / "project" / ".qwen" / "memory"
+        self.chats = self.workdir / "project" / ".qwen" / "chats"
+        self.chats.mkdir(parents=True, exist_ok=True)
+        self.store = FileStore(self.root, self.clock)
+        self._extract = ExtractScheduler(self.store, str(self.root), model=self.model, events=self.events,
+                                         cache=self._cache)
+        self._dream = DreamScheduler(self.store, ChatDirSessions(self.chats), model=self.model, events=self.events,
+                                     cache=self._cache)
+
+    def seed(self, memory: SeedMemory, *, mtime: datetime) -> None:
+        text = memory.raw if memory.raw is not None else render_topic(
+            name=memory.name or memory.path, description=memory.description, kind=memory.type,  # type: ignore[arg-type]
+            body=memory.body)
+        self.store.write(memory.path, text)
+        self.store.set_mtime(memory.path, to_ms(mtime))
+
+    def finish_seeding(self, *, now: datetime) -> None:
+        if self.store.list():
+            rebuild_index(self.store, cache=self._cache)
+
+    def add_turns(self, session_id: str, turns: Sequence[Turn], *, now: datetime) -> None:
+        history = self.histories.setdefault(session_id, [])
+        for turn in turns:
+            if turn.kind == "user":
+                history.append(ChatMessage("user", turn.text))
+            elif turn.kind == "assistant":
+                history.append(ChatMessage("model", turn.text))
+            else:
+                call = ToolCall("write_file", {"file_path": str(self.root / turn.text)})
+                history.append(ChatMessage("model", "", (call,)))
+        path = self.chats / f"{session_uuid(session_id)}.jsonl"
+        with path.open("a", encoding="utf-8") as handle:
+            for turn in turns:
+                handle.write(json.dumps({"type": turn.kind, "text": turn.text}) + "\n")
+        ns = int(to_ms(now) * 1e6)
+        os.utime(path, ns=(ns, ns))
+
+    def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> ExtractResult:
+        self._extract.model = self._model_for(strategy)
+        request = ExtractRequest(session_uuid(session_id), tuple(self.histories.get(session_id, [])))
+        if queued_behind:
+            with self._extract.hold():
+                out = self._extract.schedule(request, now=now)
+        else:
+            out = self._extract.schedule(request, now=now)
+        return ExtractResult(status=out.status, strategy=out.strategy, reason=out.skipped_reason,
+                             fallback_reason=out.fallback_reason, touched=out.touched_topics, written=out.written,
+                             error=out.error)
+
+    def dream(self, session_id: str, *, now: datetime, strategy: str, force: bool = False) -> DreamResult:
+        self._dream.model = self._model_for(strategy)
+        out = self._dream.schedule(now=now, session_id=session_uuid(session_id), force=force)
+        return DreamResult(status=out.status, strategy=out.strategy, reason=out.skipped_reason,
+                           fallback_reason=out.fallback_reason, touched=out.touched_topics, deduped=out.deduped_entries,
+                           error=out.error)
+
+    def _ranker_for(self, strategy: str) -> Ranker | None:
+        if strategy not in RANKED_STRATEGIES:
+            return None
+        if strategy not in self._rankers:
+            self._rankers[strategy] = make_ranker(strategy)
+        return self._rankers[strategy]
+
+    def _model_for(self, strategy: str) -> Model | None:
+        return self.model if strategy == "model" else None
+
+    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
+        out = recall(self.store, query, now=now, model=self._model_for(strategy), excluded=set(excluded), limit=limit,
+                     events=self.events, cache=self._cache, ranker=self._ranker_for(strategy))
+        return RecallResult(selected=tuple(d.relative_path for d in out.selected), strategy=out.strategy,
+                            fallback_reason=out.fallback_reason, scores=out.scores, prompt=out.prompt)
+
+    def forget(self, query: str, *, now: datetime, strategy: str) -> ForgetResult:
+        out = forget(self.store, query, now=now, model=self._model_for(strategy), events=self.events, cache=self._cache)
+        return ForgetResult(removed=tuple(c.id for c in out.removed), strategy=out.strategy,
+                            fallback_reason=out.fallback_reason, touched=out.touched_topics)
+
+    def plant_lock(self, pid: str, *, mtime: datetime) -> None:
+        if pid == "none":
+            self.store.delete(LOCK_KEY)
+            return
+        self.store.write(LOCK_KEY, str(os.getpid() if pid == "live" else DEAD_PID))
+        self.store.set_mtime(LOCK_KEY, to_ms(mtime))
+
+    def topic_docs(self) -> list[TopicDoc]:
+        """The core's own view: every topic doc (no 200 cap)."""
+        return list(scan(self.store, cache=self._cache, limit=None).docs)
+
+    def documents(self) -> list[MemoryRecord]:
+        return [_record(d) for d in self.topic_docs()]
+
+    def stray_files(self) -> list[str]:
+        allowed = {self.root, self.chats}
+        state = {self.root.parent / name for name in ("meta.json", "extract-cursor.json", "consolidation.lock")}
+        stray = []
+        for path in sorted(self.workdir.rglob("*")):
+            if path.is_file() and path not in state and not any(a == path or a in path.parents for a in allowed):
+                stray.append(str(path.relative_to(self.workdir)))
+        return stray
+
+    def index_text(self) -> str:
+        try:
+            return self.store.read(INDEX_KEY)
+        except FileNotFoundError:
+            return ""
+
+    def loaded_index(self) -> str:
+        return truncate_index_for_prompt(self.index_text())
+
+    def scan_count(self) -> int:
+        """Docs the core's own scan sees (≤ 200)."""
+        return len(scan(self.store, cache=self._cache).docs)
+
+
+
+def _record(doc: TopicDoc) -> MemoryRecord:
+    entries = tuple(RecordEntry(e.summary, e.why or "", e.how_to_apply or "") for e in parse_entries(doc.body))
+    return MemoryRecord(id=doc.relative_path, type=doc.type or "", title=doc.title, text=doc.body,
+                        description=doc.description, source=doc.relative_path, entries=entries,
+                        updated_at=datetime.fromtimestamp(doc.mtime_ms / 1000, UTC))
+
+
+def reference_factory(workdir: Path, clock: FixedClock, model: Model | None, events: EventSink) -> ReferenceSystem:
+    """The default system under test: the reference core."""
+    return ReferenceSystem(workdir, clock, model, events)

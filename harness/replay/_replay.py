@@ -1,0 +1,397 @@
+"""Replay one scenario against a memory system under a fake clock, producing one ``Probe`` per graded step.
+
+A scenario runs in a fresh temporary directory; every memory operation becomes a span; every recall, forget,
+dream, extract and check step becomes a ``Probe`` (DESIGN §4 ``probes.jsonl``). Steps that need a capability the
+system does not declare are skipped, and the probe says why.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
+from harness.replay._index import index_stats
+from harness.replay._models import CallLog, CountingModel, ProbeContext
+from harness.replay._protocol import Capability, MemorySystem, SystemFactory, capabilities_of
+from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult
+from harness.replay._reference import reference_factory
+from harness.scenario import (
+    AdvanceStep,
+    CheckStep,
+    DreamStep,
+    ForgetStep,
+    LockStep,
+    RecallStep,
+    Scenario,
+    SessionStep,
+    Step,
+)
+from harness.telemetry import Telemetry
+from memory_core.clock import FixedClock, monotonic_ms
+from memory_core.model import Model
+
+_PROBE_KIND: dict[type, ProbeKind] = {SessionStep: "extract", DreamStep: "dream", RecallStep: "recall",
+                                      ForgetStep: "forget", CheckStep: "check", LockStep: "check"}
+
+
+def step_needs(step: Step) -> list[tuple[Capability, str]]:
+    """The capabilities a step needs, each with the part of the step that needs it."""
+    needs: list[tuple[Capability, str]] = []
+    if isinstance(step, SessionStep):
+        if step.queued_behind:
+            needs.append((Capability.EXTRACT_QUEUE, "queued_behind"))
+        if any(t.kind == "tool_write" for t in step.turns):
+            needs.append((Capability.MEMORY_TOOL, "tool_write"))
+    elif isinstance(step, DreamStep):
+        needs.append((Capability.DREAM, "dream"))
+        if step.expect_reason is not None or step.expect_status == "skipped":
+            needs.append((Capability.DREAM_GATES, "expect_reason"))
+        if step.expect_reason == "locked":
+            needs.append((Capability.LOCKS, "expect_reason: locked"))
+    elif isinstance(step, LockStep):
+        needs.append((Capability.LOCKS, "lock"))
+    elif isinstance(step, RecallStep) and step.prompt_contains:
+        needs.append((Capability.RECALL_PROMPT, "prompt_contains"))
+    elif isinstance(step, CheckStep):
+        if step.index_within_limits is not None or step.index_contains or step.index_lines is not None \
+                or step.loaded_index_contains:
+            needs.append((Capability.FILE_INDEX, "index checks"))
+        if step.files_present or step.files_absent:
+            needs.append((Capability.FILE_PATHS, "files_present/files_absent"))
+        if step.no_stray_files:
+            needs.append((Capability.STRAY_FILES, "no_stray_files"))
+    return needs
+
+
+@dataclass
+class _Run:
+    """The mutable state of one replay."""
+
+    s: Scenario
+    strategy: str
+    system: MemorySystem
+    clock: FixedClock
+    t: Telemetry
+    counter: CountingModel | None
+    context: ProbeContext
+    capabilities: frozenset[Capability]
+    seeded: dict[str, frozenset[str]] = field(default_factory=dict)
+    surfaced: list[str] = field(default_factory=list)
+    probes: list[Probe] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    sessions: list[str] = field(default_factory=list)
+
+    @property
+    def indexed(self) -> bool:
+        return Capability.FILE_INDEX in self.capabilities
+
+    def where(self, i: int, kind: str) -> str:
+        line = self.s.step_lines[i] if 0 <= i < len(self.s.step_lines) else 0
+        return f"step {i} ({kind}, line {line})"
+
+    def fail(self, i: int, kind: str, message: str) -> None:
+        self.failures.append(f"{self.where(i, kind)}: {message}")
+
+    def check(self, ok: bool, i: int, kind: str, message: str) -> bool:  # noqa: FBT001
+        """Record a failure unless ``ok``; returns ``ok``."""
+        if not ok:
+            self.fail(i, kind, message)
+        return ok
+
+    def covered(self) -> frozenset[str]:
+        return covered_facts(self.system.documents(), self.s.facts, self.seeded)
+
+    def probe(self, i: int, kind: ProbeKind, **fields: Any) -> None:
+        log = self.counter.log if self.counter else CallLog()
+        fields.setdefault("strategy_used", self.strategy)
+        self.probes.append(Probe(scenario=self.s.id, step=i, kind=kind, strategy=self.strategy, tokens=log.usage(),
+                                 **fields))
+
+    def step_strategy(self, i: int, step: Step) -> str:
+        own = getattr(step, "strategy", None)
+        return own or self.s.strategy_overrides.get(i, self.strategy)
+
+    def record_store(self) -> None:
+        counts = dict.fromkeys(("user", "feedback", "project", "reference"), 0)
+        for doc in self.system.documents():
+            counts[doc.type] = counts.get(doc.type, 0) + 1
+        size = len(self.index_text().encode("utf-8")) if self.indexed else 0
+        self.t.record_store(counts, size)
+
+    def index_text(self) -> str:
+        return self.system.index_text() if self.indexed else ""  # type: ignore[attr-defined]
+
+    def run_step(self, i: int, step: Step) -> None:
+        self.context.step = i
+        if self.counter:
+            self.counter.log = CallLog()
+        missing = [(c, part) for c, part in step_needs(step) if c not in self.capabilities]
+        if missing and not isinstance(step, CheckStep):
+            reason = "; ".join(f"{part} needs capability {c.value}" for c, part in missing)
+            self.probe(i, _PROBE_KIND[type(step)], skipped=reason, query=getattr(step, "query", ""))
+            return
+        now = self.clock.now()
+        if isinstance(step, AdvanceStep):
+            self.clock.advance(step.delta)
+        elif isinstance(step, LockStep):
+            self.system.plant_lock(step.pid, mtime=now - step.age)  # type: ignore[attr-defined]
+        elif isinstance(step, SessionStep):
+            self._session(i, step, now)
+        elif isinstance(step, DreamStep):
+            self._dream(i, step, now)
+        elif isinstance(step, RecallStep):
+            self._recall(i, step, now)
+        elif isinstance(step, ForgetStep):
+            self._forget(i, step, now)
+        elif isinstance(step, CheckStep):
+            self._check(i, step, [part for _, part in missing])
+        else:
+            raise HarnessError(f"unknown step type {type(step).__name__}")
+        if isinstance(step, (SessionStep, DreamStep, ForgetStep)):  # the steps that change the store
+            self.record_store()
+
+    def _expect_outcome(self, i: int, kind: str, status: str, reason: str | None, error: str | None,
+                        want_status: str | None, want_reason: str | None) -> bool:
+        ok = want_status is None or self.check(
+            status == want_status, i, kind, f"expected status {want_status}, got {status}" + (f" ({error})" if error else ""))
+        return (want_reason is None or self.check(
+            reason == want_reason, i, kind, f"expected reason {want_reason}, got {reason or 'none'} (status {status})")) and ok
+
+    def _expect_strategy(self, i: int, kind: str, strategy: str, fallback: str | None,
+                         want_strategy: str | None, want_fallback: str | None) -> bool:
+        ok = want_strategy is None or self.check(strategy == want_strategy, i, kind,
+                                                 f"expected strategy {want_strategy}, got {strategy}")
+        return (want_fallback is None or self.check(
+            fallback == want_fallback, i, kind, f"expected fallback reason {want_fallback}, got {fallback or 'none'}")) and ok
+
+    def _session(self, i: int, step: SessionStep, now: datetime) -> None:
+        if step.session not in self.sessions:
+            self.sessions.append(step.session)
+        self.system.add_turns(step.session, step.turns, now=now)
+        if not step.extract:
+            return
+        t0 = monotonic_ms()
+        with self.t.operation("extract", step=i, now=now, session_id=step.session):
+            res = self.system.extract(step.session, now=now, strategy=self.step_strategy(i, step),
+                                      queued_behind=step.queued_behind)
+        elapsed = monotonic_ms() - t0
+        ok = self._expect_outcome(i, "extract", res.status, res.reason, res.error, step.expect_status, step.expect_reason)
+        self.probe(i, "extract", query=step.session, selected=res.written, passed=ok, duration_ms=elapsed,
+                   strategy_used=res.strategy, status=res.status, reason=res.reason,
+                   fallback_reason=res.fallback_reason, error_message=res.error)
+
+    def _dream(self, i: int, step: DreamStep, now: datetime) -> None:
+        session = self.sessions[-1] if self.sessions else "dream"
+        before = self.covered()
+        t0 = monotonic_ms()
+        with self.t.operation("dream", step=i, now=now, session_id=session):
+            res = self.system.dream(session, now=now, strategy=self.step_strategy(i, step), force=step.force)
+        elapsed = monotonic_ms() - t0
+        ok = self._expect_outcome(i, "dream", res.status, res.reason, res.error, step.expect_status, step.expect_reason)
+        metrics: dict[str, MetricValue] = {"deduped": res.deduped}
+        if res.status in ("updated", "noop"):
+            after = self.covered()
+            counts = entry_coverage(self.system.documents(), self.s.facts, self.seeded)
+            metrics["residual_duplicates"] = sum(max(0, c - 1) for c in counts.values())
+            metrics["retention"] = len(after & before) / len(before) if before else 1.0
+        self.probe(i, "dream", selected=res.touched, passed=ok, duration_ms=elapsed, metrics=metrics,
+                   strategy_used=res.strategy, status=res.status, reason=res.reason,
+                   fallback_reason=res.fallback_reason, error_message=res.error)
+
+    def _recall(self, i: int, step: RecallStep, now: datetime) -> None:
+        excluded = list(self.surfaced) if step.exclude_surfaced else []
+        t0 = monotonic_ms()
+        with self.t.operation("recall", step=i, now=now):
+            res = self.system.recall(step.query, now=now, limit=step.k, excluded=excluded,
+                                     strategy=self.step_strategy(i, step))
+        elapsed = monotonic_ms() - t0
+        docs = {d.id: d for d in self.system.documents()}
+        covers = [doc_covers(docs[p], self.s.facts, self.seeded) if p in docs else frozenset() for p in res.selected]
+        expected = frozenset(step.expect)
+        relevant = sum(1 for d in docs.values() if doc_covers(d, self.s.facts, self.seeded) & expected)
+        metrics = recall_metrics(covers, expected, k=step.k, relevant_in_store=relevant)
+        found = sorted(set().union(*covers) & expected) if covers else []
+        ok = self._recall_expectations(i, step, res.selected, res.prompt, covers, found, metrics, excluded)
+        ok &= self._expect_strategy(i, "recall", res.strategy, res.fallback_reason, step.expect_strategy,
+                                    step.expect_fallback)
+        self.surfaced += [p for p in res.selected if p not in self.surfaced]
+        self.probe(i, "recall", query=step.query, selected=res.selected, expected=step.expect, covered=tuple(found),
+                   metrics=metrics, passed=ok, duration_ms=elapsed, strategy_used=res.strategy,
+                   fallback_reason=res.fallback_reason, k=step.k, scores=tuple(res.scores))
+
+    def _recall_expectations(self, i: int, step: RecallStep, selected: tuple[str, ...], prompt: str,
+                             covers: list[frozenset[str]], found: list[str], metrics: Mapping[str, float | None],
+                             excluded: list[str]) -> bool:
+        results = []
+        for key, minimum in step.require.items():
+            value = metrics.get(key)
+            results.append(self.check(value is not None and value >= minimum, i, "recall",
+                                      f"{key} {value} < required {minimum} for query {step.query!r}"))
+        for text in step.prompt_contains:
+            results.append(self.check(text in prompt, i, "recall", f"prompt block does not contain {text!r}"))
+        # contract checks that hold for every memory system, stated or not (spec §7.1-§7.3)
+        results.append(self.check(len(selected) <= step.k, i, "recall",
+                                  f"selected {len(selected)} memories, more than k={step.k}"))
+        results.append(self.check(len(set(selected)) == len(selected), i, "recall",
+                                  f"selected the same memory twice: {list(selected)}"))
+        leaked = sorted(set(selected) & set(excluded))
+        results.append(self.check(not leaked, i, "recall",
+                                  f"selected already-surfaced memories it was told to exclude: {leaked}"))
+        forbidden = sorted(set().union(*covers) & set(step.forbid)) if covers else []
+        results.append(self.check(not forbidden, i, "recall", f"recalled forbidden facts: {', '.join(forbidden)}"))
+        if step.expect_covered is not None:
+            results.append(self.check(sorted(set(found)) == sorted(step.expect_covered), i, "recall",
+                                      f"selection covers {sorted(found)}, expected exactly {sorted(step.expect_covered)}"))
+        if step.expect_selected is not None:
+            results.append(self.check(tuple(selected) == step.expect_selected, i, "recall",
+                                      f"selected {list(selected)}, expected exactly {list(step.expect_selected)}"))
+        return all(results)
+
+    def _forget(self, i: int, step: ForgetStep, now: datetime) -> None:
+        before = self.covered()
+        t0 = monotonic_ms()
+        with self.t.operation("forget", step=i, now=now):
+            res = self.system.forget(step.query, now=now, strategy=self.step_strategy(i, step))
+        elapsed = monotonic_ms() - t0
+        after = self.covered()
+        still = sorted(set(step.expect_removed) & after)
+        ok = self.check(not still, i, "forget", f"facts still covered after forgetting: {', '.join(still)}")
+        lost = sorted((before - after) - set(step.expect_removed))
+        ok &= self.check(not lost, i, "forget", f"forget also removed facts it should have kept: {', '.join(lost)}")
+        ok &= self._expect_strategy(i, "forget", res.strategy, res.fallback_reason, step.expect_strategy,
+                                    step.expect_fallback)
+        removed = sorted(before - after)
+        expected = set(step.expect_removed)
+        metrics: dict[str, MetricValue] = {
+            "removed_facts": len(removed), "expected_removed": len(expected),
+            "precision": len(set(removed) & expected) / len(removed) if removed else (1.0 if not expected else 0.0),
+            "recall": len(set(removed) & expected) / len(expected) if expected else 1.0}
+        self.probe(i, "forget", query=step.query, selected=res.removed, expected=step.expect_removed,
+                   covered=tuple(removed), metrics=metrics, passed=ok, duration_ms=elapsed,
+                   strategy_used=res.strategy, fallback_reason=res.fallback_reason)
+
+    def _check(self, i: int, step: CheckStep, skipped_parts: list[str]) -> None:
+        covered = self.covered()
+        n_before = len(self.failures)
+        for fid in step.facts_present:
+            self.check(fid in covered, i, "check", f"fact {fid} is not covered by any memory")
+        for fid in step.facts_absent:
+            self.check(fid not in covered, i, "check", f"fact {fid} is still covered")
+        if step.max_entries_per_fact is not None:
+            counts = entry_coverage(self.system.documents(), self.s.facts, self.seeded)
+            over = {f: c for f, c in counts.items() if c > step.max_entries_per_fact}
+            self.check(not over, i, "check", f"facts in more than {step.max_entries_per_fact} entries: {over}")
+        metrics: dict[str, MetricValue] = {}
+        if self.indexed:
+            metrics = self._index_checks(i, step)
+        if Capability.FILE_PATHS in self.capabilities:
+            present = {d.id for d in self.system.documents()}
+            for path in step.files_present:
+                self.check(path in present, i, "check", f"file {path} is missing")
+            for path in step.files_absent:
+                self.check(path not in present, i, "check", f"file {path} still exists")
+        if step.no_stray_files and Capability.STRAY_FILES in self.capabilities:
+            stray = self.system.stray_files()  # type: ignore[attr-defined]
+            self.check(not stray, i, "check", f"files written outside the memory root: {stray}")
+        skipped = "; ".join(f"{part} needs a capability the system lacks" for part in skipped_parts) or None
+        self.probe(i, "check", covered=tuple(sorted(covered)), passed=len(self.failures) == n_before, metrics=metrics,
+                   skipped=skipped)
+
+    def _index_checks(self, i: int, step: CheckStep) -> dict[str, MetricValue]:
+        index = self.index_text()
+        stats = index_stats(index)
+        if step.index_within_limits is not None:
+            self.check(stats["within"] is step.index_within_limits, i, "check",
+                       f"index within limits is {stats['within']}, expected {step.index_within_limits} "
+                       f"({stats['lines']} lines, {stats['max_line_chars']} chars longest)")
+        for text in step.index_contains:
+            self.check(text in index, i, "check", f"MEMORY.md does not contain {text!r}")
+        if step.index_lines is not None:
+            self.check(stats["lines"] == step.index_lines, i, "check",
+                       f"MEMORY.md has {stats['lines']} lines, expected {step.index_lines}")
+        loaded = self.system.loaded_index() if step.loaded_index_contains else ""  # type: ignore[attr-defined]
+        for text in step.loaded_index_contains:
+            self.check(text in loaded, i, "check", f"the index as loaded into the prompt does not contain {text!r}")
+        return {f"index.{k}": v for k, v in stats.items()}
+
+    def finish(self) -> None:
+        counts = entry_coverage(self.system.documents(), self.s.facts, self.seeded)
+        metrics: dict[str, MetricValue] = {}
+        if self.indexed:
+            metrics = {f"index.{k}": v for k, v in index_stats(self.index_text()).items()}
+        metrics["residual_duplicates"] = sum(max(0, c - 1) for c in counts.values())
+        self.probe(len(self.s.steps), "check", query="end of scenario", covered=tuple(sorted(self.covered())),
+                   metrics=metrics, final=True)
+
+
+def _kind(scenario: Scenario, step: int) -> str:
+    """``session`` / ``dream`` / … for step ``step``, or ``seeding`` before the first step."""
+    if 0 <= step < len(scenario.steps):
+        return type(scenario.steps[step]).__name__.removesuffix("Step").lower()
+    return "seeding"
+
+
+def replay(
+    scenario: Scenario,
+    *,
+    strategy: str,
+    telemetry: Telemetry,
+    model: Model | None = None,
+    context: ProbeContext | None = None,
+    system_factory: SystemFactory = reference_factory,
+) -> ScenarioResult:
+    """Run ``scenario`` once with ``strategy``; expectations fail the result, exceptions make it an error."""
+    context = context or ProbeContext()
+    context.scenario, context.strategy, context.step = scenario.id, strategy, -1
+    clock = FixedClock(scenario.clock)
+    counter = CountingModel(telemetry.traced(model)) if model is not None else None
+    t0 = monotonic_ms()
+    skipped: str | None = None
+    with tempfile.TemporaryDirectory(prefix="memharness-") as tmp, telemetry.scenario(
+        case=scenario.id, strategy=strategy, digest=scenario.digest, start=scenario.clock
+    ) as root:
+        trace_id = f"{root.get_span_context().trace_id:032x}"
+        system = system_factory(Path(tmp), clock, counter, telemetry)
+        caps = capabilities_of(system)
+        run = _Run(scenario, strategy, system, clock, telemetry, counter, context, caps)
+        error = None
+        try:
+            if any(m.raw is not None for m in scenario.memories) and Capability.RAW_FILES not in caps:
+                skipped = f"seeds raw file text: needs capability {Capability.RAW_FILES.value}"
+            else:
+                _seed_and_run(scenario, system, clock, run)
+        except HarnessError as exc:
+            error = f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: {exc}"
+        except Exception as exc:
+            error = (f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: "
+                     f"{type(exc).__name__}: {exc}")
+        finally:
+            close = getattr(system, "close", None)
+            if callable(close):
+                close()
+        passed = not run.failures and error is None
+        root.set_attribute("test.case.result.status", "skipped" if skipped else "pass" if passed else "fail")
+    return ScenarioResult(
+        scenario=scenario.id, strategy=strategy, passed=passed, failures=tuple(run.failures),
+        probes=tuple(run.probes), trace_id=trace_id, error=error, duration_ms=monotonic_ms() - t0,
+        description=scenario.description, tags=scenario.tags,
+        prompt_versions=tuple(sorted(counter.prompt_versions)) if counter else (), path=str(scenario.path),
+        skipped=skipped,
+    )
+
+
+def _seed_and_run(scenario: Scenario, system: MemorySystem, clock: FixedClock, run: _Run) -> None:
+    for memory in scenario.memories:
+        system.seed(memory, mtime=clock.now() - memory.age)
+        if memory.facts:
+            run.seeded[memory.path] = frozenset(memory.facts)
+    system.finish_seeding(now=clock.now())
+    for i, step in enumerate(scenario.steps):
+        run.run_step(i, step)
+    run.finish()

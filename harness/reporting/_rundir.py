@@ -1,0 +1,105 @@
+"""Write a run directory (DESIGN §4): summary.json, probes.jsonl, results.jsonl, traces.jsonl, junit.xml,
+summary.md and report.html; and read one back into the same typed records (``report``, ``compare``, merges)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.evaluation import RunSummary
+from harness.replay import Probe, ScenarioResult
+from harness.reporting._text import junit_xml, summary_markdown
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temp file, fsync and ``os.replace``: a reader never sees half a file, a crash never leaves one.
+    The file gets the mode a plain ``open()`` would give (0666 less the umask), not mkstemp's 0600."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
+    return "".join(json.dumps(_clean(dict(r)), ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+
+
+def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResult],
+              spans: Sequence[Mapping[str, Any]], html: str) -> None:
+    """Write every output file of a run directory."""
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "summary.json", json.dumps(_clean(summary.to_dict()), indent=2, ensure_ascii=False) + "\n")
+    atomic_write(out / "probes.jsonl", jsonl(p.to_row() for r in results for p in r.probes))
+    atomic_write(out / "results.jsonl", jsonl(r.to_row() for r in results))
+    atomic_write(out / "traces.jsonl", jsonl(spans))
+    atomic_write(out / "junit.xml", junit_xml(results))
+    atomic_write(out / "summary.md", summary_markdown(summary))
+    atomic_write(out / "report.html", html)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        raise HarnessError(f"{path}: missing (is this a memharness run directory?)")
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise HarnessError(f"{path}:{n}: invalid JSON ({exc.msg})") from None
+    return rows
+
+
+def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict[str, Any]]]:
+    """(summary, results with their probes, spans) of a run directory."""
+    try:
+        data = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HarnessError(f"{run_dir}/summary.json: missing (is this a memharness run directory?)") from None
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{run_dir}/summary.json:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HarnessError(f"{run_dir}/summary.json: cannot be read ({exc})") from None
+    try:
+        summary = RunSummary.from_dict(data)
+        by_key: dict[tuple[str, str], list[Probe]] = {}
+        for row in read_jsonl(run_dir / "probes.jsonl"):
+            probe = Probe.from_row(row)
+            by_key.setdefault((probe.scenario, probe.strategy), []).append(probe)
+        results = [ScenarioResult.from_row(row, tuple(by_key.get((row["scenario"], row["strategy"]), [])))
+                   for row in read_jsonl(run_dir / "results.jsonl")]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise HarnessError(f"{run_dir}: not a memharness run directory of this version ({type(exc).__name__}: {exc})") \
+            from None
+    spans = read_jsonl(run_dir / "traces.jsonl") if (run_dir / "traces.jsonl").exists() else []
+    return summary, results, spans

@@ -1,0 +1,69 @@
+"""Stage 1 — the scenario format: typed scenarios, the YAML loader/validator, the dumper and the strategy registry.
+
+Nothing here imports a later stage (replay, evaluation, reporting, CLI).
+"""
+
+from harness.scenario._dump import dump_yaml, scenario_to_yaml
+from harness.scenario._load import (
+    DREAM_REASONS,
+    DREAM_STATUSES,
+    EXTRACT_REASONS,
+    EXTRACT_STATUSES,
+    TYPES,
+    load_all,
+    load_scenario,
+)
+from harness.scenario._registry import (
+    MODEL_STRATEGIES,
+    OUTCOME_STRATEGIES,
+    RANKED_STRATEGIES,
+    STRATEGIES,
+    STRATEGY_NAMES,
+    StrategySpec,
+    strategy_spec,
+)
+from harness.scenario._types import (
+    AdvanceStep,
+    CheckStep,
+    DreamStep,
+    Fact,
+    ForgetStep,
+    LockStep,
+    RecallStep,
+    Scenario,
+    SeedMemory,
+    SessionStep,
+    Step,
+    Turn,
+)
+
+__all__ = [
+    "DREAM_REASONS",
+    "DREAM_STATUSES",
+    "EXTRACT_REASONS",
+    "EXTRACT_STATUSES",
+    "MODEL_STRATEGIES",
+    "OUTCOME_STRATEGIES",
+    "RANKED_STRATEGIES",
+    "STRATEGIES",
+    "STRATEGY_NAMES",
+    "TYPES",
+    "AdvanceStep",
+    "CheckStep",
+    "DreamStep",
+    "Fact",
+    "ForgetStep",
+    "LockStep",
+    "RecallStep",
+    "Scenario",
+    "SeedMemory",
+    "SessionStep",
+    "Step",
+    "StrategySpec",
+    "Turn",
+    "dump_yaml",
+    "load_all",
+    "load_scenario",
+    "scenario_to_yaml",
+    "strategy_spec",
+]

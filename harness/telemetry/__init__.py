@@ -1,0 +1,19 @@
+"""Telemetry — OpenTelemetry wiring for replays: spans per memory operation, ``chat`` spans, metrics, log events.
+
+Used by replay; imports no other stage.
+"""
+
+from harness.telemetry import semconv
+from harness.telemetry._setup import JsonLinesSpanExporter, TelemetrySetup, build_telemetry, span_to_otlp_json
+from harness.telemetry._spans import DeterministicIds, Telemetry, TracedModel
+
+__all__ = [
+    "DeterministicIds",
+    "JsonLinesSpanExporter",
+    "Telemetry",
+    "TelemetrySetup",
+    "TracedModel",
+    "build_telemetry",
+    "semconv",
+    "span_to_otlp_json",
+]
