@@ -105,6 +105,11 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     scenarios = load_all(paths)
     if not scenarios:
         raise HarnessError(f"no scenario files under {', '.join(map(str, paths))}")
+    if args.tags:
+        wanted = {t.strip() for tag in args.tags for t in tag.split(",") if t.strip()}
+        scenarios = [s for s in scenarios if wanted & set(s.tags)]
+        if not scenarios:
+            raise HarnessError(f"no scenario under {', '.join(map(str, paths))} has tag {', '.join(sorted(wanted))}")
     requested = tuple(s.strip() for s in args.strategy.split(",") if s.strip()) if args.strategy else None
     selected = select_shard(scenarios, args.shard)
     strategies = tuple(dict.fromkeys(x for s in selected for x in strategies_for(s, requested)))

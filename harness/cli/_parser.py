@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--strategy", default=None,
                      help="comma-separated: " + ", ".join(STRATEGY_NAMES) + " (default: each scenario's own "
                           "'strategies', else heuristic)")
+    run.add_argument("--tag", action="append", dest="tags", metavar="TAG",
+                     help="run only scenarios with this tag (repeatable; comma-separated allowed; any tag matches)")
     run.add_argument("--model", help="litellm model string for the model strategy (default: the cassette's model)")
     run.add_argument("--api-base", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8765/v1")
     run.add_argument("--cassettes", type=Path, help="cassette directory (default: <first path>/cassettes)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -80,6 +81,8 @@ def load_factory(spec: str | None) -> SystemFactory:
     if not spec:
         return reference_factory
     module, _, attr = spec.partition(":")
+    if os.getcwd() not in sys.path:  # `--system pkg.mod:factory` names a module of the current project, as `python -m`
+        sys.path.insert(0, os.getcwd())
     try:
         factory = getattr(importlib.import_module(module), attr or "factory")
     except Exception as exc:
