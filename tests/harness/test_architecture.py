@@ -90,7 +90,8 @@ def test_harness_is_stage_packages_and_a_handful_of_modules() -> None:
 def test_the_example_system_imports_nothing_from_memory_core() -> None:
     source = REPO / "tests" / "example_system.py"
     modules = [m for _, m in _imports(source)]
-    assert modules and not [m for m in modules if m.split(".")[0] == "memory_core"]
+    assert modules
+    assert not [m for m in modules if m.split(".")[0] == "memory_core"]
 
 
 @pytest.mark.parametrize("system", ["tests.example_system:factory", None])
@@ -103,7 +104,8 @@ def test_portable_scenarios_pass_for_a_third_party_system_and_the_reference(syst
     probes = [json.loads(line) for line in (tmp_path / "probes.jsonl").read_text().splitlines()]
     if system:  # what the example cannot do is skipped visibly, with the reason, never silently dropped
         skipped = [p for p in probes if p.get("skipped")]
-        assert skipped and all("capability" in p["skipped"] for p in skipped)
+        assert skipped
+        assert all("capability" in p["skipped"] for p in skipped)
     else:
         assert not any(p.get("skipped") for p in probes)
 
@@ -114,6 +116,7 @@ def test_a_system_without_a_capability_skips_those_steps_visibly(tmp_path: Path)
                  "--no-gates", "--out", str(out)], environ={}) == 0
     rows = [json.loads(line) for line in (out / "probes.jsonl").read_text().splitlines()]
     reasons = {p["kind"]: p["skipped"] for p in rows if p.get("skipped")}
-    assert "locks" in reasons["check"] and "dream_gates" in reasons["dream"]
+    assert "locks" in reasons["check"]
+    assert "dream_gates" in reasons["dream"]
     html = (out / "report.html").read_text()
     assert "needs capability locks" in html
