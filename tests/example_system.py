@@ -28,7 +28,10 @@ from harness.replay import (
 from harness.scenario import SeedMemory, Turn
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
-_STOP = frozenset(["the", "a", "an", "and", "or", "but", "to", "of", "in", "on", "for", "with", "at", "by", "from", "is", "are", "was", "were", "be", "been", "it", "this", "that", "these", "those", "i", "me", "my", "we", "our", "you", "your", "please", "can", "could", "would", "should", "will", "do", "does", "did", "what", "how", "about", "forget", "remember", "know", "any", "all", "everything", "else"])
+_STOP = frozenset({"the", "a", "an", "and", "or", "but", "to", "of", "in", "on", "for", "with", "at", "by", "from",
+                   "is", "are", "was", "were", "be", "been", "it", "this", "that", "these", "those", "i", "me", "my",
+                   "we", "our", "you", "your", "please", "can", "could", "would", "should", "will", "do", "does",
+                   "did", "what", "how", "about", "forget", "remember", "know", "any", "all", "everything", "else"})
 _DURABLE = ("prefer", "always", "never", "remember", "i am", "i'm", "my ", "we use", "our ", "don't", "do not")
 _TYPES = {"feedback": ("always", "never", "don't", "do not", "stop", "prefer"),
           "project": ("project", "repo", "service", "deadline", "release", "standup"),
