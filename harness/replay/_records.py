@@ -78,6 +78,10 @@ class Probe:
     skipped: str | None = None
     """Why the step did not run (a capability the system lacks); skipped probes feed no metric."""
 
+    def __post_init__(self) -> None:
+        if not self.strategy_used:  # the strategy that produced the answer defaults to the one the run asked for
+            object.__setattr__(self, "strategy_used", self.strategy)
+
     def metric(self, name: str) -> float | None:
         """A numeric metric (booleans as 0/1), None when absent or undefined."""
         value = self.metrics.get(name)

@@ -111,9 +111,11 @@ def test_compare_shows_changed_probes_and_paired_ci(tmp_path: Path, monkeypatch:
     assert "95% CI [" in out
     assert "changed probe(s)" in out
     assert "parity-substring-score step 0 [heuristic] 'dashboard'" in out
-    assert code in (0, 1)  # whether the CI clears --max-drop 0 depends on the size of the change
     summary = json.loads((tmp_path / "cand" / "summary.json").read_text())
-    assert summary["baseline"]["comparisons"]
+    [f1] = [c for c in summary["baseline"]["comparisons"] if c["metric"] == "recall.f1" and c["b"] == "heuristic"]
+    # the --max-drop 0 gate fails exactly when the whole 95% CI of the F1 change lies below 0
+    assert code == (1 if f1["ci95"][1] < 0 else 0)
+    assert f"gate heuristic recall.f1 drop vs baseline <= 0.0: {'FAIL' if code else 'pass'}" in out
     assert summary["baseline"]["changed"]
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,15 @@ def test_import_pulls_no_otel_pandas_or_litellm() -> None:
 
 def test_public_api_is_curated_and_resolvable() -> None:
     assert sorted(memory_core.__all__) == memory_core.__all__
+    # exactly the public names the package defines (no stray export, no unexported public name) ...
+    public = {n for n, v in vars(memory_core).items() if not n.startswith("_") and not inspect.ismodule(v)}
+    assert set(memory_core.__all__) == public
+    # ... and each is the object its defining module has (a re-export, not a stale copy)
     for name in memory_core.__all__:
-        assert getattr(memory_core, name) is not None
+        obj = getattr(memory_core, name)
+        home = getattr(obj, "__module__", None)
+        if home and home.startswith("memory_core."):
+            assert getattr(sys.modules[home], name) is obj, name
 
 
 def test_only_the_clock_reads_the_wall_clock() -> None:

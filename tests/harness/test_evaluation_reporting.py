@@ -1,0 +1,78 @@
+"""Evaluation and reporting on hand-made typed records: numbers, round trips, rendering."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.evaluation import Gate, RunSummary, evaluate_run
+from harness.replay import Probe, ScenarioResult, TokenUsage
+from harness.reporting import read_run, render_report, summary_markdown, write_run
+
+
+def _recall(scenario: str, step: int, strategy: str, precision: float, recall: float, *, query: str = "q",
+            ms: float = 1.0, skipped: str | None = None) -> Probe:
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return Probe(scenario=scenario, step=step, kind="recall", strategy=strategy, query=query, selected=("a.md",),
+                 expected=("fact",), covered=("fact",) if recall else (), passed=True, duration_ms=ms,
+                 metrics={"precision": precision, "recall": recall, "f1": f1, "mrr": recall, "ndcg": recall,
+                          "abstention": None},
+                 tokens=TokenUsage(calls=1 if strategy == "model" else 0, input=7, output=2), k=5, skipped=skipped)
+
+
+def _result(scenario: str, strategy: str, probes: tuple[Probe, ...], *, failures: tuple[str, ...] = ()) -> ScenarioResult:
+    return ScenarioResult(scenario=scenario, strategy=strategy, passed=not failures, failures=failures, probes=probes,
+                          trace_id="0" * 32, description=f"desc of {scenario}", tags=("t",))
+
+
+def _results() -> list[ScenarioResult]:
+    out = []
+    for i in range(6):
+        sid = f"s{i}"
+        out.append(_result(sid, "heuristic", (_recall(sid, 0, "heuristic", 0.5, 1.0, query="<script>x</script>"),)))
+        out.append(_result(sid, "model", (_recall(sid, 0, "model", 1.0, 0.5 if i % 2 else 1.0),)))
+    out.append(_result("skip", "heuristic", (_recall("skip", 0, "heuristic", 0.0, 0.0, skipped="needs capability x"),)))
+    return out
+
+
+def test_metrics_exclude_skipped_probes_and_gates_read_them() -> None:
+    summary = evaluate_run(_results(), ["heuristic", "model"],
+                           gates=[Gate("recall.recall", "model", min=0.8), Gate("recall.precision", min=0.6)])
+    h, m = summary.strategies["heuristic"], summary.strategies["model"]
+    assert h.metrics["recall.precision"] == 0.5  # the skipped probe (precision 0) feeds nothing
+    assert h.metrics["recall.probes"] == 6.0
+    assert m.metrics["recall.recall"] == 0.75
+    assert m.metrics["llm.calls"] == 6.0
+    assert [(g.name, g.passed) for g in summary.gates] == [
+        ("model recall.recall >= 0.8", False), ("heuristic recall.precision >= 0.6", False),
+        ("model recall.precision >= 0.6", True)]
+    assert not summary.passed
+    [f1] = [c for c in summary.comparisons if c.metric == "recall.f1"]
+    assert (f1.a, f1.b, f1.n) == ("heuristic", "model", 6)
+
+
+def test_run_directory_round_trips_into_the_same_records(tmp_path: Path) -> None:
+    results = _results()
+    summary = evaluate_run(results, ["heuristic", "model"])
+    write_run(tmp_path, summary=summary, results=results, spans=[], html="<html></html>")
+    again, back, spans = read_run(tmp_path)
+    assert back == results
+    assert again == RunSummary.from_dict(json.loads((tmp_path / "summary.json").read_text()))
+    assert again.strategies == summary.strategies
+    assert again.comparisons == summary.comparisons
+    assert spans == []
+    assert oct((tmp_path / "summary.json").stat().st_mode & 0o777) != oct(0o600)  # the umask's mode, not mkstemp's
+
+
+def test_markdown_and_html_render_what_evaluation_computed() -> None:
+    results = _results()
+    summary = evaluate_run(results, ["heuristic", "model"], gates=[Gate("recall.recall", "model", min=0.8)])
+    md = summary_markdown(summary)
+    assert "## memharness — FAILED" in md
+    assert "| recall.precision | 0.5 | 1 |" in md
+    assert "**FAIL**" in md
+    html = render_report(summary, results, [])
+    assert "&lt;script&gt;x&lt;/script&gt;" in html
+    assert "<script>x</script>" not in html
+    assert "skipped: needs capability x" in html
+    assert "model recall.recall &gt;= 0.8" in html
