@@ -143,14 +143,24 @@ def summarize(results: Sequence[ScenarioResult],
     block: dict[str, StrategySummary] = {}
     for strategy in strategies:
         part = frame[frame["strategy"] == strategy] if not frame.empty else frame
-        block[strategy] = StrategySummary(scenario_counts([r for r in results if r.strategy == strategy]),
-                                          strategy_metrics(part) if not part.empty else {})
+        mine = [r for r in results if r.strategy == strategy]
+        metrics = strategy_metrics(part) if not part.empty else {}
+        if metrics:
+            metrics.update(overhead(mine))
+        block[strategy] = StrategySummary(scenario_counts(mine), metrics)
     comparisons: list[Comparison] = []
     for i, a in enumerate(strategies):
         for b in strategies[i + 1:]:
             fa, fb = frame[frame["strategy"] == a], frame[frame["strategy"] == b]
             comparisons += paired(fa, fb, a, b)
     return block, comparisons
+
+
+def overhead(results: Sequence[ScenarioResult]) -> dict[str, float | None]:
+    """Time spent in the system's operations vs the harness's own work (replay, coverage, telemetry) around them."""
+    total = sum(r.duration_ms for r in results)
+    system = sum(p.duration_ms for r in results for p in r.probes if p.graded)
+    return {"harness.system_ms": round(system, 3), "harness.overhead_ms": round(max(0.0, total - system), 3)}
 
 
 def per_scenario_means(results: Sequence[ScenarioResult], metric: str) -> list[tuple[str, dict[str, float | None]]]:

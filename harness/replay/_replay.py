@@ -176,11 +176,10 @@ class _Run:
         self.system.add_turns(step.session, step.turns, now=now)
         if not step.extract:
             return
-        t0 = monotonic_ms()
-        with self.t.operation("extract", step=i, now=now, session_id=step.session):
-            res = self.system.extract(step.session, now=now, strategy=self.step_strategy(i, step),
-                                      queued_behind=step.queued_behind)
-        elapsed = monotonic_ms() - t0
+        strategy = self.step_strategy(i, step)
+        with self.t.operation("extract", step=i, now=now, session_id=step.session) as op:
+            res = self.system.extract(step.session, now=now, strategy=strategy, queued_behind=step.queued_behind)
+        elapsed = op.duration_ms
         ok = self._expect_outcome(i, "extract", res.status, res.reason, res.error, step.expect_status, step.expect_reason)
         self.probe(i, "extract", query=step.session, selected=res.written, passed=ok, duration_ms=elapsed,
                    strategy_used=res.strategy, status=res.status, reason=res.reason,
@@ -189,10 +188,10 @@ class _Run:
     def _dream(self, i: int, step: DreamStep, now: datetime) -> None:
         session = self.sessions[-1] if self.sessions else "dream"
         before = self.covered()
-        t0 = monotonic_ms()
-        with self.t.operation("dream", step=i, now=now, session_id=session):
-            res = self.system.dream(session, now=now, strategy=self.step_strategy(i, step), force=step.force)
-        elapsed = monotonic_ms() - t0
+        strategy = self.step_strategy(i, step)
+        with self.t.operation("dream", step=i, now=now, session_id=session) as op:
+            res = self.system.dream(session, now=now, strategy=strategy, force=step.force)
+        elapsed = op.duration_ms
         ok = self._expect_outcome(i, "dream", res.status, res.reason, res.error, step.expect_status, step.expect_reason)
         metrics: dict[str, MetricValue] = {"deduped": res.deduped}
         if res.status in ("updated", "noop"):
@@ -206,11 +205,10 @@ class _Run:
 
     def _recall(self, i: int, step: RecallStep, now: datetime) -> None:
         excluded = list(self.surfaced) if step.exclude_surfaced else []
-        t0 = monotonic_ms()
-        with self.t.operation("recall", step=i, now=now):
-            res = self.system.recall(step.query, now=now, limit=step.k, excluded=excluded,
-                                     strategy=self.step_strategy(i, step))
-        elapsed = monotonic_ms() - t0
+        strategy = self.step_strategy(i, step)
+        with self.t.operation("recall", step=i, now=now) as op:
+            res = self.system.recall(step.query, now=now, limit=step.k, excluded=excluded, strategy=strategy)
+        elapsed = op.duration_ms
         docs = {d.id: d for d in self.system.documents()}
         covers = [doc_covers(docs[p], self.s.facts, self.seeded) if p in docs else frozenset() for p in res.selected]
         expected = frozenset(step.expect)
@@ -255,10 +253,10 @@ class _Run:
 
     def _forget(self, i: int, step: ForgetStep, now: datetime) -> None:
         before = self.covered()
-        t0 = monotonic_ms()
-        with self.t.operation("forget", step=i, now=now):
-            res = self.system.forget(step.query, now=now, strategy=self.step_strategy(i, step))
-        elapsed = monotonic_ms() - t0
+        strategy = self.step_strategy(i, step)
+        with self.t.operation("forget", step=i, now=now) as op:
+            res = self.system.forget(step.query, now=now, strategy=strategy)
+        elapsed = op.duration_ms
         after = self.covered()
         still = sorted(set(step.expect_removed) & after)
         ok = self.check(not still, i, "forget", f"facts still covered after forgetting: {', '.join(still)}")

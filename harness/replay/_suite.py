@@ -120,10 +120,11 @@ class Worker:
             if spec is None:
                 raise HarnessError("the model strategy needs a model: pass --cassettes DIR (replay) or --model")
             name = spec.resolved_model()
-            adapter = LiteLLMModel(name, api_base=spec.api_base, timeout_scale=spec.timeout_scale)
             self.cassette = Cassette.open(spec.cassettes)
-            self._model = CassetteModel(self.cassette, name, spec.mode, adapter if spec.mode != "replay" else None,
-                                        self.context, adapter=adapter)
+            # replay answers from the cassette without litellm (importing it costs ~2 s); record and live call it
+            adapter = None if spec.mode == "replay" else LiteLLMModel(name, api_base=spec.api_base,
+                                                                         timeout_scale=spec.timeout_scale)
+            self._model = CassetteModel(self.cassette, name, spec.mode, adapter, self.context, adapter=adapter)
         return self._model
 
     def model_for(self, scenario: Scenario, strategy: str) -> Model | None:

@@ -5,11 +5,12 @@ Used by replay; imports no other stage.
 
 from harness.telemetry import semconv
 from harness.telemetry._setup import JsonLinesSpanExporter, TelemetrySetup, build_telemetry, span_to_otlp_json
-from harness.telemetry._spans import DeterministicIds, Telemetry, TracedModel
+from harness.telemetry._spans import DeterministicIds, Operation, Telemetry, TracedModel
 
 __all__ = [
     "DeterministicIds",
     "JsonLinesSpanExporter",
+    "Operation",
     "Telemetry",
     "TelemetrySetup",
     "TracedModel",

@@ -49,25 +49,27 @@ def span_to_otlp_json(span: ReadableSpan) -> dict[str, Any]:
 
 @dataclass
 class JsonLinesSpanExporter(SpanExporter):
-    """Keeps every finished span as an OTLP-JSON object (one per line when written)."""
+    """Keeps every finished span; encodes them as OTLP-JSON objects only when taken (after the scenario), so
+    ending a span costs a list append, not an encoding."""
 
-    lines: list[dict[str, Any]] = field(default_factory=list)
+    spans: list[ReadableSpan] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        try:
-            encoded = [span_to_otlp_json(s) for s in spans]
-        except Exception:
-            log.warning("telemetry: could not encode spans", exc_info=True)
-            return SpanExportResult.FAILURE
         with self._lock:
-            self.lines.extend(encoded)
+            self.spans.extend(spans)
         return SpanExportResult.SUCCESS
 
     def take(self) -> list[dict[str, Any]]:
-        """Return and forget the spans kept so far."""
+        """Encode, return and forget the spans kept so far."""
         with self._lock:
-            out, self.lines = self.lines, []
+            taken, self.spans = self.spans, []
+        out = []
+        for span in taken:
+            try:
+                out.append(span_to_otlp_json(span))
+            except Exception:
+                log.warning("telemetry: could not encode a span", exc_info=True)
         return out
 
     def shutdown(self) -> None:

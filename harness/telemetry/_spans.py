@@ -1,9 +1,10 @@
 """OpenTelemetry for the memory core: spans per operation, ``chat`` spans per model call, metrics, log events.
 
-Providers are injected (no global ``set_*_provider``). Span timestamps follow the scenario's fake clock plus a
-logical microsecond cursor, and trace/span ids come from a generator reseeded per scenario × strategy, so the
-same replay gives the same span tree; real durations are recorded as the ``memory.duration_ms`` attribute.
-Telemetry failures are logged and never fail a run.
+Providers are injected (no global ``set_*_provider``). Spans carry real wall-clock start and end times; an
+operation span lasts exactly as long as the system's operation, timed with a monotonic clock started after and
+stopped before any harness or telemetry work (``Operation.duration_ms`` is the probe's ``duration_ms``). The
+scenario's fake time is the ``memory.scenario.time`` attribute. Trace/span ids come from a generator reseeded per
+scenario × strategy, so the same replay gives the same span tree. Telemetry failures never fail a run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 import json
 import logging
 import random
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -52,8 +54,21 @@ class DeterministicIds(IdGenerator):
         return self._rng.getrandbits(128) or 1
 
 
-def _ns(moment: datetime) -> int:
-    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+def _fake_time(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+@dataclass
+class Operation:
+    """One timed memory operation: the span is current while the system runs; ``duration_ms`` is the system's."""
+
+    span: Span
+    start_ns: int
+    elapsed_ns: int = 0
+
+    @property
+    def duration_ms(self) -> float:
+        return self.elapsed_ns / 1e6
 
 
 @dataclass
@@ -66,7 +81,6 @@ class Telemetry:
     capture_content: bool = False
     ids: DeterministicIds | None = None
     suite: str = "memharness"
-    _cursor_ns: int = 0
     _instruments: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -90,47 +104,46 @@ class Telemetry:
         }
 
     # -- spans -------------------------------------------------------------------------------------------------
-    def _tick(self) -> int:
-        self._cursor_ns += 1000
-        return self._cursor_ns
-
     @contextlib.contextmanager
     def scenario(self, *, case: str, strategy: str, digest: str, start: datetime) -> Iterator[Span]:
         """The root span of one scenario × strategy (``test.case.name``), with a deterministic trace id."""
         if self.ids is not None:
             self.ids.reseed(f"{case}|{strategy}")
-        self._cursor_ns = _ns(start)
         span = self.tracer.start_span(
-            f"scenario {case}", kind=SpanKind.INTERNAL, start_time=self._cursor_ns,
+            f"scenario {case}", kind=SpanKind.INTERNAL, start_time=time.time_ns(),
             attributes={sc.TEST_SUITE_NAME: self.suite, sc.TEST_CASE_NAME: case, sc.MEMORY_SCENARIO_STRATEGY: strategy,
-                        sc.MEMORY_SCENARIO_HASH: digest},
+                        sc.MEMORY_SCENARIO_HASH: digest, sc.MEMORY_SCENARIO_TIME: _fake_time(start)},
         )
         with trace.use_span(span, end_on_exit=False):
             try:
                 yield span
             finally:
-                span.end(end_time=self._tick())
+                span.end(end_time=time.time_ns())
 
     @contextlib.contextmanager
-    def operation(self, op: str, *, step: int, now: datetime, session_id: str = "") -> Iterator[Span]:
-        """One span per memory operation, named by ``gen_ai.operation.name``."""
-        self._cursor_ns = max(self._cursor_ns, _ns(now))
+    def operation(self, op: str, *, step: int, now: datetime, session_id: str = "") -> Iterator[Operation]:
+        """One span per memory operation, named by ``gen_ai.operation.name``, lasting exactly the timed body."""
         name = sc.OPERATION_SPAN[op]
-        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: name, sc.MEMORY_OPERATION: op, sc.MEMORY_STEP: step}
+        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: name, sc.MEMORY_OPERATION: op, sc.MEMORY_STEP: step,
+                                 sc.MEMORY_SCENARIO_TIME: _fake_time(now)}
         if session_id:
             attrs[sc.GEN_AI_CONVERSATION_ID] = session_id
-        span = self.tracer.start_span(name, kind=SpanKind.INTERNAL, start_time=self._tick(), attributes=attrs)
-        t0 = monotonic_ms()
+        start_ns = time.time_ns()
+        span = self.tracer.start_span(name, kind=SpanKind.INTERNAL, start_time=start_ns, attributes=attrs)
+        handle = Operation(span, start_ns)
         with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            t0 = time.perf_counter_ns()
             try:
-                yield span
+                yield handle
+                handle.elapsed_ns = time.perf_counter_ns() - t0
             except Exception as exc:
+                handle.elapsed_ns = time.perf_counter_ns() - t0
                 span.set_attribute(sc.ERROR_TYPE, type(exc).__name__)
-                span.set_status(Status(StatusCode.ERROR, str(exc)))
+                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
                 raise
             finally:
-                span.set_attribute(sc.MEMORY_DURATION_REAL_MS, round(monotonic_ms() - t0, 3))
-                span.end(end_time=self._tick())
+                span.set_attribute(sc.MEMORY_DURATION_REAL_MS, round(handle.duration_ms, 3))
+                span.end(end_time=start_ns + handle.elapsed_ns)
 
     def record_store(self, counts_by_type: dict[str, int], index_bytes: int) -> None:
         """Gauges of the store's state after an operation (never raises)."""
@@ -242,7 +255,8 @@ class TracedModel:
         if t.capture_content:
             attrs["gen_ai.input.messages"] = json.dumps([{"role": m.role, "content": m.content}
                                                          for m in request.messages])
-        span = t.tracer.start_span(f"chat {self.inner.name}", kind=SpanKind.CLIENT, start_time=t._tick(),
+        start_ns = time.time_ns()
+        span = t.tracer.start_span(f"chat {self.inner.name}", kind=SpanKind.CLIENT, start_time=start_ns,
                                    attributes=attrs)
         t0 = monotonic_ms()
         try:
@@ -256,8 +270,9 @@ class TracedModel:
             self._safe_metric(monotonic_ms() - t0, attrs, exc.reason, None)
             raise
         finally:
-            span.set_attribute(sc.MEMORY_DURATION_REAL_MS, round(monotonic_ms() - t0, 3))
-            span.end(end_time=t._tick())
+            elapsed = monotonic_ms() - t0
+            span.set_attribute(sc.MEMORY_DURATION_REAL_MS, round(elapsed, 3))
+            span.end(end_time=start_ns + int(elapsed * 1e6))
         self._safe_metric(reply.latency_ms, attrs, None, reply)
         return reply
 

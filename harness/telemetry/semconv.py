@@ -44,6 +44,8 @@ MEMORY_PROMPT_VERSION: Final = "memory.prompt.version"
 MEMORY_SCENARIO_HASH: Final = "memory.scenario.hash"
 MEMORY_SCENARIO_STRATEGY: Final = "memory.scenario.strategy"
 MEMORY_STEP: Final = "memory.step"
+MEMORY_SCENARIO_TIME: Final = "memory.scenario.time"
+"""The scenario's fake clock at the span (spans themselves carry real wall-clock times)."""
 CAPTURE_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 OPERATION_SPAN: Final = {"recall": "search_memory", "extract": "upsert_memory", "dream": "upsert_memory",
