@@ -62,6 +62,7 @@ class ExampleSystem:
     """Everything in memory; time only from the ``now`` arguments."""
 
     capabilities: frozenset[Capability] = frozenset({Capability.DREAM})
+    recall_limit: int = 5
     records: dict[str, _Record] = field(default_factory=dict)
     turns: dict[str, list[Turn]] = field(default_factory=dict)
     processed: dict[str, int] = field(default_factory=dict)
@@ -110,7 +111,9 @@ class ExampleSystem:
                 seen[key] = rid
         return DreamResult("updated" if removed else "noop", "heuristic", deduped=removed)
 
-    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
+    def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
+               strategy: str) -> RecallResult:
+        limit = limit or self.recall_limit
         wanted = _words(query)
         scored = []
         for r in self.records.values():

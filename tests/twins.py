@@ -41,9 +41,11 @@ class Escaping(ReferenceSystem):
 class OverLimit(ReferenceSystem):
     """Recall ignores k and the excluded list."""
 
-    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
-        res = super().recall(query, now=now, limit=limit + 5, excluded=(), strategy=strategy)
-        return RecallResult(selected=tuple(d.id for d in self.documents())[: limit + 1], strategy=res.strategy)
+    def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
+               strategy: str) -> RecallResult:
+        bound = limit or self.recall_limit
+        res = super().recall(query, now=now, limit=bound + 5, excluded=(), strategy=strategy)
+        return RecallResult(selected=tuple(d.id for d in self.documents())[: bound + 1], strategy=res.strategy)
 
 
 class LossyDream(ReferenceSystem):
@@ -66,7 +68,8 @@ class BloatedIndex(ReferenceSystem):
 class OrderDependent(ReferenceSystem):
     """Recall returns only the first memory ever written."""
 
-    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
+    def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
+               strategy: str) -> RecallResult:
         first = sorted(self.documents(), key=lambda d: self.written_order.get(d.id, 1e9))[:1]
         return RecallResult(selected=tuple(d.id for d in first), strategy="heuristic")
 
@@ -86,7 +89,8 @@ class OrderDependent(ReferenceSystem):
 class Forgetful(ReferenceSystem):
     """Recall never selects anything."""
 
-    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
+    def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
+               strategy: str) -> RecallResult:
         return RecallResult(selected=(), strategy="none")
 
 

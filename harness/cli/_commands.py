@@ -16,7 +16,7 @@ from harness import __version__
 from harness.cli._parser import DEFAULT_SCENARIOS, build_parser
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, run_fuzz
 from harness.errors import HarnessError
-from harness.scenario import STRATEGIES, load_all
+from harness.scenario import STRATEGIES, load_all, strict_problems
 
 if TYPE_CHECKING:
     from harness.evaluation import RunSummary
@@ -168,7 +168,12 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     scenarios = load_all(args.paths)
-    print(f"{len(scenarios)} scenario(s) valid")
+    problems = [p for s in scenarios for p in strict_problems(s)] if args.strict else []
+    for problem in problems:
+        print(f"memharness: {problem}", file=sys.stderr)
+    if problems:
+        return 2
+    print(f"{len(scenarios)} scenario(s) valid" + (" (strict)" if args.strict else ""))
     return 0
 
 

@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also run the property suite with this many examples and add it to the report")
     val = sub.add_parser("validate", help="check scenario files; exit 0 or 2")
     val.add_argument("paths", nargs="+", type=Path)
+    val.add_argument("--strict", action="store_true",
+                     help="also reject recall probes that assert nothing that can fail (CI runs this on the suite)")
     rep = sub.add_parser("report", help="re-render report.html from a run directory")
     rep.add_argument("run_dir", type=Path)
     rep.add_argument("-o", "--output", type=Path)

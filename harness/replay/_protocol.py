@@ -141,6 +141,9 @@ class MemorySystem(Protocol):
     """What the replay runner drives. Time comes only from the ``now`` arguments (the scenario's fake clock)."""
 
     capabilities: frozenset[Capability]
+    recall_limit: int
+    """The most memories one recall returns by the system's own spec (the qwen spec: 5). Probes that state no
+    ``k`` check this bound and call ``recall(limit=None)``."""
 
     def seed(self, memory: SeedMemory, *, mtime: datetime) -> None:
         """Store a memory as if an earlier session had left it, last modified at ``mtime``."""
@@ -163,8 +166,10 @@ class MemorySystem(Protocol):
         """Consolidate as session ``session_id``. ``force`` skips the time/session/throttle gates, never the lock."""
         ...
 
-    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
-        """Select at most ``limit`` relevant records for ``query``, never one whose id is in ``excluded``."""
+    def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
+               strategy: str) -> RecallResult:
+        """Select at most ``limit`` relevant records for ``query`` (None: the system's own limit), never one whose id
+        is in ``excluded``."""
         ...
 
     def forget(self, query: str, *, now: datetime, strategy: str) -> ForgetResult:
@@ -199,6 +204,15 @@ class FileIndexSystem(MemorySystem, Protocol):
 SystemFactory = Callable[[Path, Any, Any, Any], MemorySystem]
 """``factory(workdir, clock, model, events)``: ``clock`` has ``now()``; ``model`` has ``query(request)`` (or is
 None); ``events`` has ``emit(event)`` (telemetry)."""
+
+
+SPEC_RECALL_LIMIT: Final = 5
+"""What a system that declares no ``recall_limit`` is held to (qwen spec §7: at most 5 memories)."""
+
+
+def declared_recall_limit(system: object) -> int:
+    value = getattr(system, "recall_limit", SPEC_RECALL_LIMIT)
+    return value if isinstance(value, int) and value > 0 else SPEC_RECALL_LIMIT
 
 
 def capabilities_of(system: object) -> frozenset[Capability]:

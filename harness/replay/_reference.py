@@ -74,6 +74,9 @@ class ReferenceSystem:
     _cache: DocCache = field(default_factory=DocCache)
     _rankers: dict[str, Ranker] = field(default_factory=dict)
     capabilities: frozenset[Capability] = ALL_CAPABILITIES
+    recall_limit: int = 5
+    """Spec §7.1: at most 5 memories. Stated here from the spec, never read from memory_core's constant, so a
+    changed constant in the core is caught by every probe that checks the bound."""
 
     def __post_init__(self) -> None:
         self.root = self.workdir / "project" / ".qwen" / "memory"
@@ -142,9 +145,11 @@ class ReferenceSystem:
     def _model_for(self, strategy: str) -> Model | None:
         return self.model if strategy == "model" else None
 
-    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
-        out = recall(self.store, query, now=now, model=self._model_for(strategy), excluded=set(excluded), limit=limit,
-                     events=self.events, cache=self._cache, ranker=self._ranker_for(strategy))
+    def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
+               strategy: str) -> RecallResult:
+        extra = {"limit": limit} if limit is not None else {}  # None: the core's own limit
+        out = recall(self.store, query, now=now, model=self._model_for(strategy), excluded=set(excluded),
+                     events=self.events, cache=self._cache, ranker=self._ranker_for(strategy), **extra)
         return RecallResult(selected=tuple(d.relative_path for d in out.selected), strategy=out.strategy,
                             fallback_reason=out.fallback_reason, scores=out.scores, prompt=out.prompt)
 

@@ -18,7 +18,7 @@ from harness.errors import HarnessError
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
-from harness.replay._protocol import Capability, MemorySystem, SystemFactory, capabilities_of
+from harness.replay._protocol import Capability, MemorySystem, SystemFactory, capabilities_of, declared_recall_limit
 from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult
 from harness.replay._reference import reference_factory
 from harness.scenario import (
@@ -90,6 +90,10 @@ class _Run:
     @property
     def indexed(self) -> bool:
         return Capability.FILE_INDEX in self.capabilities
+
+    @property
+    def recall_limit(self) -> int:
+        return declared_recall_limit(self.system)
 
     def where(self, i: int, kind: str) -> str:
         line = self.s.step_lines[i] if 0 <= i < len(self.s.step_lines) else 0
@@ -206,6 +210,7 @@ class _Run:
     def _recall(self, i: int, step: RecallStep, now: datetime) -> None:
         excluded = list(self.surfaced) if step.exclude_surfaced else []
         strategy = self.step_strategy(i, step)
+        k = step.k or self.recall_limit  # the bound the harness checks: stated, else the system's declared limit
         with self.t.operation("recall", step=i, now=now) as op:
             res = self.system.recall(step.query, now=now, limit=step.k, excluded=excluded, strategy=strategy)
         elapsed = op.duration_ms
@@ -213,29 +218,28 @@ class _Run:
         covers = [doc_covers(docs[p], self.s.facts, self.seeded) if p in docs else frozenset() for p in res.selected]
         expected = frozenset(step.expect)
         relevant = sum(1 for d in docs.values() if doc_covers(d, self.s.facts, self.seeded) & expected)
-        metrics = recall_metrics(covers, expected, k=step.k, relevant_in_store=relevant)
+        metrics = recall_metrics(covers, expected, k=k, relevant_in_store=relevant)
         found = sorted(set().union(*covers) & expected) if covers else []
-        ok = self._recall_expectations(i, step, res.selected, res.prompt, covers, found, metrics, excluded)
+        ok = self._recall_expectations(i, step, strategy, k, res.selected, res.prompt, covers, found, metrics, excluded)
         ok &= self._expect_strategy(i, "recall", res.strategy, res.fallback_reason, step.expect_strategy,
                                     step.expect_fallback)
         self.surfaced += [p for p in res.selected if p not in self.surfaced]
         self.probe(i, "recall", query=step.query, selected=res.selected, expected=step.expect, covered=tuple(found),
                    metrics=metrics, passed=ok, duration_ms=elapsed, strategy_used=res.strategy,
-                   fallback_reason=res.fallback_reason, k=step.k, scores=tuple(res.scores))
+                   fallback_reason=res.fallback_reason, k=k, scores=tuple(res.scores))
 
-    def _recall_expectations(self, i: int, step: RecallStep, selected: tuple[str, ...], prompt: str,
-                             covers: list[frozenset[str]], found: list[str], metrics: Mapping[str, float | None],
-                             excluded: list[str]) -> bool:
+    def _recall_expectations(self, i: int, step: RecallStep, strategy: str, k: int, selected: tuple[str, ...],
+                             prompt: str, covers: list[frozenset[str]], found: list[str],
+                             metrics: Mapping[str, float | None], excluded: list[str]) -> bool:
         results = []
-        for key, minimum in step.require.items():
+        for key, minimum in step.requirements(strategy).items():
             value = metrics.get(key)
             results.append(self.check(value is not None and value >= minimum, i, "recall",
                                       f"{key} {value} < required {minimum} for query {step.query!r}"))
         for text in step.prompt_contains:
             results.append(self.check(text in prompt, i, "recall", f"prompt block does not contain {text!r}"))
         # contract checks that hold for every memory system, stated or not (spec §7.1-§7.3)
-        results.append(self.check(len(selected) <= step.k, i, "recall",
-                                  f"selected {len(selected)} memories, more than k={step.k}"))
+        results.append(self.check(len(selected) <= k, i, "recall", f"selected {len(selected)} memories, more than k={k}"))
         results.append(self.check(len(set(selected)) == len(selected), i, "recall",
                                   f"selected the same memory twice: {list(selected)}"))
         leaked = sorted(set(selected) & set(excluded))

@@ -22,6 +22,7 @@ from harness.scenario._registry import (
     StrategySpec,
     strategy_spec,
 )
+from harness.scenario._strict import strict_problems
 from harness.scenario._types import (
     AdvanceStep,
     CheckStep,
@@ -66,4 +67,5 @@ __all__ = [
     "load_scenario",
     "scenario_to_yaml",
     "strategy_spec",
+    "strict_problems",
 ]

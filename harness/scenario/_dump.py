@@ -48,11 +48,15 @@ def _step(step: Step) -> dict[str, Any]:
         return {"dream": d}
     if isinstance(step, RecallStep):
         r: dict[str, Any] = {"query": step.query, "expect": list(step.expect)}
-        if step.k != 5:
+        if step.k is not None:
             r["k"] = step.k
-        for key in ("require", "prompt_contains", "forbid"):
+        if step.require or step.require_by:
+            r["require"] = {**step.require, **{s: dict(v) for s, v in step.require_by.items()}}
+        for key in ("prompt_contains", "forbid"):
             if getattr(step, key):
-                r[key] = dict(step.require) if key == "require" else list(getattr(step, key))
+                r[key] = list(getattr(step, key))
+        if step.measure:
+            r["measure"] = True
         if step.exclude_surfaced:
             r["exclude_surfaced"] = True
         for key in ("strategy", "expect_strategy", "expect_fallback"):

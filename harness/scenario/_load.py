@@ -187,7 +187,17 @@ def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field
 
 
 _RECALL_KEYS: Final = ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "strategy",
-                       "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered")
+                       "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered", "measure")
+REQUIRE_METRICS: Final = ("precision", "recall", "f1", "mrr", "ndcg", "abstention")
+
+
+def _requirement(ctx: NodeReader, node: yaml.Node, field: str, metric: str, expect: tuple[str, ...]) -> float:
+    value = ctx.number(node, field)
+    if metric == "abstention" and expect:
+        raise ctx.fail(node, field, "abstention applies only to probes that expect nothing (expect: [])")
+    if metric in ("mrr", "ndcg") and not expect:
+        raise ctx.fail(node, field, f"{metric} is undefined when nothing is expected; use abstention")
+    return value
 
 
 def _recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) -> RecallStep:
@@ -195,14 +205,22 @@ def _recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]
     if "query" not in r:
         raise ctx.fail(value, here, "expected a 'query'")
     require: dict[str, float] = {}
+    require_by: dict[str, dict[str, float]] = {}
+    expect = ctx.fact_ids(r["expect"], f"{here}.expect", facts) if "expect" in r else ()
     if "require" in r:
-        for key, v in ctx.mapping(r["require"], f"{here}.require", ("precision", "recall", "f1", "mrr")).items():
-            require[key] = ctx.number(v, f"{here}.require.{key}")
+        for key, v in ctx.mapping(r["require"], f"{here}.require", (*REQUIRE_METRICS, *STRATEGIES)).items():
+            if key in STRATEGIES:
+                require_by[key] = {m: _requirement(ctx, x, f"{here}.require.{key}.{m}", m, expect)
+                                   for m, x in ctx.mapping(v, f"{here}.require.{key}", REQUIRE_METRICS).items()}
+            else:
+                require[key] = _requirement(ctx, v, f"{here}.require.{key}", key, expect)
     return RecallStep(
         query=ctx.text(r["query"], f"{here}.query"),
-        expect=ctx.fact_ids(r["expect"], f"{here}.expect", facts) if "expect" in r else (),
-        k=ctx.integer(r["k"], f"{here}.k", minimum=1) if "k" in r else 5,
+        expect=expect,
+        k=ctx.integer(r["k"], f"{here}.k", minimum=1) if "k" in r else None,
         require=require,
+        require_by=require_by,
+        measure=ctx.boolean(r["measure"], f"{here}.measure") if "measure" in r else False,
         exclude_surfaced=ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
         prompt_contains=ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
         strategy=ctx.string(r["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in r else None,

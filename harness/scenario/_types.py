@@ -70,8 +70,16 @@ class DreamStep:
 class RecallStep:
     query: str
     expect: tuple[str, ...] = ()
-    k: int = 5
+    k: int | None = None
+    """The most memories recall may return, also the nDCG cutoff. None: the system's declared ``recall_limit``
+    (and the system chooses its own limit). Stated: the harness asks for this limit and checks it."""
     require: dict[str, float] = field(default_factory=dict)
+    """Per-probe minimums (``precision``, ``recall``, ``f1``, ``mrr``, ``ndcg``, ``abstention``) for every strategy."""
+    require_by: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Minimums for one strategy only: ``require: {model: {precision: 0.5}}``."""
+    measure: bool = False
+    """A deliberate measurement that asserts nothing (``validate --strict`` accepts a probe only with this or an
+    assertion that can fail)."""
     exclude_surfaced: bool = False
     """Exclude docs surfaced by earlier recall steps of this scenario (spec §7.1)."""
     prompt_contains: tuple[str, ...] = ()
@@ -86,6 +94,20 @@ class RecallStep:
     """Facts no selected memory may cover (e.g. facts forgotten earlier)."""
     expect_covered: tuple[str, ...] | None = None
     """The exact set of expected facts the selection must cover (metamorphic checks)."""
+
+    def requirements(self, strategy: str) -> dict[str, float]:
+        """The minimums that apply when ``strategy`` runs this probe."""
+        return {**self.require, **self.require_by.get(strategy, {})}
+
+    def assertions(self) -> list[str]:
+        """What this probe states that can fail (empty: it asserts nothing)."""
+        out = [f"require {k}" for k, v in self.require.items() if v > 0]
+        out += [f"require {s}.{k}" for s, req in self.require_by.items() for k, v in req.items() if v > 0]
+        for name in ("expect_selected", "expect_covered", "expect_strategy", "expect_fallback"):
+            if getattr(self, name) is not None:
+                out.append(name)
+        out += ["forbid"] * bool(self.forbid) + ["prompt_contains"] * bool(self.prompt_contains)
+        return out
 
 
 @dataclass(frozen=True, slots=True)

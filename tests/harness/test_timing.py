@@ -20,7 +20,8 @@ SLEEP_S = 0.04
 
 
 class Sleepy(ExampleSystem):
-    def recall(self, query: str, *, now: datetime, limit: int, excluded: Sequence[str], strategy: str) -> RecallResult:
+    def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
+               strategy: str) -> RecallResult:
         time.sleep(SLEEP_S)
         return super().recall(query, now=now, limit=limit, excluded=excluded, strategy=strategy)
 

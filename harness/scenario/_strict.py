@@ -1,0 +1,17 @@
+"""``memharness validate --strict``: every recall probe must state something that can fail."""
+
+from __future__ import annotations
+
+from harness.scenario._types import RecallStep, Scenario
+
+
+def strict_problems(scenario: Scenario) -> list[str]:
+    """One ``file:line: field: problem`` line per recall step that asserts nothing and is not marked ``measure``."""
+    out = []
+    for i, step in enumerate(scenario.steps):
+        if isinstance(step, RecallStep) and not step.measure and not step.assertions():
+            line = scenario.step_lines[i] if i < len(scenario.step_lines) else 1
+            out.append(f"{scenario.path}:{line}: steps[{i}].recall: asserts nothing that can fail; add require "
+                       "(a threshold above 0), expect_selected, expect_covered, forbid, expect_strategy, "
+                       "expect_fallback or prompt_contains — or measure: true for a deliberate measurement")
+    return out
