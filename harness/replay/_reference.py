@@ -147,9 +147,12 @@ class ReferenceSystem:
 
     def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
                strategy: str) -> RecallResult:
-        extra = {"limit": limit} if limit is not None else {}  # None: the core's own limit
-        out = recall(self.store, query, now=now, model=self._model_for(strategy), excluded=set(excluded),
-                     events=self.events, cache=self._cache, ranker=self._ranker_for(strategy), **extra)
+        kwargs = {"model": self._model_for(strategy), "excluded": set(excluded), "events": self.events,
+                  "cache": self._cache, "ranker": self._ranker_for(strategy)}
+        if limit is None:  # the core's own limit
+            out = recall(self.store, query, now=now, **kwargs)  # type: ignore[arg-type]
+        else:
+            out = recall(self.store, query, now=now, limit=limit, **kwargs)  # type: ignore[arg-type]
         return RecallResult(selected=tuple(d.relative_path for d in out.selected), strategy=out.strategy,
                             fallback_reason=out.fallback_reason, scores=out.scores, prompt=out.prompt)
 
