@@ -47,17 +47,25 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
                         meta: Mapping[str, Any], fuzz: Mapping[str, Any] | None = None,
                         bench: Mapping[str, Any] | None = None) -> RunSummary:
     """Evaluation (summary, baseline, gates) then reporting (every output file)."""
-    from harness.evaluation import compare_runs, evaluate_run, load_gates
+    from harness.evaluation import IncompleteComparison, compare_runs, evaluate_run, load_gates
     from harness.reporting import read_run, render_report, write_run
 
-    baseline = None
+    baseline = refused = None
     if baseline_dir is not None:
-        _, base_results, _ = read_run(baseline_dir)
-        baseline = compare_runs(base_results, results, base_dir=baseline_dir)
+        base_summary, base_results, _ = read_run(baseline_dir)
+        try:
+            baseline = compare_runs(base_results, results, base_dir=baseline_dir, base_summary=base_summary,
+                                    cand_incomplete=[f"{r.scenario} [{r.strategy}]" for r in results
+                                                     if r.status == "error"])
+        except IncompleteComparison as exc:
+            refused = exc
     gates = load_gates(gates_path) if gates_path else []
     summary = evaluate_run(results, strategies, gates=gates, baseline=baseline,
-                           meta={**meta, "gates_file": str(gates_path) if gates_path else None}, fuzz=fuzz)
+                           meta={**meta, "gates_file": str(gates_path) if gates_path else None,
+                                 "baseline_refused": str(refused) if refused else None}, fuzz=fuzz)
     write_run(out, summary=summary, results=results, spans=spans, html=render_report(summary, results, spans, bench=bench))
+    if refused is not None:  # the outputs are written (marked incomplete); the comparison is what is refused
+        raise refused
     return summary
 
 
@@ -66,9 +74,15 @@ def _print_outcome(summary: RunSummary, out: Path, results: Sequence[ScenarioRes
     for r in results:
         if r.status in ("failed", "error"):
             echo(f"{r.status.upper()}: {r.scenario} [{r.strategy}]: {r.error or '; '.join(r.failures)}")
+    if summary.incomplete:
+        echo(f"INCOMPLETE: {len(summary.incomplete)} of {len(results)} scenario runs could not finish "
+             f"(e.g. {summary.incomplete[0]}); the metrics below cover a partial suite and are not comparable")
+    partial = " (PARTIAL SUITE)" if summary.incomplete else ""
+    for v in summary.baseline.verdicts if summary.baseline else ():
+        echo(f"vs baseline: {v.text}")
     for strategy, block in summary.strategies.items():
         m, c = block.metrics, block.scenarios
-        echo(f"{strategy}: {c.passed}/{c.total} scenarios passed; recall P={m.get('recall.precision')} "
+        echo(f"{strategy}{partial}: {c.passed}/{c.total} scenarios passed; recall P={m.get('recall.precision')} "
              f"R={m.get('recall.recall')} F1={m.get('recall.f1')} MRR={m.get('recall.mrr')}; "
              f"residual duplicates {m.get('dedupe.residual_duplicates')}; retention {m.get('dedupe.retention')}")
     failed = [g for g in summary.gates if not g.passed]
@@ -191,25 +205,42 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.evaluation import Gate, compare_runs, evaluate, load_gates
     from harness.reporting import read_run
 
-    _, base, _ = read_run(args.base)
+    base_summary, base, _ = read_run(args.base)
     cand_summary, cand, _ = read_run(args.cand)
-    info = compare_runs(base, cand, base_dir=args.base)
+    info = compare_runs(base, cand, base_dir=args.base, base_summary=base_summary,
+                        cand_incomplete=cand_summary.incomplete)
+    for v in info.verdicts:
+        print(v.text)
+    for f in info.flips:
+        print(f"FLIP {f.scenario} [{f.strategy}]" + (f" step {f.step} ({f.kind})" if f.step is not None else "")
+              + f": passed in the baseline, {f.now} now" + (f" — {f.detail}" if f.detail else ""))
     for c in info.comparisons:
-        print(f"{c.b:10} {c.metric:17} base {c.mean_a:.3f} cand {c.mean_b:.3f} delta {c.delta:+.4f} "
-              f"95% CI [{c.ci95[0]:+.4f}, {c.ci95[1]:+.4f}] p={c.p_value:.3g} W/T/L "
-              f"{c.wins}/{c.ties}/{c.losses} McNemar p={c.mcnemar_p:.3g} n={c.n}")
-    print(f"{len(info.changed)} changed probe(s)")
+        print(f"  {c.b:10} {c.metric:27} base {c.mean_a:.3f} cand {c.mean_b:.3f} delta {c.delta:+.4f} "
+              f"95% CI [{c.ci95[0]:+.4f}, {c.ci95[1]:+.4f}] p={c.p_value:.3g} "
+              f"({'significant' if c.significant else 'not significant'}) W/T/L {c.wins}/{c.ties}/{c.losses} n={c.n}")
+    for d in info.suite:
+        if d.delta:
+            print(f"  {d.strategy:10} {d.metric:27} base {d.base:g} cand {d.cand:g}")
+    print(f"{len(info.changed)} changed probe(s), most harmful first")
     for row in info.changed:
-        print(f"  {row.scenario} step {row.step} [{row.strategy}] {row.query!r}: "
-              f"{list(row.selected_base)} -> {list(row.selected_cand)} (F1 {row.f1_base} -> {row.f1_cand})")
-    gates = [g for g in load_gates(args.gates) if g.max_drop is not None and g.vs == "baseline"] if args.gates else []
+        print(f"  {row.scenario} step {row.step} [{row.strategy}] {row.query!r}: F1 {row.f1_base} -> {row.f1_cand}; "
+              f"{list(row.selected_base)} -> {list(row.selected_cand)}")
+    gates_path = args.gates or _suite_gates(cand_summary.meta)
+    gates = [g for g in load_gates(gates_path) if g.vs == "baseline"] if gates_path else []
     if args.max_drop is not None:
         gates.append(Gate("recall.f1", max_drop=args.max_drop, vs="baseline"))
     failed = False
-    for g in evaluate(gates, cand_summary.strategies, baseline=info.comparisons):
-        print(f"gate {g.name}: {'pass' if g.passed else 'FAIL'} {g.detail}")
+    for g in evaluate(gates, cand_summary.strategies, baseline=info):
+        if not g.skipped:
+            print(f"gate {g.name}: {'pass' if g.passed else 'FAIL'} {g.detail}".rstrip())
         failed |= not g.passed
     return 1 if failed else 0
+
+
+def _suite_gates(meta: Mapping[str, Any]) -> Path | None:
+    """The gates file the candidate run used, when it still exists."""
+    path = meta.get("gates_file")
+    return Path(path) if path and Path(path).is_file() else None
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

@@ -3,19 +3,23 @@
 Reads replay's typed records; produces a ``RunSummary``. Imports nothing from reporting or the CLI.
 """
 
-from harness.evaluation._gates import Gate, GateResult, evaluate, load_gates
+from harness.evaluation._gates import LOWER_IS_BETTER, Gate, GateResult, evaluate, load_gates
 from harness.evaluation._records import (
     SUMMARY_SCHEMA,
     BaselineComparison,
     ChangedProbe,
+    Flip,
     RunSummary,
     ScenarioCounts,
     StrategySummary,
+    SuiteDelta,
+    Verdict,
 )
-from harness.evaluation._run import compare_runs, evaluate_run
+from harness.evaluation._run import SUITE_METRICS, IncompleteComparison, compare_runs, evaluate_run
 from harness.evaluation._stats import (
     Comparison,
     PairedComparison,
+    bootstrap,
     bootstrap_ci,
     compare,
     mcnemar_exact,
@@ -35,16 +39,23 @@ from harness.evaluation._summary import (
 
 __all__ = [
     "COMPARED_METRICS",
+    "LOWER_IS_BETTER",
+    "SUITE_METRICS",
     "SUMMARY_SCHEMA",
     "BaselineComparison",
     "ChangedProbe",
     "Comparison",
+    "Flip",
     "Gate",
     "GateResult",
+    "IncompleteComparison",
     "PairedComparison",
     "RunSummary",
     "ScenarioCounts",
     "StrategySummary",
+    "SuiteDelta",
+    "Verdict",
+    "bootstrap",
     "bootstrap_ci",
     "changed_probes",
     "compare",

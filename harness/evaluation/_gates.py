@@ -13,7 +13,10 @@ from harness.errors import GateFileError
 from harness.evaluation._stats import Comparison
 
 if TYPE_CHECKING:
-    from harness.evaluation._records import StrategySummary
+    from harness.evaluation._records import BaselineComparison, StrategySummary
+
+LOWER_IS_BETTER: Final = frozenset({"dedupe.residual_duplicates", "index.max_line_chars", "index.max_lines",
+                                    "index.max_bytes", "latency.recall_ms.p50", "latency.recall_ms.p95"})
 
 GATE_KEYS: Final = frozenset({"metric", "strategy", "min", "max", "max_drop", "vs", "name"})
 
@@ -105,10 +108,19 @@ def _f(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+FLIP_GATE: Final = Gate("baseline.flips", max=0, vs="baseline", name="no check flips from pass to fail vs baseline")
+
+
 def evaluate(gates: Sequence[Gate], strategies: Mapping[str, StrategySummary], *,
-             comparisons: Sequence[Comparison] = (), baseline: Sequence[Comparison] = ()) -> list[GateResult]:
-    """Evaluate every gate (a gate without ``strategy`` applies to each strategy of the run)."""
+             comparisons: Sequence[Comparison] = (), baseline: BaselineComparison | None = None) -> list[GateResult]:
+    """Evaluate every gate (a gate without ``strategy`` applies to each strategy of the run). With a baseline,
+    a built-in gate fails on any scenario or probe that passed in the baseline and fails now."""
     out: list[GateResult] = []
+    if baseline is not None:
+        flips = baseline.flips
+        detail = "; ".join(f"{f.scenario} [{f.strategy}]" + (f" step {f.step}" if f.step is not None else "")
+                           + f" now {f.now}" for f in flips[:10]) + (f" (+{len(flips) - 10} more)" if len(flips) > 10 else "")
+        out.append(GateResult(FLIP_GATE, passed=not flips, value=float(len(flips)), detail=detail))
     for gate in gates:
         if gate.strategy and gate.strategy not in strategies:
             out.append(GateResult(gate, passed=True, value=None, skipped=True,
@@ -130,18 +142,29 @@ def evaluate(gates: Sequence[Gate], strategies: Mapping[str, StrategySummary], *
     return out
 
 
-def _regression(gate: Gate, comparisons: Sequence[Comparison], baseline: Sequence[Comparison]) -> GateResult:
-    """Fires only when the whole 95% CI of (candidate − reference) lies below −max_drop."""
+def _regression(gate: Gate, comparisons: Sequence[Comparison], baseline: BaselineComparison | None) -> GateResult:
+    """Paired metrics fire only when the whole 95% CI of (candidate − reference) lies below −max_drop; suite-level
+    metrics (vs baseline) fire when the candidate is worse than the baseline by more than max_drop."""
     assert gate.max_drop is not None
     if gate.vs == "baseline":
-        rows = [c for c in baseline if c.metric == gate.metric and c.b == gate.strategy]
+        if baseline is None:
+            return GateResult(gate, passed=True, value=None, skipped=True, detail="skipped: no --baseline given")
+        rows = [c for c in baseline.comparisons if c.metric == gate.metric and c.b == gate.strategy]
+        if not rows:
+            suite = [d for d in baseline.suite if d.metric == gate.metric and d.strategy == gate.strategy]
+            if suite and suite[0].delta is not None:
+                d = suite[0]
+                assert d.delta is not None
+                loss = d.delta if gate.metric in LOWER_IS_BETTER else -d.delta
+                return GateResult(gate, passed=loss <= gate.max_drop, value=round(d.delta, 6),
+                                  detail=f"baseline {d.base:g} → {d.cand:g}")
     else:
         rows = [c for c in comparisons if c.metric == gate.metric and c.a == gate.vs and c.b == gate.strategy]
     if not rows:
         if gate.vs == gate.strategy:
             return GateResult(gate, passed=True, value=None, detail="compared with itself")
-        detail = f"no paired comparison for {gate.metric} vs {gate.vs} (pass --baseline?)"
-        return GateResult(gate, passed=False, value=None, detail=detail)
+        detail = f"no paired comparison for {gate.metric} vs {gate.vs}"
+        return GateResult(gate, passed=gate.vs == "baseline", value=None, skipped=gate.vs == "baseline", detail=detail)
     row = rows[0]
     low, high = row.ci95
     fired = high < -gate.max_drop

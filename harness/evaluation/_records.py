@@ -70,6 +70,11 @@ class ChangedProbe:
     f1_base: float | None
     f1_cand: float | None
 
+    @property
+    def harm(self) -> float:
+        """How much worse the candidate is on this probe (F1 lost; a probe that vanished counts fully)."""
+        return (self.f1_base or 0.0) - (self.f1_cand or 0.0)
+
     def to_dict(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "step": self.step, "strategy": self.strategy, "query": self.query,
                 "selected_base": list(self.selected_base), "selected_cand": list(self.selected_cand),
@@ -82,21 +87,88 @@ class ChangedProbe:
 
 
 @dataclass(frozen=True, slots=True)
+class Flip:
+    """Something that passed in the baseline and does not now: a scenario (``step`` None) or one probe."""
+
+    scenario: str
+    strategy: str
+    step: int | None
+    kind: str
+    now: str
+    """``failed`` / ``error`` / ``missing`` (the candidate has no such scenario or probe)."""
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scenario": self.scenario, "strategy": self.strategy, "step": self.step, "kind": self.kind,
+                "now": self.now, "detail": self.detail}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Flip:
+        return cls(d["scenario"], d["strategy"], d.get("step"), d.get("kind", "scenario"), d.get("now", "failed"),
+                   d.get("detail", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteDelta:
+    """A suite-level metric that has no per-probe pairing (dedupe, forget, index), base vs candidate."""
+
+    strategy: str
+    metric: str
+    base: float | None
+    cand: float | None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.base is None or self.cand is None else self.cand - self.base
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "metric": self.metric, "base": self.base, "cand": self.cand}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SuiteDelta:
+        return cls(d["strategy"], d["metric"], d.get("base"), d.get("cand"))
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One line per strategy: ``better`` / ``worse`` / ``no detectable change``, with the effect in words."""
+
+    strategy: str
+    verdict: str
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "verdict": self.verdict, "text": self.text}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
+        return cls(d["strategy"], d["verdict"], d.get("text", ""))
+
+
+@dataclass(frozen=True, slots=True)
 class BaselineComparison:
-    """A candidate run against a baseline run: paired comparisons per strategy and the probes that changed."""
+    """A candidate run against a baseline run: paired comparisons per strategy, suite-level deltas, the probes
+    that changed (most harmful first), what flipped from pass to fail, and a verdict per strategy."""
 
     dir: str
     comparisons: tuple[Comparison, ...]
     changed: tuple[ChangedProbe, ...]
+    flips: tuple[Flip, ...] = ()
+    suite: tuple[SuiteDelta, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"dir": self.dir, "comparisons": [c.to_dict() for c in self.comparisons],
-                "changed": [c.to_dict() for c in self.changed]}
+                "changed": [c.to_dict() for c in self.changed], "flips": [f.to_dict() for f in self.flips],
+                "suite": [d.to_dict() for d in self.suite], "verdicts": [v.to_dict() for v in self.verdicts]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> BaselineComparison:
         return cls(d.get("dir", ""), tuple(Comparison.from_dict(c) for c in d.get("comparisons", ())),
-                   tuple(ChangedProbe.from_dict(c) for c in d.get("changed", ())))
+                   tuple(ChangedProbe.from_dict(c) for c in d.get("changed", ())),
+                   tuple(Flip.from_dict(f) for f in d.get("flips", ())),
+                   tuple(SuiteDelta.from_dict(x) for x in d.get("suite", ())),
+                   tuple(Verdict.from_dict(v) for v in d.get("verdicts", ())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,13 +184,26 @@ class RunSummary:
     meta: dict[str, Any] = field(default_factory=dict)
     baseline: BaselineComparison | None = None
     fuzz: dict[str, Any] | None = None
+    incomplete: tuple[str, ...] = ()
+    """Scenario × strategy runs that could not run to the end (errors: a cassette miss, a system error). When any,
+    the metrics cover a partial suite and the run is INCOMPLETE."""
+
+    @property
+    def complete(self) -> bool:
+        return not self.incomplete
+
+    @property
+    def verdict(self) -> str:
+        """``incomplete`` / ``failed`` / ``passed``."""
+        return "incomplete" if self.incomplete else "passed" if self.passed else "failed"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "schema": SUMMARY_SCHEMA, "run_id": self.run_id, "created_at": self.created_at,
             "strategies": {k: v.to_dict() for k, v in self.strategies.items()},
             "comparisons": [c.to_dict() for c in self.comparisons], "gates": [g.to_dict() for g in self.gates],
-            "passed": self.passed, "meta": dict(self.meta),
+            "passed": self.passed, "complete": self.complete, "incomplete": list(self.incomplete),
+            "meta": dict(self.meta),
         }
         if self.baseline is not None:
             out["baseline"] = self.baseline.to_dict()
@@ -135,5 +220,5 @@ class RunSummary:
             gates=tuple(GateResult.from_dict(g) for g in d.get("gates", ())), passed=bool(d.get("passed", False)),
             meta=dict(d.get("meta", {})),
             baseline=BaselineComparison.from_dict(d["baseline"]) if d.get("baseline") else None,
-            fuzz=d.get("fuzz"),
+            fuzz=d.get("fuzz"), incomplete=tuple(d.get("incomplete", ())),
         )

@@ -6,25 +6,101 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from harness.evaluation._gates import Gate, evaluate
-from harness.evaluation._records import BaselineComparison, RunSummary
+from harness.errors import HarnessError
+from harness.evaluation._gates import LOWER_IS_BETTER, Gate, evaluate
+from harness.evaluation._records import BaselineComparison, Flip, RunSummary, SuiteDelta, Verdict
 from harness.evaluation._stats import Comparison
 from harness.evaluation._summary import all_probes, changed_probes, paired, probe_frame, summarize
 from harness.replay import ScenarioResult
 
+SUITE_METRICS: Final = ("dedupe.residual_duplicates", "dedupe.retention", "forget.precision", "forget.recall",
+                         "index.within_limits", "index.max_line_chars")
+"""Headline metrics compared suite-wide (no per-probe pairing)."""
+
+
+class IncompleteComparison(HarnessError):
+    """A baseline comparison between runs that did not both run the whole suite."""
+
+
+def worse(metric: str, delta: float) -> bool:
+    return delta > 0 if metric in LOWER_IS_BETTER else delta < 0
+
+
+def _flips(base: Sequence[ScenarioResult], cand: Sequence[ScenarioResult]) -> list[Flip]:
+    now = {(r.scenario, r.strategy): r for r in cand}
+    out: list[Flip] = []
+    for b in base:
+        c = now.get((b.scenario, b.strategy))
+        if b.status != "passed":
+            continue
+        if c is None:
+            out.append(Flip(b.scenario, b.strategy, None, "scenario", "missing", "not in the candidate run"))
+            continue
+        if c.status in ("failed", "error"):
+            out.append(Flip(b.scenario, b.strategy, None, "scenario", c.status,
+                            c.error or "; ".join(c.failures)))
+        probes = {p.step: p for p in c.probes}
+        for p in b.probes:
+            q = probes.get(p.step)
+            if p.passed and p.graded and q is not None and q.graded and not q.passed:
+                out.append(Flip(b.scenario, b.strategy, p.step, p.kind, "failed",
+                                next((f for f in c.failures if f.startswith(f"step {p.step} ")), "")))
+    return out
+
+
+def _verdicts(strategies: Sequence[str], comps: Sequence[Comparison], suite: Sequence[SuiteDelta],
+              flips: Sequence[Flip]) -> list[Verdict]:
+    out = []
+    for strategy in strategies:
+        mine = [c for c in comps if c.b == strategy]
+        down = [c for c in mine if c.ci95[1] < 0]
+        up = [c for c in mine if c.ci95[0] > 0]
+        sdown = [d for d in suite if d.strategy == strategy and d.delta is not None and worse(d.metric, d.delta)]
+        sup = [d for d in suite if d.strategy == strategy and d.delta is not None and d.delta != 0
+               and not worse(d.metric, d.delta)]
+        nflip = sum(f.strategy == strategy for f in flips)
+        parts = [_effect(c) for c in (down or up or [c for c in mine if c.metric == "recall.f1"])]
+        parts += [f"{d.metric} {d.base} → {d.cand}" for d in (sdown or sup)]
+        if nflip:
+            parts.append(f"{nflip} check(s) flipped from pass to fail")
+        verdict = "worse" if down or sdown or nflip else "better" if up or sup else "no detectable change"
+        out.append(Verdict(strategy, verdict, f"{strategy}: {verdict}" + (f" — {'; '.join(parts)}" if parts else "")))
+    return out
+
+
+def _effect(c: Comparison) -> str:
+    sig = "significant" if c.significant else "not significant"
+    return (f"{c.metric} {c.delta:+.3f} (95% CI {c.ci95[0]:+.3f} to {c.ci95[1]:+.3f}, p={c.p_value:.3g}, n={c.n}, "
+            f"{sig})")
+
 
 def compare_runs(base_results: Sequence[ScenarioResult], cand_results: Sequence[ScenarioResult], *,
-                 base_dir: Path | str = "") -> BaselineComparison:
-    """Paired comparisons per strategy the two runs share, and the recall probes that changed."""
+                 base_dir: Path | str = "", base_summary: RunSummary | None = None,
+                 cand_incomplete: Sequence[str] = ()) -> BaselineComparison:
+    """Paired comparisons per strategy the two runs share, suite-level deltas, flips, changed probes (most harmful
+    first) and a verdict per strategy. Refuses (``IncompleteComparison``) when either run is incomplete."""
+    base_incomplete = [f"{r.scenario} [{r.strategy}]" for r in base_results if r.status == "error"]
+    if base_incomplete or cand_incomplete:
+        which = "baseline" if base_incomplete else "candidate"
+        runs = base_incomplete or list(cand_incomplete)
+        raise IncompleteComparison(
+            f"cannot compare against the baseline: the {which} run is incomplete ({len(runs)} scenario run(s) could "
+            f"not finish, e.g. {runs[0]}); comparing a partial suite with a complete one would report made-up changes")
     fa = probe_frame(all_probes(base_results))
     fb = probe_frame(all_probes(cand_results))
     comps: list[Comparison] = []
     shared = sorted(set(fb["strategy"]) & set(fa["strategy"])) if not fa.empty and not fb.empty else []
     for strategy in shared:
         comps += paired(fa[fa["strategy"] == strategy], fb[fb["strategy"] == strategy], strategy, strategy)
-    return BaselineComparison(str(base_dir), tuple(comps), tuple(changed_probes(fa, fb)))
+    base_block = base_summary.strategies if base_summary else summarize(base_results, shared)[0]
+    cand_block, _ = summarize(cand_results, shared)
+    suite = [SuiteDelta(s, m, base_block[s].metrics.get(m) if s in base_block else None, cand_block[s].metrics.get(m))
+             for s in shared for m in SUITE_METRICS]
+    flips = _flips(base_results, cand_results)
+    return BaselineComparison(str(base_dir), tuple(comps), tuple(changed_probes(fa, fb)), tuple(flips), tuple(suite),
+                              tuple(_verdicts(shared, comps, suite, flips)))
 
 
 def evaluate_run(results: Sequence[ScenarioResult], strategies: Sequence[str], *, gates: Sequence[Gate] = (),
@@ -32,11 +108,11 @@ def evaluate_run(results: Sequence[ScenarioResult], strategies: Sequence[str], *
                  fuzz: Mapping[str, Any] | None = None, run_id: str | None = None) -> RunSummary:
     """The run's summary: metrics per strategy, comparisons, gate results, the verdict."""
     block, comparisons = summarize(results, strategies)
-    gate_results = evaluate(gates, block, comparisons=comparisons,
-                            baseline=baseline.comparisons if baseline else ())
-    passed = all(g.passed for g in gate_results) and not any(r.status == "error" for r in results)
+    gate_results = evaluate(gates, block, comparisons=comparisons, baseline=baseline)
+    incomplete = tuple(f"{r.scenario} [{r.strategy}]" for r in results if r.status == "error")
+    passed = all(g.passed for g in gate_results) and not incomplete
     return RunSummary(
         run_id=run_id or uuid.uuid4().hex[:12], created_at=datetime.now(UTC).isoformat(), strategies=block,
         comparisons=tuple(comparisons), gates=tuple(gate_results), passed=passed, meta=dict(meta or {}),
-        baseline=baseline, fuzz=dict(fuzz) if fuzz is not None else None,
+        baseline=baseline, fuzz=dict(fuzz) if fuzz is not None else None, incomplete=incomplete,
     )

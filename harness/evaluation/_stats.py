@@ -28,7 +28,7 @@ class Comparison:
     delta: float
     ci95: tuple[float, float]
     p_value: float
-    """Two-sided paired sign-flip permutation test (exact when n ≤ 16, else 10,000 resamples, fixed seed)."""
+    """Two-sided bootstrap p-value from the same 10,000 resamples as the CI (they always agree)."""
     wins: int
     ties: int
     losses: int
@@ -63,18 +63,25 @@ PairedComparison = Comparison
 """The old name (kept for imports)."""
 
 
-def bootstrap_ci(deltas: Sequence[float], *, seed: int = SEED) -> tuple[float, float]:
-    """Percentile bootstrap 95% CI of the mean of paired deltas (reproducible)."""
+def bootstrap(deltas: Sequence[float], *, seed: int = SEED) -> tuple[tuple[float, float], float]:
+    """Percentile bootstrap of the mean of paired deltas: the 95% CI and the two-sided p-value from the SAME
+    resamples (p = 2 · the share of resampled means on the far side of 0), so "the CI excludes 0" and "p < 0.05"
+    always agree. Reproducible (fixed seed)."""
     arr = np.asarray(deltas, dtype=float)
     if arr.size == 0:
-        return (0.0, 0.0)
+        return (0.0, 0.0), 1.0
     if np.all(arr == arr[0]):
-        return (float(arr[0]), float(arr[0]))
-    from scipy import stats as sps  # scipy.stats costs ~0.6 s to import: only when a comparison is made
-
+        return (float(arr[0]), float(arr[0])), (1.0 if arr[0] == 0 else 0.0)
     rng = np.random.default_rng(seed)
-    res = sps.bootstrap((arr,), np.mean, confidence_level=0.95, n_resamples=RESAMPLES, method="percentile", rng=rng)
-    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+    means = arr[rng.integers(0, arr.size, size=(RESAMPLES, arr.size))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    p = 2 * min(float(np.mean(means <= 0)), float(np.mean(means >= 0)))
+    return (float(low), float(high)), min(1.0, p)
+
+
+def bootstrap_ci(deltas: Sequence[float], *, seed: int = SEED) -> tuple[float, float]:
+    """Percentile bootstrap 95% CI of the mean of paired deltas (reproducible)."""
+    return bootstrap(deltas, seed=seed)[0]
 
 
 def sign_flip_p(deltas: Sequence[float], *, seed: int = SEED) -> float:
@@ -118,8 +125,9 @@ def compare(a_name: str, b_name: str, metric: str, a: Sequence[float], b: Sequen
     pooled = float(np.std(np.asarray([*a, *b], dtype=float), ddof=1)) if len(a) > 1 else 0.0
     mean_a = float(np.mean(a)) if len(a) else 0.0
     mean_b = float(np.mean(b)) if len(b) else 0.0
+    ci, p = bootstrap(deltas)
     return Comparison(
-        a_name, b_name, metric, len(deltas), mean_a, mean_b, mean_b - mean_a, bootstrap_ci(deltas),
-        sign_flip_p(deltas), wins, len(deltas) - wins - losses, losses, mc_b, mc_c, mcnemar_exact(mc_b, mc_c),
+        a_name, b_name, metric, len(deltas), mean_a, mean_b, mean_b - mean_a, ci, p, wins,
+        len(deltas) - wins - losses, losses, mc_b, mc_c, mcnemar_exact(mc_b, mc_c),
         minimum_detectable_effect(deltas, pooled or 0.5),
     )

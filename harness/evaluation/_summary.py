@@ -12,7 +12,10 @@ from harness.evaluation._records import ChangedProbe, ScenarioCounts, StrategySu
 from harness.evaluation._stats import Comparison, compare
 from harness.replay import Probe, ScenarioResult
 
-COMPARED_METRICS = ("recall.f1", "recall.precision", "recall.recall", "recall.mrr")
+COMPARED_METRICS = ("recall.f1", "recall.precision", "recall.recall", "recall.mrr", "recall.ndcg",
+                    "recall.abstention_accuracy")
+"""Metrics compared probe by probe (paired); the rest of the headline metrics are compared suite-wide."""
+_PROBE_COLUMN = {"recall.abstention_accuracy": "m.abstention"}
 
 
 def probe_frame(probes: Sequence[Probe]) -> pd.DataFrame:
@@ -91,7 +94,7 @@ def paired(frame_a: pd.DataFrame, frame_b: pd.DataFrame, a: str, b: str) -> list
     joined = ra.merge(rb, on=keys, suffixes=("_a", "_b"))
     out = []
     for metric in COMPARED_METRICS:
-        col = "m." + metric.split(".", 1)[1]
+        col = _PROBE_COLUMN.get(metric, "m." + metric.split(".", 1)[1])
         if f"{col}_a" not in joined.columns:
             continue
         both = joined[[f"{col}_a", f"{col}_b", "ok_a", "ok_b"]].dropna(subset=[f"{col}_a", f"{col}_b"])
@@ -117,7 +120,7 @@ def changed_probes(frame_a: pd.DataFrame, frame_b: pd.DataFrame, metric: str = "
             rows.append(ChangedProbe(row["scenario"], int(row["step"]), row["strategy"], row["query_a"],
                                      tuple(row["selected_a"]), tuple(row["selected_b"]),
                                      _opt(row.get(f"{metric}_a")), _opt(row.get(f"{metric}_b"))))
-    return rows
+    return sorted(rows, key=lambda r: (r.harm, r.scenario, r.step, r.strategy), reverse=True)
 
 
 def _opt(value: Any) -> float | None:

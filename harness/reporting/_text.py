@@ -54,7 +54,17 @@ def _fmt(value: Any) -> str:
 def summary_markdown(summary: RunSummary) -> str:
     """A compact Markdown summary for CI step summaries."""
     strategies = list(summary.strategies)
-    lines = [f"## memharness — {'PASSED' if summary.passed else 'FAILED'}", ""]
+    lines = [f"## memharness — {summary.verdict.upper()}", ""]
+    if summary.incomplete:
+        lines += [f"**INCOMPLETE**: {len(summary.incomplete)} scenario run(s) could not finish "
+                  f"(e.g. {summary.incomplete[0]}); the metrics below cover a partial suite.", ""]
+    for v in summary.baseline.verdicts if summary.baseline else ():
+        lines.append(f"- vs baseline: {v.text}")
+    for f in summary.baseline.flips if summary.baseline else ():
+        lines.append(f"- FLIP {f.scenario} [{f.strategy}]" + (f" step {f.step}" if f.step is not None else "")
+                     + f": passed in the baseline, {f.now} now")
+    if summary.baseline:
+        lines.append("")
     lines += ["| metric | " + " | ".join(strategies) + " |", "|---|" + "---:|" * len(strategies)]
     counts = [summary.strategies[s].scenarios for s in strategies]
     lines.append("| scenarios passed | " + " | ".join(f"{c.passed}/{c.total}" for c in counts) + " |")
