@@ -55,7 +55,7 @@ def render_memory_md(rows: Sequence[Mapping[str, Any]], *, empty_headers: bool) 
         if section or empty_headers:
             lines += ["", f"## {label}", *section]
     text = "\n".join(lines) + "\n"
-    return None if len(text.strip()) < 10 or total == 0 else text
+    return None if len(text.strip()) < 10 else text  # the bare title is shorter: nothing to write
 
 
 def inject_index(text: str, *, keep_tail: bool, max_chars: int = INJECT_MAX_CHARS) -> str:

@@ -74,8 +74,11 @@ def run_extractor(model: Model | None, role: str, content: str, tool_calls: Sequ
                   tool_results: Sequence[Mapping[str, Any]] = (), *, db: Database) -> tuple[Attempt, bool]:
     """The model path, or the legacy keyword extractor when there is no model or it fails (with the reason).
 
-    Returns (attempt, whether the model failed).
+    Returns (attempt, whether the model failed). The extractor's own guard comes first: a turn shorter than 10
+    characters (stripped) without tool calls gives nothing and costs no model call.
     """
+    if len(content.strip()) < MIN_EXTRACT_CHARS and not tool_calls:
+        return Attempt((), "model" if model is not None else "heuristic"), False
     if model is None:
         return Attempt(tuple(extract_legacy(content) if role == "user" else ()), "heuristic"), False
     try:
@@ -138,8 +141,6 @@ class Sessions:
                 if turn.role != "user" or len(turn.content) < MIN_TURN_CHARS or state.extraction_count >= MAX_PER_SESSION:
                     continue
                 state.extraction_count += 1  # counted when scheduled, not when it succeeds
-                if len(turn.content.strip()) < MIN_EXTRACT_CHARS and not turn.tool_calls:
-                    continue
                 attempts += 1
                 attempt, failed = run_extractor(self.model, "user", turn.content, turn.tool_calls, turn.tool_results,
                                                 db=self.db)

@@ -154,3 +154,12 @@ def test_events_and_prompt_versions(make: Factory) -> None:
     assert [c.purpose for c in model.calls] == ["sqlite-memory-extract", "sqlite-memory-episode"]
     versions = all_prompt_versions()
     assert model.calls[0].prompt_version == f"{versions['sqlite/extract_system']}+{versions['sqlite/extract_user']}"
+
+
+def test_short_turns_cost_no_model_call_at_dream_time(make: Factory) -> None:
+    model = ScriptedModel.of([{"summary": "short chat"}, {"items": []}])
+    mem = make("seed", model=model)
+    mem.add_turns("s", [{"role": "user", "content": "ok"}, {"role": "assistant", "content": "Sure, I can run the tests now."}])
+    result = mem.dream()
+    assert [c.purpose for c in model.calls] == ["sqlite-memory-episode", "sqlite-memory-extract"]  # "ok" is skipped
+    assert (result.status, result.counts["episodes"]) == ("updated", 1)

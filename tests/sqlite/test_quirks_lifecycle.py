@@ -199,3 +199,11 @@ def test_q24_uppercase_row_aborts_consolidation(make: Factory) -> None:
         else:
             assert result.status == "updated"
             assert result.counts["duplicates_removed"] == 1
+
+
+def test_q18_only_an_oversized_item_leaves_a_bare_header_at_the_seed(make: Factory) -> None:
+    for mode in ("seed", "fixed"):
+        mem = make(mode, name=mode)
+        mem.seed([{"content": "y" * 1600, "type": "rule", "importance": 0.9}])
+        written = mem.dream().counts["memory_md_written"]
+        assert (written, mem.index_text()) == ((1, f"{MEMORY_MD_TITLE}\n\n## 规则\n") if mode == "seed" else (0, ""))
