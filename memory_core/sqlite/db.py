@@ -275,7 +275,8 @@ class Database:
     def load_all(self) -> list[dict[str, Any]]:
         """Every memory, newest created first."""
         with self.guard("load memories") as conn:
-            return [_row(r) for r in conn.execute("SELECT * FROM memories ORDER BY created_at DESC, rowid DESC").fetchall()]
+            sql = "SELECT rowid AS _rowid, * FROM memories ORDER BY created_at DESC, rowid DESC"
+            return [_row(r) for r in conn.execute(sql).fetchall()]
 
     def search_fts(self, match: str, limit: int) -> list[tuple[dict[str, Any], float]]:
         """Rows matching an FTS5 expression with their ``bm25`` rank, best first; a MATCH syntax error gives ``[]``."""

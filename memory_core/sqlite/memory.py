@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
@@ -14,7 +14,7 @@ from memory_core.model import Model
 from memory_core.sqlite.db import BUSY_TIMEOUT_MS, Database, iso
 from memory_core.sqlite.extraction import DURATIONS, TYPES, retention
 from memory_core.sqlite.fts import search_semantic
-from memory_core.sqlite.lifecycle import Attempt, EnumCaseError, compute_decay, deduplicate, process_unextracted
+from memory_core.sqlite.lifecycle import EnumCaseError, compute_decay, deduplicate, process_unextracted
 from memory_core.sqlite.quirks import Quirks
 from memory_core.sqlite.render import inject_index, read_index, render_memory_md, render_user_md, write_atomic
 from memory_core.sqlite.retrieval import (
@@ -27,16 +27,20 @@ from memory_core.sqlite.retrieval import (
 )
 from memory_core.sqlite.session import ExtractResult, Sessions, Turn, run_extractor
 
-STRATEGIES: Final = ("heuristic", "model")
+STRATEGIES: Final = ("heuristic", "model", "bm25")
+"""``heuristic``: rule decomposition; ``model``: LLM decomposition; ``bm25``: path B alone (FTS, bm25 order)."""
 PATHS: Final = ("candidates", "typed", "cascade")
 FORGET_MAX_DELETE: Final = 50
 FORGET_HARD_CAP: Final = 200
 TYPE_ALIASES: Final = {"user": "preference", "feedback": "rule", "project": "fact", "reference": "fact"}
 """File-core memory types → v2 types, for records seeded from the portable scenarios."""
-CAPABILITIES: Final = {
-    "extract": True, "dream": True, "recall": True, "forget": True, "index": True, "model": True,
-    "index_line_caps": False, "dream_lock": False, "topic_files": False, "ranked_strategies": False,
-}
+FILE_TYPES: Final = {"preference": "user", "persona_trait": "user", "rule": "feedback", "error": "feedback",
+                     "skill": "reference", "fact": "project", "context": "project"}
+"""v2 types → the nearest file-core type (a seeded record keeps its original type)."""
+CAPABILITIES: Final = frozenset({"dream", "recall_prompt"})
+"""The harness protocol's capability names this system has. It lacks ``file_index`` (its MEMORY.md has its own caps,
+not the file spec's), ``file_paths``, ``raw_files``, ``dream_gates``, ``locks``, ``extract_queue``, ``memory_tool``,
+``stray_files``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +87,18 @@ class Document:
 
     id: str
     type: str
+    """The v2 type (``fact``, ``preference``, ``rule``, ``skill``, ``error``, ...)."""
     title: str
     text: str
     created_at: str
     updated_at: str
     source: Mapping[str, Any] = field(default_factory=dict)
+    """The whole row."""
+    description: str = ""
+    file_type: str = ""
+    """The record's original file-core type when it was seeded with one, else the nearest (``FILE_TYPES``)."""
+    source_ref: str = ""
+    """``memories:<rowid>``."""
 
 
 def _stamp(value: Any) -> str | None:
@@ -110,7 +121,7 @@ class SqliteMemory:
         self.events: EventSink = events or NullSink()
         path = Path(db_path)
         self.identity_dir = Path(identity_dir) if identity_dir is not None else path.parent / f"{path.stem}-identity"
-        self.sessions = Sessions(self.db, model)
+        self.sessions = Sessions(self.db)
         self.decomposer = Decomposer(model, context_in_key=not self.quirks.q21_decompose_cache_ignores_context)
 
     def close(self) -> None:
@@ -123,15 +134,17 @@ class SqliteMemory:
 
         Keys: ``content``/``text``, ``type`` (file-core types are mapped), ``importance``, ``subject`` (else ``title``),
         ``predicate``, ``priority``, ``tags``, ``source``, ``id``, ``created_at``, ``updated_at``, ``expires_at`` or a
-        ``duration`` (``permanent``/``7d``/``24h``/``session``). No expiry unless one is given.
+        ``duration`` (``permanent``/``7d``/``24h``/``session``), and ``description``/``path``/``facts`` (kept in
+        ``metadata`` with the original type). No expiry unless one is given.
         """
         ids = []
         for record in records:
             content = record.get("content", record.get("text"))
             if not isinstance(content, str) or not content.strip():
                 raise ValueError(f"seed record needs a non-empty string 'content' or 'text': {dict(record)!r:.120}")
-            kind = str(record.get("type") or "fact").lower()
-            kind = TYPE_ALIASES.get(kind, kind if kind in TYPES else "fact")
+            origin = str(record.get("type") or "fact").lower()
+            kind = TYPE_ALIASES.get(origin, origin if origin in TYPES else "fact")
+            meta = {"origin_type": origin, **{k: record[k] for k in ("description", "path", "facts") if record.get(k)}}
             importance = float(record.get("importance", record.get("importance_score", 0.5)))
             priority = str(record.get("priority") or ("permanent" if importance >= 0.8 else
                                                        "long_term" if importance >= 0.6 else "short_term"))
@@ -141,7 +154,7 @@ class SqliteMemory:
             row = {"content": content, "type": kind, "priority": priority, "importance_score": importance,
                    "subject": str(record.get("subject", record.get("title", "")) or ""),
                    "predicate": str(record.get("predicate") or ""), "tags": list(record.get("tags") or [kind]),
-                   "source": str(record.get("source") or "manual"), "expires_at": expires,
+                   "source": str(record.get("source") or "manual"), "expires_at": expires, "metadata": meta,
                    "created_at": _stamp(record.get("created_at")) or self.db.now(),
                    "updated_at": _stamp(record.get("updated_at") or record.get("created_at"))}
             if record.get("id"):
@@ -164,32 +177,45 @@ class SqliteMemory:
         parsed = [Turn.of(t) for t in turns]
         return [self.sessions.record(session_id, t) for t in parsed]
 
-    def extract(self, session_id: str) -> ExtractResult:
-        """Real-time extraction over the session's new turns, then ``end_session`` (episode, ``cleanup_expired``)."""
+    def _model_for(self, strategy: str | None) -> tuple[Model | None, str | None]:
+        """The model a strategy uses (``heuristic``: none) and the fallback reason when ``model`` has none."""
+        if strategy == "heuristic":
+            return None, None
+        if strategy == "model" and self.model is None:
+            return None, "no_model"
+        return self.model, None
+
+    def extract(self, session_id: str, strategy: str | None = None) -> ExtractResult:
+        """Real-time extraction over the session's new turns, then ``end_session`` (episode, ``cleanup_expired``).
+
+        ``strategy``: ``model`` (the default when a model is set) or ``heuristic`` (the legacy keyword extractor).
+        """
         start = monotonic_ms()
-        result = self.sessions.extract(session_id)
+        model, missing = self._model_for(strategy)
+        result = self.sessions.extract(session_id, model)
+        if missing and result.fallback_reason is None:
+            result = replace(result, fallback_reason=missing)
         self.events.emit(ExtractEvent(session_id, result.status, monotonic_ms() - start, result.strategy, "auto",
-                                      result.reason, (), result.fallback_reason, None, len(result.memory_ids)))
+                                      None, result.touched, result.fallback_reason, None, len(result.memory_ids)))
         return result
 
-    def _extract_for_dream(self, role: str, content: str) -> Attempt:
-        return run_extractor(self.model, role, content, db=self.db)[0]
-
-    def dream(self, *, force: bool = False) -> DreamResult:
+    def dream(self, *, force: bool = False, strategy: str | None = None) -> DreamResult:
         """``consolidate_daily``: turns and queue, dedupe, decay and cleanup, ``MEMORY.md``, ``USER.md``.
 
         The seed has no gate beyond its scheduler, so ``force`` changes nothing.
         """
         del force
+        model, missing = self._model_for(strategy)
         start, started = monotonic_ms(), self.db.now()
         counts = {"unextracted_processed": 0, "episodes": 0, "duplicates_removed": 0, "memories_decayed": 0,
                   "demoted": 0, "decay_deleted": 0, "expired_removed": 0, "stale_attachments_cleaned": 0,
                   "memory_md_written": 0, "user_md_written": 0}
         status, reason, fallback = "updated", None, None
         try:
-            saved, episodes, reasons = process_unextracted(self.db, self.model, self._extract_for_dream)
+            saved, episodes, reasons = process_unextracted(
+                self.db, model, lambda role, content: run_extractor(model, role, content, db=self.db)[0])
             counts.update(unextracted_processed=saved, episodes=episodes)
-            fallback = reasons[0] if reasons else None
+            fallback = reasons[0] if reasons else missing
             counts["duplicates_removed"] = deduplicate(self.db)
             decay = compute_decay(self.db)
             counts.update(memories_decayed=decay.total, demoted=decay.demoted, decay_deleted=decay.deleted,
@@ -199,10 +225,10 @@ class SqliteMemory:
             status, reason = "failed", f"{self.db.path}: consolidation aborted: {exc}"
         if status != "failed" and not any(v for k, v in counts.items() if not k.endswith("_written")):
             status = "noop"
-        strategy = "model" if self.model is not None and fallback is None else "heuristic"
-        self.events.emit(DreamEvent("", status, monotonic_ms() - start, strategy, "manual", None, (), fallback, reason,
+        ran = "model" if model is not None and fallback is None else "heuristic"
+        self.events.emit(DreamEvent("", status, monotonic_ms() - start, ran, "manual", None, (), fallback, reason,
                                     counts["duplicates_removed"]))
-        return DreamResult(status, reason, counts, strategy, fallback, started, self.db.now())
+        return DreamResult(status, reason, counts, ran, fallback, started, self.db.now())
 
     def _refresh_files(self) -> tuple[int, int]:
         text = render_memory_md(self.db.query(min_importance=0.5, limit=100), empty_headers=self.quirks.q18_index_tail_kept)
@@ -218,10 +244,17 @@ class SqliteMemory:
 
     # ------------------------------------------------------------------------------------------------------- reads
     def recall(self, query: str, k: int = 20, strategy: str = "heuristic", *, path: str = "candidates",
-               memory_type: str | None = None, recent_messages: Sequence[Mapping[str, str]] | None = None) -> RecallResult:
-        """``retrieve_candidates`` (path A), the typed search (path B) or the tool's A→B→C cascade."""
+               memory_type: str | None = None, recent_messages: Sequence[Mapping[str, str]] | None = None,
+               excluded: Sequence[str] = ()) -> RecallResult:
+        """``retrieve_candidates`` (path A), the typed search (path B) or the tool's A→B→C cascade.
+
+        ``excluded`` ids never appear (they are dropped before the cut to ``k``); episodes are candidates too
+        (their ids are episode uuids). Strategy ``bm25`` means path B alone.
+        """
         if strategy not in STRATEGIES or path not in PATHS:
             raise ValueError(f"recall strategy must be one of {STRATEGIES} and path one of {PATHS}, got {strategy!r}/{path!r}")
+        if strategy == "bm25":
+            path = "typed"
         start = monotonic_ms()
         recent = list(self.sessions.recent if recent_messages is None else recent_messages)
         fallback = "no_model" if strategy == "model" and self.model is None else None
@@ -229,7 +262,7 @@ class SqliteMemory:
         keywords: tuple[str, ...] = ()
         intent, enhanced, used, ran = "general", "", path, "heuristic"
         if path in ("candidates", "cascade") and not (path == "cascade" and memory_type):
-            items, decomposition, enhanced = retrieve_candidates(self.db, self.decomposer, query, recent, limit=max(k, 0),
+            items, decomposition, enhanced = retrieve_candidates(self.db, self.decomposer, query, recent, limit=10_000,
                                                                  use_model=strategy == "model")
             keywords, intent, ran = decomposition.keywords, decomposition.intent, decomposition.strategy
             fallback = fallback or decomposition.fallback_reason
@@ -238,7 +271,10 @@ class SqliteMemory:
             items, used = typed_search(self.db, query, memory_type), "typed"
         if path == "cascade" and not items:
             items, used = substring_search(self.db, query), "substring"
-        items = items[: max(k, 0)]
+        if strategy == "bm25":
+            ran = "bm25"
+        skip = set(excluded)
+        items = [c for c in items if c.memory_id not in skip][: max(k, 0)]
         self._bump_access(items)
         text = self._prompt_text(query, items, used)
         self.events.emit(RecallEvent("", len(query), ran, monotonic_ms() - start, fallback, len(items), len(items),
@@ -292,8 +328,13 @@ class SqliteMemory:
         out = []
         for row in sorted(self.db.load_all(), key=lambda r: (str(r["created_at"]), str(r["id"]))):
             title = f"{row['subject']}: {row['predicate']}".strip(": ") if row.get("subject") else str(row["content"])[:60]
-            out.append(Document(str(row["id"]), str(row["type"]), title, str(row["content"]), str(row["created_at"]),
-                                str(row["updated_at"]), row))
+            raw_meta = row.get("metadata")
+            meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
+            kind = str(row["type"])
+            out.append(Document(str(row["id"]), kind, title, str(row["content"]), str(row["created_at"]),
+                                str(row["updated_at"]), row, str(meta.get("description") or ""),
+                                str(meta.get("origin_type") or FILE_TYPES.get(kind.lower(), "project")),
+                                f"memories:{row.get('_rowid')}"))
         return out
 
     def index_text(self) -> str:

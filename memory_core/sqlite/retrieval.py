@@ -6,7 +6,7 @@ import math
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from memory_core.errors import ModelError
@@ -220,8 +220,8 @@ def retrieve_candidates(db: Database, decomposer: Decomposer, query: str, recent
 
 
 def typed_search(db: Database, query: str, memory_type: str | None, limit: int = 10) -> list[Candidate]:
-    """Path B: ``search_semantic(query, 10, type)`` with the expiry filter."""
-    return [_candidate(db, h.row, "semantic", to_markdown(h.row), h.row.get("updated_at"))
+    """Path B: ``search_semantic(query, 10, type)`` with the expiry filter, in bm25 order; ``score`` = the backend's."""
+    return [replace(_candidate(db, h.row, "semantic", to_markdown(h.row), h.row.get("updated_at")), score=h.score)
             for h in search_semantic(db, query, limit, memory_type) if not expired(db, h.row)]
 
 

@@ -30,14 +30,20 @@ class Turn:
     tool_results: tuple[Mapping[str, Any], ...] = ()
 
     @classmethod
-    def of(cls, raw: Turn | Mapping[str, Any]) -> Turn:
-        """Accept a ``Turn`` or a mapping with ``role``/``content`` (and optional tool lists)."""
+    def of(cls, raw: object) -> Turn:
+        """Accept a ``Turn``, a mapping with ``role``/``content`` (or ``kind``/``text``) and optional tool lists, or
+        any object with ``role``/``kind`` and ``content``/``text`` attributes (e.g. the harness's ``Turn``)."""
         if isinstance(raw, Turn):
             return raw
-        role, content = raw.get("role"), raw.get("content", raw.get("text"))
+        if isinstance(raw, Mapping):
+            role, content = raw.get("role", raw.get("kind")), raw.get("content", raw.get("text"))
+            calls, results = raw.get("tool_calls") or (), raw.get("tool_results") or ()
+        else:
+            role, content = getattr(raw, "role", getattr(raw, "kind", None)), getattr(raw, "content", getattr(raw, "text", None))
+            calls, results = (), ()
         if not isinstance(role, str) or not isinstance(content, str):
-            raise ValueError(f"a turn needs string 'role' and 'content', got {sorted(raw)}")
-        return cls(role, content, tuple(raw.get("tool_calls") or ()), tuple(raw.get("tool_results") or ()))
+            raise ValueError(f"a turn needs a string 'role' (or 'kind') and 'content' (or 'text'), got {raw!r:.120}")
+        return cls(role, content, tuple(calls), tuple(results))
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +52,9 @@ class ExtractResult:
 
     session_id: str
     status: str
-    """``completed`` | ``skipped``."""
-    reason: str | None = None
-    """Why nothing ran: ``no_turns`` | ``no_eligible_turns``."""
+    """``completed`` (the seed has no skip or failure status: model failures fall back to the legacy extractor)."""
+    note: str | None = None
+    """Why nothing was attempted: ``no_turns`` | ``no_eligible_turns`` (guards: user, ≥ 30 characters, ≤ 5)."""
     strategy: str = "heuristic"
     fallback_reason: str | None = None
     memory_ids: tuple[str, ...] = ()
@@ -58,6 +64,8 @@ class ExtractResult:
     episodes: tuple[str, ...] = ()
     expired_removed: int = 0
     enqueued: int = 0
+    touched: tuple[str, ...] = ()
+    """Memory types written (v2 names), sorted."""
 
 
 @dataclass(slots=True)
@@ -93,9 +101,8 @@ def run_extractor(model: Model | None, role: str, content: str, tool_calls: Sequ
 class Sessions:
     """``start_session`` / ``record_turn`` / ``end_session`` with the §3.2 guards, per session id."""
 
-    def __init__(self, db: Database, model: Model | None) -> None:
+    def __init__(self, db: Database) -> None:
         self.db = db
-        self.model = model
         self.states: dict[str, SessionState] = {}
         self.recent: list[dict[str, str]] = []
 
@@ -124,12 +131,13 @@ class Sessions:
             segments[-1].append(entry)
         return segments
 
-    def extract(self, session_id: str) -> ExtractResult:
+    def extract(self, session_id: str, model: Model | None) -> ExtractResult:
         """Real-time extraction of the pending user turns, then end of session: episode and ``cleanup_expired``."""
         state = self.states.get(session_id)
         if state is None or not state.pending:
-            return ExtractResult(session_id, "skipped", "no_turns")
+            return ExtractResult(session_id, "completed", "no_turns", "model" if model is not None else "heuristic")
         ids: list[str] = []
+        types: set[str] = set()
         inserted = merged = attempts = enqueued = expired = 0
         strategies: set[str] = set()
         reasons: list[str] = []
@@ -142,7 +150,7 @@ class Sessions:
                     continue
                 state.extraction_count += 1  # counted when scheduled, not when it succeeds
                 attempts += 1
-                attempt, failed = run_extractor(self.model, "user", turn.content, turn.tool_calls, turn.tool_results,
+                attempt, failed = run_extractor(model, "user", turn.content, turn.tool_calls, turn.tool_results,
                                                 db=self.db)
                 strategies.add(attempt.strategy)
                 reasons += [attempt.fallback_reason] if attempt.fallback_reason else []
@@ -151,11 +159,13 @@ class Sessions:
                 for item in attempt.items:
                     memory_id, action = save_item(self.db, item, daily=False)
                     ids.append(memory_id)
+                    saved = self.db.get_memory(memory_id)
+                    types.update([str(saved["type"])] if saved else [])
                     inserted += action == "inserted"
                     merged += action == "merged"
             rows = [{"role": t.role, "content": t.content, "timestamp": ts,
                      "tool_calls": [dict(c) for c in t.tool_calls]} for _, t, ts in segment]
-            episode_id, strategy, reason = generate_episode(self.db, self.model, rows, session_id, "session_end")
+            episode_id, strategy, reason = generate_episode(self.db, model, rows, session_id, "session_end")
             episodes.append(episode_id)
             reasons += [reason] if reason else []
             strategies.add(strategy)
@@ -163,7 +173,7 @@ class Sessions:
                 mark_extracted(self.db, session_id, [i for i, _, _ in segment])
             expired += self.db.cleanup_expired()
         state.pending.clear()
-        status, reason_text = ("completed", None) if attempts else ("skipped", "no_eligible_turns")
         strategy = "model" if strategies == {"model"} else "heuristic"
-        return ExtractResult(session_id, status, reason_text, strategy, reasons[0] if reasons else None, tuple(ids),
-                             inserted, merged, attempts, tuple(episodes), expired, enqueued)
+        return ExtractResult(session_id, "completed", None if attempts else "no_eligible_turns", strategy,
+                             reasons[0] if reasons else None, tuple(dict.fromkeys(ids)), inserted, merged, attempts,
+                             tuple(episodes), expired, enqueued, tuple(sorted(types)))

@@ -62,10 +62,11 @@ def test_imports_nothing_from_the_file_core_store_topic_index_or_scan() -> None:
 
 
 def test_capabilities_declare_what_the_sqlite_system_lacks() -> None:
+    """Names of the harness protocol's capabilities (plain strings: memory_core never imports harness)."""
     assert SqliteMemory.capabilities is CAPABILITIES
-    assert CAPABILITIES["index_line_caps"] is False
-    assert CAPABILITIES["dream_lock"] is False
-    assert all(CAPABILITIES[k] for k in ("extract", "dream", "recall", "forget", "index"))
+    assert {"dream", "recall_prompt"} == CAPABILITIES
+    assert not CAPABILITIES & {"file_index", "file_paths", "raw_files", "dream_gates", "locks", "extract_queue",
+                               "memory_tool", "stray_files"}
 
 
 def test_documents_are_plain_records(make: Factory) -> None:
@@ -163,3 +164,33 @@ def test_short_turns_cost_no_model_call_at_dream_time(make: Factory) -> None:
     result = mem.dream()
     assert [c.purpose for c in model.calls] == ["sqlite-memory-episode", "sqlite-memory-extract"]  # "ok" is skipped
     assert (result.status, result.counts["episodes"]) == ("updated", 1)
+
+
+def test_protocol_shaped_calls(make: Factory) -> None:
+    """What a harness adapter needs: duck-typed turns, per-call strategy, excluded ids, bm25 scores, record fields."""
+
+    class HarnessTurn:
+        def __init__(self, kind: str, text: str) -> None:
+            self.kind, self.text = kind, text
+
+    model = ScriptedModel.of([])  # any model call would raise: the heuristic strategy must not call it
+    mem = make("fixed", model=model)
+    a, b = mem.seed([{"content": "User prefers tea in the morning", "type": "user", "title": "tea", "path": "user_tea.md",
+                      "description": "drinks"},
+                     {"content": "User prefers green tea", "type": "feedback", "importance": 0.7}])
+    mem.add_turns("s", [HarnessTurn("user", "I always drink my tea without sugar, never with milk."),
+                        HarnessTurn("assistant", "Noted.")])
+    extracted = mem.extract("s", strategy="heuristic")
+    assert (extracted.status, extracted.strategy, extracted.fallback_reason) == ("completed", "heuristic", None)
+    assert extracted.touched == ("rule",)
+    assert model.calls == []
+    ranked = mem.recall("tea", 5, "bm25", excluded=[a])
+    assert ranked.strategy == "bm25"
+    assert a not in [c.memory_id for c in ranked.items]
+    assert all(c.score > 0 for c in ranked.items)
+    assert mem.dream(strategy="heuristic").strategy == "heuristic"
+    docs = {d.id: d for d in mem.documents()}
+    assert (docs[a].file_type, docs[a].description, docs[a].title) == ("user", "drinks", "tea")
+    assert docs[b].file_type == "feedback"
+    assert docs[a].source_ref.startswith("memories:")
+    assert model.calls == []

@@ -86,5 +86,5 @@ def test_cleanup_runs_at_end_of_session(make: Factory, clock: FixedClock, mode: 
     clock.advance(timedelta(hours=2, seconds=1))
     mem.add_turns("s", [{"role": "user", "content": "hi"}])
     result = mem.extract("s")
-    assert (result.status, result.reason, result.expired_removed) == ("skipped", "no_eligible_turns", 1)
+    assert (result.status, result.note, result.expired_removed) == ("completed", "no_eligible_turns", 1)
     assert [d.text for d in mem.documents()] == ["long lived"]
