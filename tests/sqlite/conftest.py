@@ -1,7 +1,10 @@
-"""Fixtures for the SQLite memory: a factory of ``SqliteMemory`` instances on a fixed clock in ``tmp_path``."""
+"""Fixtures for the SQLite memory: a factory of ``SqliteMemory`` instances on a fixed clock in a scratch dir."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +18,21 @@ from memory_core.sqlite import Quirks, SqliteMemory
 
 T0 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
 Factory = Callable[..., SqliteMemory]
+FAST_DIR = Path("/dev/shm")
+
+
+def scratch_dir() -> Path:
+    """A fresh directory on tmpfs when there is one (SQLite opens and fsyncs are ~5x cheaper), else the temp dir."""
+    base = FAST_DIR if FAST_DIR.is_dir() and os.access(FAST_DIR, os.W_OK) else None
+    return Path(tempfile.mkdtemp(prefix="sqlite-mem-", dir=base))
+
+
+@pytest.fixture
+def db_dir(tmp_path: Path) -> Iterator[Path]:
+    """Where test databases live; removed afterwards."""
+    path = scratch_dir()
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -23,13 +41,13 @@ def clock() -> FixedClock:
 
 
 @pytest.fixture
-def make(tmp_path: Path, clock: FixedClock) -> Iterator[Factory]:
+def make(db_dir: Path, clock: FixedClock) -> Iterator[Factory]:
     """``make(mode_or_quirks="fixed", model=None, name="m", **kwargs)`` → an open ``SqliteMemory``."""
     opened: list[SqliteMemory] = []
 
     def factory(quirks: Quirks | str = "fixed", model: Model | None = None, name: str = "m", **kwargs: Any) -> SqliteMemory:
         q = Quirks.parse(quirks) if isinstance(quirks, str) else quirks
-        mem = SqliteMemory(tmp_path / f"{name}.db", clock, model, q, **kwargs)
+        mem = SqliteMemory(db_dir / f"{name}.db", clock, model, q, **kwargs)
         opened.append(mem)
         return mem
 

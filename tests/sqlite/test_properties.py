@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import tempfile
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -10,7 +12,7 @@ from hypothesis import strategies as st
 
 from memory_core.clock import FixedClock
 from memory_core.sqlite import Quirks, SqliteMemory
-from tests.sqlite.conftest import T0
+from tests.sqlite.conftest import T0, scratch_dir
 
 modes = st.sampled_from(["seed", "fixed"])
 texts = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=80)
@@ -19,14 +21,23 @@ punct = st.text("?!.,;:'\"-+*()[]{}^~\\/%_@#& ", max_size=4)
 bounded = settings(max_examples=10, deadline=None)
 
 
-def _open(tmp: str, mode: str) -> SqliteMemory:
-    return SqliteMemory(Path(tmp) / "p.db", FixedClock(T0), quirks=Quirks.parse(mode))
+@contextmanager
+def _scratch() -> Iterator[Path]:
+    path = scratch_dir()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _open(tmp: Path, mode: str) -> SqliteMemory:
+    return SqliteMemory(tmp / "p.db", FixedClock(T0), quirks=Quirks.parse(mode))
 
 
 @bounded
 @given(modes, st.lists(texts, min_size=1, max_size=6), texts)
 def test_any_content_and_query_never_raise_and_never_lose_rows(mode: str, contents: list[str], query: str) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    with _scratch() as tmp:
         mem = _open(tmp, mode)
         stored = [c for c in contents if c.strip()]
         mem.seed([{"content": c, "importance": 0.7} for c in stored])
@@ -41,7 +52,7 @@ def test_any_content_and_query_never_raise_and_never_lose_rows(mode: str, conten
 @bounded
 @given(words, punct, punct, st.lists(words, max_size=4))
 def test_fixed_mode_finds_a_word_whatever_the_punctuation(word: str, before: str, after: str, others: list[str]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    with _scratch() as tmp:
         mem = _open(tmp, "fixed")
         (mid,) = mem.seed([{"content": f"note about {word} here"}])
         mem.seed([{"content": f"other {o}"} for o in others if word not in o])
@@ -53,7 +64,7 @@ def test_fixed_mode_finds_a_word_whatever_the_punctuation(word: str, before: str
 @bounded
 @given(modes, st.lists(st.tuples(st.sampled_from(["a1", "a2", "a3"]), words), min_size=1, max_size=8))
 def test_rewrites_keep_the_fts_index_in_sync_when_fixed(mode: str, writes: list[tuple[str, str]]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    with _scratch() as tmp:
         mem = _open(tmp, mode)
         for memory_id, word in writes:
             mem.seed([{"id": memory_id, "content": f"value {word}"}])
@@ -68,7 +79,7 @@ def test_rewrites_keep_the_fts_index_in_sync_when_fixed(mode: str, writes: list[
 def test_dream_never_empties_a_cluster_and_converges(mode: str, contents: list[list[str]]) -> None:
     """Clustering compares only against a cluster's first member (not transitive, spec §5.3), so a second dream may
     still merge; but every dream keeps one member per cluster and repeated dreams reach a fixed point."""
-    with tempfile.TemporaryDirectory() as tmp:
+    with _scratch() as tmp:
         mem = _open(tmp, mode)
         mem.seed([{"content": " ".join(c), "importance": 0.6} for c in contents])
         sizes = [len(mem.documents())]
