@@ -12,7 +12,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -150,14 +150,19 @@ class Database:
         except (OSError, sqlite3.Error) as exc:
             raise SqliteMemoryError(f"{self.path}: cannot open database: {exc}") from exc
         self.conn.row_factory = sqlite3.Row
-        with self.guard("open"):
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-            self.conn.executescript(_SCHEMA)
-            self._ensure_fts()
-            self.conn.execute("INSERT OR REPLACE INTO _schema_meta(key, value) VALUES ('version', ?)", (str(SCHEMA_VERSION),))
-            self.conn.commit()
+        try:
+            with self.guard("open"):
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+                self.conn.executescript(_SCHEMA)
+                self._ensure_fts()
+                self.conn.execute("INSERT OR REPLACE INTO _schema_meta(key, value) VALUES ('version', ?)",
+                                  (str(SCHEMA_VERSION),))
+                self.conn.commit()
+        except SqliteMemoryError:
+            self.conn.close()
+            raise
 
     def _ensure_fts(self) -> None:
         stored = self.conn.execute("SELECT value FROM _schema_meta WHERE key='fts_tokenizer'").fetchone()
@@ -175,7 +180,8 @@ class Database:
             try:
                 yield self.conn
             except sqlite3.Error as exc:
-                self.conn.rollback()
+                with suppress(sqlite3.Error):
+                    self.conn.rollback()
                 raise SqliteMemoryError(f"{self.path}: {action} failed: {exc}") from exc
 
     def close(self) -> None:
@@ -209,8 +215,10 @@ class Database:
         """
         now = self.now()
         row = {**_DEFAULTS, **{k: v for k, v in memory.items() if k in MEMORY_COLUMNS}}
-        row.setdefault("id", self.new_id())
-        row.setdefault("created_at", now)
+        if not row.get("id"):
+            row["id"] = self.new_id()
+        if not row.get("created_at"):
+            row["created_at"] = now
         if not keep_timestamps or not row.get("updated_at"):
             row["updated_at"] = now
         values = [_encode(c, row[c]) for c in MEMORY_COLUMNS]

@@ -26,12 +26,16 @@ from memory_core.sqlite.retrieval import (
     typed_search,
 )
 from memory_core.sqlite.session import ExtractResult, Sessions, Turn, run_extractor
+from memory_core.sqlite.tables import search_turns
 
 STRATEGIES: Final = ("heuristic", "model", "bm25")
 """``heuristic``: rule decomposition; ``model``: LLM decomposition; ``bm25``: path B alone (FTS, bm25 order)."""
 PATHS: Final = ("candidates", "typed", "cascade")
 FORGET_MAX_DELETE: Final = 50
 FORGET_HARD_CAP: Final = 200
+FORGET_WORDS: Final = frozenset({"forget", "remove", "delete", "erase", "drop", "please", "about", "memory", "memories",
+                                 "remember", "remembering", "stop", "anything", "everything", "know", "that", "my"})
+"""Request words the fixed forget matcher drops before requiring every remaining keyword."""
 TYPE_ALIASES: Final = {"user": "preference", "feedback": "rule", "project": "fact", "reference": "fact"}
 """File-core memory types → v2 types, for records seeded from the portable scenarios."""
 FILE_TYPES: Final = {"preference": "user", "persona_trait": "user", "rule": "feedback", "error": "feedback",
@@ -314,7 +318,7 @@ class SqliteMemory:
         if self.quirks.q2_fts_sanitiser:
             hits = search_semantic(self.db, query, limit, memory_type)
         else:
-            keywords = [k for k in decompose_rules(query).keywords if k.strip()]
+            keywords = [k for k in decompose_rules(query).keywords if k.strip() and k.lower() not in FORGET_WORDS]
             hits = search_semantic(self.db, " ".join(keywords), limit, memory_type, join="AND") if keywords else []
         candidates = tuple(str(h.row["id"]) for h in hits)
         removed = () if dry_run else tuple(i for i in candidates if self.db.delete_memory(i))
@@ -348,6 +352,13 @@ class SqliteMemory:
     def user_profile_text(self) -> str:
         """The rendered ``USER.md`` or ``""``."""
         return read_index(self.identity_dir / "USER.md")
+
+    def search_traces(self, keyword: str, *, session_id: str | None = None, max_results: int = 10,
+                      days_back: int = 7) -> list[dict[str, Any]]:
+        """``search_conversation_traces`` source 1 (spec §4.6): turns within ``days_back``, newest first."""
+        if not keyword.strip():
+            raise ValueError("search_traces needs a non-empty keyword")
+        return search_turns(self.db, keyword, days_back=days_back, session_id=session_id, max_results=max_results)
 
     def fts_integrity(self) -> str | None:
         """None when the FTS index matches ``memories`` (FTS5 ``integrity-check``), else SQLite's message."""

@@ -115,6 +115,9 @@ class Sessions:
     def record(self, session_id: str, turn: Turn) -> int:
         """Store a turn (index = offset + position) and keep the last 10 messages; returns the turn index."""
         state = self._state(session_id)
+        new_exchange = turn.role == "user" and bool(state.pending) and state.pending[-1][1].role != "user"
+        if self.db.quirks.q12_session_per_exchange and new_exchange:
+            self.recent = []  # Q12: the agent's start_session on the next message clears _recent_messages
         index = state.offset + len(state.pending)
         save_turn(self.db, session_id, index, turn.role, turn.content, turn.tool_calls, turn.tool_results)
         state.pending.append((index, turn, self.db.now()))
@@ -172,7 +175,7 @@ class Sessions:
             if not self.db.quirks.q11_turns_extracted_twice:  # fix: spec §7 Q11 — the dream skips handled turns
                 mark_extracted(self.db, session_id, [i for i, _, _ in segment])
             expired += self.db.cleanup_expired()
-        state.pending.clear()
+        del self.states[session_id]  # end_session: the next turn starts a new session (offset = MAX(turn_index)+1)
         strategy = "model" if strategies == {"model"} else "heuristic"
         return ExtractResult(session_id, "completed", None if attempts else "no_eligible_turns", strategy,
                              reasons[0] if reasons else None, tuple(dict.fromkeys(ids)), inserted, merged, attempts,

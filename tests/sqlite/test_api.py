@@ -194,3 +194,20 @@ def test_protocol_shaped_calls(make: Factory) -> None:
     assert docs[b].file_type == "feedback"
     assert docs[a].source_ref.startswith("memories:")
     assert model.calls == []
+
+
+def test_forget_request_words_are_not_required_when_fixed(make: Factory) -> None:
+    mem = make("fixed")
+    tea, _ = mem.seed([{"content": "User likes green tea"}, {"content": "User likes black coffee"}])
+    assert mem.forget("Please forget that I like green tea").removed == (tea,)
+    assert [d.text for d in mem.documents()] == ["User likes black coffee"]
+
+
+@pytest.mark.parametrize("mode", ["seed", "fixed"])
+def test_turn_indices_continue_across_sessions_of_the_same_id(make: Factory, mode: str) -> None:
+    mem = make(mode)
+    assert mem.add_turns("s", [{"role": "user", "content": "first"}, {"role": "assistant", "content": "one"}]) == [0, 1]
+    mem.extract("s")
+    assert mem.add_turns("s", [{"role": "user", "content": "second"}]) == [2]
+    rows = mem.db.conn.execute("SELECT turn_index, content FROM conversation_turns ORDER BY turn_index").fetchall()
+    assert [tuple(r) for r in rows] == [(0, "first"), (1, "one"), (2, "second")]

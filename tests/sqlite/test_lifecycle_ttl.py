@@ -88,3 +88,14 @@ def test_cleanup_runs_at_end_of_session(make: Factory, clock: FixedClock, mode: 
     result = mem.extract("s")
     assert (result.status, result.note, result.expired_removed) == ("completed", "no_eligible_turns", 1)
     assert [d.text for d in mem.documents()] == ["long lived"]
+
+
+def test_trace_search_days_back_window(make: Factory, clock: FixedClock) -> None:
+    mem = make("fixed")
+    mem.add_turns("old", [{"role": "user", "content": "deploy the payments service"}])
+    clock.advance(timedelta(days=7, seconds=1))
+    mem.add_turns("new", [{"role": "user", "content": "deploy the search service"}])
+    assert [r["session_id"] for r in mem.search_traces("deploy")] == ["new"]
+    assert [r["session_id"] for r in mem.search_traces("deploy", days_back=8)] == ["new", "old"]
+    with pytest.raises(ValueError, match="keyword"):
+        mem.search_traces("  ")
