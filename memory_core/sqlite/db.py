@@ -327,6 +327,8 @@ class Database:
         with self._lock:
             try:
                 self.conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
+            except (sqlite3.ProgrammingError, sqlite3.OperationalError) as exc:  # closed, locked: not an index verdict
+                raise SqliteMemoryError(f"{self.path}: integrity check failed: {exc}") from exc
             except sqlite3.DatabaseError as exc:
                 return str(exc)
         return None

@@ -20,6 +20,8 @@ EXTRACT_TIMEOUT_S: Final = 30.0
 EXTRACT_SCHEMA: Final = {"type": "object", "properties": {"items": {"type": "array"}}, "required": ["items"]}
 MAX_CONTENT_CHARS: Final = 2000
 """Port guard for oversized items (the seed has none): longer content is cut, never rejected."""
+MAX_ITEMS: Final = 20
+"""Port guard: the prompt asks for at most 3 items and the seed's parser enforces nothing; a runaway reply is cut."""
 DURATIONS: Final[Mapping[str, timedelta | None]] = {
     "permanent": None, "7d": timedelta(days=7), "24h": timedelta(hours=24), "session": timedelta(hours=2)}
 PRIORITY_TTL: Final[Mapping[str, timedelta | None]] = {
@@ -97,7 +99,7 @@ def parse_items(text: str, data: Mapping[str, Any] | None, *, none_substring: bo
             continue  # fix: spec §7 Q9 — skip only the bad item
         if item is not None:
             items.append(item)
-    return items
+    return items[:MAX_ITEMS]
 
 
 def tool_context(tool_calls: Sequence[Mapping[str, Any]],

@@ -149,7 +149,10 @@ class SqliteMemory:
             origin = str(record.get("type") or "fact").lower()
             kind = TYPE_ALIASES.get(origin, origin if origin in TYPES else "fact")
             meta = {"origin_type": origin, **{k: record[k] for k in ("description", "path", "facts") if record.get(k)}}
-            importance = float(record.get("importance", record.get("importance_score", 0.5)))
+            try:
+                importance = float(record.get("importance", record.get("importance_score", 0.5)))
+            except (TypeError, ValueError):
+                raise ValueError(f"seed record {content[:40]!r}: importance must be a number") from None
             priority = str(record.get("priority") or ("permanent" if importance >= 0.8 else
                                                        "long_term" if importance >= 0.6 else "short_term"))
             expires = _stamp(record.get("expires_at"))

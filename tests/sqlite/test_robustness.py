@@ -11,7 +11,7 @@ from memory_core.clock import FixedClock
 from memory_core.errors import ModelError
 from memory_core.model import ScriptedModel
 from memory_core.sqlite import Quirks, SqliteMemory, SqliteMemoryError
-from memory_core.sqlite.extraction import MAX_CONTENT_CHARS
+from memory_core.sqlite.extraction import MAX_CONTENT_CHARS, MAX_ITEMS
 from tests.sqlite.conftest import Factory
 
 TURN = "I always deploy my services with Docker compose on the staging box."
@@ -128,4 +128,22 @@ def test_bad_turns_and_records_are_value_errors(make: Factory) -> None:
         mem.seed([{"content": 42}])
     with pytest.raises(ValueError, match="strategy"):
         mem.recall("x", 5, "telepathy")
+    with pytest.raises(ValueError, match="importance must be a number"):
+        mem.seed([{"content": "fine text", "importance": "very"}])
     assert mem.documents() == []
+
+
+def test_runaway_item_lists_are_cut(make: Factory) -> None:
+    items = [{"type": "FACT", "content": f"fact number {i} about the build", "importance": 0.5} for i in range(500)]
+    mem = make("fixed", model=ScriptedModel.of([{"items": items}, {"summary": "s"}]))
+    mem.add_turns("s", [{"role": "user", "content": TURN}])
+    assert mem.extract("s").inserted == MAX_ITEMS
+
+
+def test_closed_database_is_a_clear_error(make: Factory) -> None:
+    mem = make("fixed")
+    mem.close()
+    with pytest.raises(SqliteMemoryError, match=r"m\.db"):
+        mem.documents()
+    with pytest.raises(SqliteMemoryError, match=r"m\.db"):
+        mem.fts_integrity()
