@@ -211,3 +211,14 @@ def test_turn_indices_continue_across_sessions_of_the_same_id(make: Factory, mod
     assert mem.add_turns("s", [{"role": "user", "content": "second"}]) == [2]
     rows = mem.db.conn.execute("SELECT turn_index, content FROM conversation_turns ORDER BY turn_index").fetchall()
     assert [tuple(r) for r in rows] == [(0, "first"), (1, "one"), (2, "second")]
+
+
+def test_package_house_rules() -> None:
+    """No module over 400 lines; only the injected clock tells time (the file-core checks, applied to this package)."""
+    for path in (PACKAGE / "sqlite").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert len(text.splitlines()) <= 400, path.name
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Attribute) and node.attr in {"now", "time", "utcnow", "today"}:
+                base = node.value
+                assert not (isinstance(base, ast.Name) and base.id in {"datetime", "time", "date"}), f"{path.name}:{node.lineno}"
