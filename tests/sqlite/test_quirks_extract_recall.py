@@ -124,3 +124,12 @@ def test_q26_episode_entities_match_too_broadly(make: Factory, q26: bool) -> Non
     result = mem.recall("what is the weather like", 5, recent_messages=[])
     assert [c.source_type for c in result.items] == (["episode"] if q26 else [])
     assert ("the" in episode_entities("what is the weather like", broad=q26)) == q26
+
+
+@pytest.mark.parametrize("q12", [True, False])
+def test_q12_each_exchange_clears_the_recent_messages(make: Factory, q12: bool) -> None:
+    mem = make(Quirks.fixed().but(q12_session_per_exchange=q12))
+    mem.add_turns("s", [{"role": "user", "content": "first question"}, {"role": "assistant", "content": "first answer"},
+                        {"role": "user", "content": "second question"}])
+    recent = [m["content"] for m in mem.sessions.recent]
+    assert recent == (["second question"] if q12 else ["first question", "first answer", "second question"])
