@@ -128,3 +128,14 @@ def test_q22_like_wildcards(make: Factory, mode: str) -> None:
     hits = {r["turn_index"] for r in search_turns(mem.db, "50%")}
     names = {r["turn_index"] for r in search_turns(mem.db, "file_name")}
     assert (hits, names) == (({0, 1}, {2, 3}) if mode == "seed" else ({1}, {2}))
+
+
+@pytest.mark.parametrize("mode", ["seed", "fixed"])
+def test_q5_orphan_fts_row_matches_a_later_row_that_reuses_its_rowid(make: Factory, mode: str) -> None:
+    mem = make(mode)
+    mem.seed([{"id": "m1", "content": "alpha original wording"}])
+    mem.seed([{"id": "m1", "content": "beta replacement wording"}])
+    assert mem.forget("beta").removed == ("m1",)
+    (gamma,) = mem.seed([{"content": "gamma unrelated note"}])
+    hits = [c.memory_id for c in mem.recall("alpha", 5, path="typed").items]
+    assert hits == ([gamma] if mode == "seed" else [])
