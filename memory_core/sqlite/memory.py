@@ -179,8 +179,8 @@ class SqliteMemory:
         return self.db.save_memory({"content": text, "type": kind, "priority": priority, "importance_score": importance,
                                     "tags": [kind], "source": "manual", "expires_at": retention(self.db, None, priority)})
 
-    def add_turns(self, session_id: str, turns: Sequence[Turn | Mapping[str, Any]]) -> list[int]:
-        """Record turns of a session (``start_session`` on a new id); returns their turn indices."""
+    def add_turns(self, session_id: str, turns: Sequence[object]) -> list[int]:
+        """Record turns of a session (``start_session`` on a new id): ``Turn``s, mappings or objects with ``kind``/``text``."""
         parsed = [Turn.of(t) for t in turns]
         return [self.sessions.record(session_id, t) for t in parsed]
 
