@@ -1,0 +1,182 @@
+"""Sessions of turns and real-time extraction (spec §3.1, §3.2, §3.8), run inline so replays are deterministic."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from memory_core.errors import ModelError
+from memory_core.model import Model
+from memory_core.sqlite.db import Database
+from memory_core.sqlite.episodes import generate_episode
+from memory_core.sqlite.extraction import extract_legacy, extract_with_model, save_item
+from memory_core.sqlite.lifecycle import Attempt
+from memory_core.sqlite.tables import enqueue, mark_extracted, next_turn_index, save_turn
+
+MIN_TURN_CHARS: Final = 30
+MAX_PER_SESSION: Final = 5
+MIN_EXTRACT_CHARS: Final = 10
+RECENT_MESSAGES: Final = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One conversation turn as the harness gives it."""
+
+    role: str
+    content: str
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
+    tool_results: tuple[Mapping[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, raw: object) -> Turn:
+        """Accept a ``Turn``, a mapping with ``role``/``content`` (or ``kind``/``text``) and optional tool lists, or
+        any object with ``role``/``kind`` and ``content``/``text`` attributes (e.g. the harness's ``Turn``)."""
+        if isinstance(raw, Turn):
+            return raw
+        if isinstance(raw, Mapping):
+            role, content = raw.get("role", raw.get("kind")), raw.get("content", raw.get("text"))
+            calls, results = raw.get("tool_calls") or (), raw.get("tool_results") or ()
+        else:
+            role, content = getattr(raw, "role", getattr(raw, "kind", None)), getattr(raw, "content", getattr(raw, "text", None))
+            calls, results = (), ()
+        if not isinstance(role, str) or not isinstance(content, str):
+            raise ValueError(f"a turn needs a string 'role' (or 'kind') and 'content' (or 'text'), got {raw!r:.120}")
+        return cls(role, content, tuple(calls), tuple(results))
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractResult:
+    """What one ``extract(session)`` did."""
+
+    session_id: str
+    status: str
+    """``completed`` (the seed has no skip or failure status: model failures fall back to the legacy extractor)."""
+    note: str | None = None
+    """Why nothing was attempted: ``no_turns`` | ``no_eligible_turns`` (guards: user, ≥ 30 characters, ≤ 5)."""
+    strategy: str = "heuristic"
+    fallback_reason: str | None = None
+    memory_ids: tuple[str, ...] = ()
+    inserted: int = 0
+    merged: int = 0
+    attempts: int = 0
+    episodes: tuple[str, ...] = ()
+    expired_removed: int = 0
+    enqueued: int = 0
+    touched: tuple[str, ...] = ()
+    """Memory types written (v2 names), sorted."""
+
+
+@dataclass(slots=True)
+class SessionState:
+    """One session's turns not yet handled by ``extract`` and its extraction counter."""
+
+    offset: int
+    pending: list[tuple[int, Turn, str]] = field(default_factory=list)
+    """(turn_index, turn, timestamp)."""
+    extraction_count: int = 0
+
+
+def run_extractor(model: Model | None, role: str, content: str, tool_calls: Sequence[Mapping[str, Any]] = (),
+                  tool_results: Sequence[Mapping[str, Any]] = (), *, db: Database) -> tuple[Attempt, bool]:
+    """The model path, or the legacy keyword extractor when there is no model or it fails (with the reason).
+
+    Returns (attempt, whether the model failed). The extractor's own guard comes first: a turn shorter than 10
+    characters (stripped) without tool calls gives nothing and costs no model call.
+    """
+    if len(content.strip()) < MIN_EXTRACT_CHARS and not tool_calls:
+        return Attempt((), "model" if model is not None else "heuristic"), False
+    if model is None:
+        return Attempt(tuple(extract_legacy(content) if role == "user" else ()), "heuristic"), False
+    try:
+        items = extract_with_model(model, role, content, tool_calls, tool_results,
+                                   none_substring=db.quirks.q9_none_substring,
+                                   bad_item_drops_batch=db.quirks.q9_importance_drops_batch)
+        return Attempt(tuple(items), "model"), False
+    except ModelError as exc:
+        return Attempt(tuple(extract_legacy(content) if role == "user" else ()), "heuristic", exc.reason), True
+
+
+class Sessions:
+    """``start_session`` / ``record_turn`` / ``end_session`` with the §3.2 guards, per session id."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.states: dict[str, SessionState] = {}
+        self.recent: list[dict[str, str]] = []
+
+    def _state(self, session_id: str) -> SessionState:
+        if session_id not in self.states:
+            self.states[session_id] = SessionState(next_turn_index(self.db, session_id))
+            self.recent = []
+        return self.states[session_id]
+
+    def record(self, session_id: str, turn: Turn) -> int:
+        """Store a turn (index = offset + position) and keep the last 10 messages; returns the turn index."""
+        state = self._state(session_id)
+        new_exchange = turn.role == "user" and bool(state.pending) and state.pending[-1][1].role != "user"
+        if self.db.quirks.q12_session_per_exchange and new_exchange:
+            self.recent = []  # Q12: the agent's start_session on the next message clears _recent_messages
+        index = state.offset + len(state.pending)
+        save_turn(self.db, session_id, index, turn.role, turn.content, turn.tool_calls, turn.tool_results)
+        state.pending.append((index, turn, self.db.now()))
+        self.recent = [*self.recent, {"role": turn.role, "content": turn.content}][-RECENT_MESSAGES:]
+        return index
+
+    def _segments(self, pending: Sequence[tuple[int, Turn, str]]) -> list[list[tuple[int, Turn, str]]]:
+        if not self.db.quirks.q12_session_per_exchange:
+            return [list(pending)] if pending else []
+        segments: list[list[tuple[int, Turn, str]]] = []
+        for entry in pending:  # the agent ends the session after each reply: a user turn after a reply starts anew
+            if not segments or (entry[1].role == "user" and segments[-1][-1][1].role != "user"):
+                segments.append([])
+            segments[-1].append(entry)
+        return segments
+
+    def extract(self, session_id: str, model: Model | None) -> ExtractResult:
+        """Real-time extraction of the pending user turns, then end of session: episode and ``cleanup_expired``."""
+        state = self.states.get(session_id)
+        if state is None or not state.pending:
+            return ExtractResult(session_id, "completed", "no_turns", "model" if model is not None else "heuristic")
+        ids: list[str] = []
+        types: set[str] = set()
+        inserted = merged = attempts = enqueued = expired = 0
+        strategies: set[str] = set()
+        reasons: list[str] = []
+        episodes: list[str] = []
+        for segment in self._segments(state.pending):
+            if self.db.quirks.q12_session_per_exchange:
+                state.extraction_count = 0  # Q12: start_session resets the counter on every exchange
+            for index, turn, _ in segment:
+                if turn.role != "user" or len(turn.content) < MIN_TURN_CHARS or state.extraction_count >= MAX_PER_SESSION:
+                    continue
+                state.extraction_count += 1  # counted when scheduled, not when it succeeds
+                attempts += 1
+                attempt, failed = run_extractor(model, "user", turn.content, turn.tool_calls, turn.tool_results,
+                                                db=self.db)
+                strategies.add(attempt.strategy)
+                reasons += [attempt.fallback_reason] if attempt.fallback_reason else []
+                if failed and not self.db.quirks.q9_failure_not_enqueued:  # fix: spec §7 Q9 — retry it at dream time
+                    enqueued += enqueue(self.db, session_id, index, turn.content)
+                for item in attempt.items:
+                    memory_id, action = save_item(self.db, item, daily=False)
+                    ids.append(memory_id)
+                    saved = self.db.get_memory(memory_id)
+                    types.update([str(saved["type"])] if saved else [])
+                    inserted += action == "inserted"
+                    merged += action == "merged"
+            rows = [{"role": t.role, "content": t.content, "timestamp": ts,
+                     "tool_calls": [dict(c) for c in t.tool_calls]} for _, t, ts in segment]
+            episode_id, strategy, reason = generate_episode(self.db, model, rows, session_id, "session_end")
+            episodes.append(episode_id)
+            reasons += [reason] if reason else []
+            strategies.add(strategy)
+            if not self.db.quirks.q11_turns_extracted_twice:  # fix: spec §7 Q11 — the dream skips handled turns
+                mark_extracted(self.db, session_id, [i for i, _, _ in segment])
+            expired += self.db.cleanup_expired()
+        del self.states[session_id]  # end_session: the next turn starts a new session (offset = MAX(turn_index)+1)
+        strategy = "model" if strategies == {"model"} else "heuristic"
+        return ExtractResult(session_id, "completed", None if attempts else "no_eligible_turns", strategy,
+                             reasons[0] if reasons else None, tuple(dict.fromkeys(ids)), inserted, merged, attempts,
+                             tuple(episodes), expired, enqueued, tuple(sorted(types)))
