@@ -63,6 +63,7 @@ class ExampleSystem:
 
     capabilities: frozenset[Capability] = frozenset({Capability.DREAM})
     recall_limit: int = 5
+    name: str = "example"
     records: dict[str, _Record] = field(default_factory=dict)
     turns: dict[str, list[Turn]] = field(default_factory=dict)
     processed: dict[str, int] = field(default_factory=dict)

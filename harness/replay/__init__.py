@@ -21,8 +21,10 @@ from harness.replay._protocol import (
     MemorySystem,
     RecallResult,
     RecordEntry,
+    SystemChecks,
     SystemFactory,
     capabilities_of,
+    system_name,
 )
 from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
 from harness.replay._reference import ReferenceSystem, reference_factory
@@ -65,6 +67,7 @@ __all__ = [
     "RunConfig",
     "ScenarioResult",
     "SuiteRun",
+    "SystemChecks",
     "SystemFactory",
     "TokenUsage",
     "Worker",
@@ -85,4 +88,5 @@ __all__ = [
     "select_shard",
     "step_needs",
     "strategies_for",
+    "system_name",
 ]

@@ -41,6 +41,8 @@ class Capability(StrEnum):
     """Reporting files written outside the memory root (``no_stray_files``)."""
     RECALL_PROMPT = "recall_prompt"
     """Recall returns the prompt block it would inject (``prompt_contains``)."""
+    SYSTEM_CHECKS = "system_checks"
+    """System-specific checks by name (``check: {system: {name: expected}}``) via ``system_check``."""
 
 
 ALL_CAPABILITIES: Final = frozenset(Capability)
@@ -181,6 +183,14 @@ class MemorySystem(Protocol):
         ...
 
 
+class SystemChecks(Protocol):
+    """Capability ``system_checks``."""
+
+    def system_check(self, name: str, expected: str | int | float | bool) -> str | None:  # noqa: FBT001
+        """None when the named check holds, else what is wrong (one line). Unknown names must say so."""
+        ...
+
+
 class FileIndexSystem(MemorySystem, Protocol):
     """Capability ``file_index`` (and friends): the index and the file system around it."""
 
@@ -208,6 +218,12 @@ None); ``events`` has ``emit(event)`` (telemetry)."""
 
 SPEC_RECALL_LIMIT: Final = 5
 """What a system that declares no ``recall_limit`` is held to (qwen spec §7: at most 5 memories)."""
+
+
+def system_name(system: object) -> str:
+    """The name a system declares (``name``), matched against a scenario's ``systems`` list."""
+    value = getattr(system, "name", "")
+    return value if isinstance(value, str) else ""
 
 
 def declared_recall_limit(system: object) -> int:

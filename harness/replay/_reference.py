@@ -73,7 +73,8 @@ class ReferenceSystem:
     _dream: DreamScheduler = field(init=False)
     _cache: DocCache = field(default_factory=DocCache)
     _rankers: dict[str, Ranker] = field(default_factory=dict)
-    capabilities: frozenset[Capability] = ALL_CAPABILITIES
+    capabilities: frozenset[Capability] = ALL_CAPABILITIES - {Capability.SYSTEM_CHECKS}
+    name: str = "reference"
     recall_limit: int = 5
     """Spec §7.1: at most 5 memories. Stated here from the spec, never read from memory_core's constant, so a
     changed constant in the core is caught by every probe that checks the bound."""

@@ -18,7 +18,14 @@ from harness.errors import HarnessError
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
-from harness.replay._protocol import Capability, MemorySystem, SystemFactory, capabilities_of, declared_recall_limit
+from harness.replay._protocol import (
+    Capability,
+    MemorySystem,
+    SystemFactory,
+    capabilities_of,
+    declared_recall_limit,
+    system_name,
+)
 from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult
 from harness.replay._reference import reference_factory
 from harness.scenario import (
@@ -66,6 +73,8 @@ def step_needs(step: Step) -> list[tuple[Capability, str]]:
             needs.append((Capability.FILE_PATHS, "files_present/files_absent"))
         if step.no_stray_files:
             needs.append((Capability.STRAY_FILES, "no_stray_files"))
+        if step.system:
+            needs.append((Capability.SYSTEM_CHECKS, "system checks"))
     return needs
 
 
@@ -301,6 +310,10 @@ class _Run:
         if step.no_stray_files and Capability.STRAY_FILES in self.capabilities:
             stray = self.system.stray_files()  # type: ignore[attr-defined]
             self.check(not stray, i, "check", f"files written outside the memory root: {stray}")
+        if step.system and Capability.SYSTEM_CHECKS in self.capabilities:
+            for name, expected in step.system.items():
+                problem = self.system.system_check(name, expected)  # type: ignore[attr-defined]
+                self.check(problem is None, i, "check", f"system check {name}: {problem}")
         skipped = "; ".join(f"{part} needs a capability the system lacks" for part in skipped_parts) or None
         self.probe(i, "check", covered=tuple(sorted(covered)), passed=len(self.failures) == n_before, metrics=metrics,
                    skipped=skipped)
@@ -364,7 +377,10 @@ def replay(
         run = _Run(scenario, strategy, system, clock, telemetry, counter, context, caps)
         error = None
         try:
-            if any(m.raw is not None for m in scenario.memories) and Capability.RAW_FILES not in caps:
+            name = system_name(system)
+            if scenario.systems and name not in scenario.systems:
+                skipped = f"written for system(s) {', '.join(scenario.systems)}, not {name or 'this system'}"
+            elif any(m.raw is not None for m in scenario.memories) and Capability.RAW_FILES not in caps:
                 skipped = f"seeds raw file text: needs capability {Capability.RAW_FILES.value}"
             else:
                 _seed_and_run(scenario, system, clock, run)

@@ -76,18 +76,42 @@ class SuiteRun:
     cassette_entries: int = 0
 
 
+SYSTEMS: dict[str, str] = {
+    "reference": "harness.replay._reference:reference_factory",
+    "sqlite": "harness.replay._sqlite:factory_for",
+}
+"""Built-in systems by name. ``NAME`` or ``NAME:VARIANT`` (e.g. ``sqlite:seed``); a built-in whose entry ends in
+``factory_for`` takes the variant (``factory_for(variant) -> factory``)."""
+
+
 def load_factory(spec: str | None) -> SystemFactory:
-    """Import ``module:attr`` as the system factory (default: the reference core)."""
+    """The system factory: a built-in name (``reference``, ``sqlite``, ``sqlite:seed``) or ``module:attr`` of your
+    own (default: the reference core)."""
     if not spec:
         return reference_factory
-    module, _, attr = spec.partition(":")
+    name, _, variant = spec.partition(":")
+    if name in SYSTEMS:
+        target = _import(SYSTEMS[name], spec)
+        if SYSTEMS[name].endswith(":factory_for"):
+            try:
+                return target(variant)  # type: ignore[no-any-return]
+            except ValueError as exc:
+                raise HarnessError(f"--system {spec}: {exc}") from None
+        if variant:
+            raise HarnessError(f"--system {spec}: {name} has no variants")
+        return target  # type: ignore[no-any-return]
+    return _import(spec, spec)  # type: ignore[no-any-return]
+
+
+def _import(target: str, spec: str) -> Any:
+    module, _, attr = target.partition(":")
     if os.getcwd() not in sys.path:  # `--system pkg.mod:factory` names a module of the current project, as `python -m`
         sys.path.insert(0, os.getcwd())
     try:
         factory = getattr(importlib.import_module(module), attr or "factory")
     except Exception as exc:
         raise HarnessError(f"--system {spec}: cannot import ({exc})") from None
-    return factory  # type: ignore[no-any-return]
+    return factory
 
 
 def select_shard(scenarios: Sequence[Scenario], shard: tuple[int, int] | None) -> list[Scenario]:

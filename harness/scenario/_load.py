@@ -66,7 +66,7 @@ def _keys_of(node: yaml.Node) -> list[str]:
     return [k.value for k, _ in node.value] if isinstance(node, yaml.MappingNode) else []
 
 
-_MEMORY_KEYS: Final = ("path", "name", "description", "type", "body", "facts", "age", "raw", "repeat")
+_MEMORY_KEYS: Final = ("path", "name", "description", "type", "body", "facts", "age", "raw", "repeat", "system")
 
 
 def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact]) -> list[SeedMemory]:
@@ -92,6 +92,7 @@ def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact]) -> list[
             facts=ctx.fact_ids(f["facts"], f"memories[{i}].facts", facts) if "facts" in f else (),
             age=ctx.duration(f["age"], f"memories[{i}].age") if "age" in f else timedelta(0),
             raw=ctx.text(f["raw"], f"memories[{i}].raw") if "raw" in f else None,
+            system=_system_fields(ctx, f["system"], f"memories[{i}].system") if "system" in f else {},
         )
         repeat = ctx.integer(f["repeat"], f"memories[{i}].repeat", minimum=1) if "repeat" in f else None
         if repeat is None:
@@ -234,7 +235,18 @@ def _recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]
 
 
 _CHECK_KEYS: Final = ("facts_present", "facts_absent", "index_within_limits", "max_entries_per_fact", "files_present",
-                      "files_absent", "index_contains", "index_lines", "no_stray_files", "loaded_index_contains")
+                      "files_absent", "index_contains", "index_lines", "no_stray_files", "loaded_index_contains", "system")
+
+
+def _system_fields(ctx: NodeReader, node: yaml.Node, field: str) -> dict[str, str | int | float | bool]:
+    """A mapping of names to scalars, passed to the system under test untouched."""
+    out: dict[str, str | int | float | bool] = {}
+    for key, value in ctx.mapping(node, field, _keys_of(node)).items():
+        scalar = ctx.scalar(value, f"{field}.{key}")
+        if not isinstance(scalar, (str, int, float, bool)):
+            raise ctx.fail(value, f"{field}.{key}", f"expected text, a number or true/false, got {scalar!r}")
+        out[key] = scalar
+    return out
 
 
 def _check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) -> CheckStep:
@@ -259,6 +271,7 @@ def _check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact])
         index_lines=ctx.integer(c["index_lines"], f"{here}.index_lines") if "index_lines" in c else None,
         no_stray_files=ctx.boolean(c["no_stray_files"], f"{here}.no_stray_files") if "no_stray_files" in c else False,
         loaded_index_contains=texts("loaded_index_contains"),
+        system=_system_fields(ctx, c["system"], f"{here}.system") if "system" in c else {},
     )
 
 
@@ -267,7 +280,7 @@ def _is_null(node: yaml.Node) -> bool:
 
 
 TOP_KEYS: Final = ("id", "description", "tags", "clock", "facts", "memories", "steps", "strategy_overrides", "strategies",
-                   "scripted_model")
+                   "scripted_model", "systems")
 
 
 def _scripted(ctx: NodeReader, node: yaml.Node) -> tuple[Any, ...]:
@@ -333,6 +346,7 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         strategy_overrides=overrides,
         strategies=strategies,
         scripted_model=_scripted(ctx, top["scripted_model"]) if "scripted_model" in top else None,
+        systems=ctx.strings(top["systems"], "systems") if "systems" in top else (),
     )
 
 

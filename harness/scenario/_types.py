@@ -35,6 +35,8 @@ class SeedMemory:
     age: timedelta = timedelta(0)
     raw: str | None = None
     """Exact file text (for malformed or CRLF files); overrides name/description/type/body."""
+    system: dict[str, str | int | float | bool] = field(default_factory=dict)
+    """System-specific seed fields passed through untouched (e.g. the SQLite memory's importance or duration)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +135,8 @@ class CheckStep:
     """No file may exist outside the memory root and its state files."""
     loaded_index_contains: tuple[str, ...] = ()
     """Texts the index must contain as loaded into the system prompt (load-time truncation, spec §4.3)."""
+    system: dict[str, str | int | float | bool] = field(default_factory=dict)
+    """System-specific checks by name (capability ``system_checks``; e.g. ``fts_integrity: true``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +165,8 @@ class Scenario:
     strategy_overrides: dict[int, str] = field(default_factory=dict)
     strategies: tuple[str, ...] = ()
     """Run only these strategies (empty: every strategy of the run)."""
+    systems: tuple[str, ...] = ()
+    """Run only against these systems (by the name a system declares); empty: any system."""
     scripted_model: tuple[Any, ...] | None = None
     """Replies of a scripted model used instead of the cassette for the ``model`` strategy (fallback tests)."""
 
