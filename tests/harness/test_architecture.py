@@ -100,7 +100,7 @@ def test_portable_scenarios_pass_for_a_third_party_system_and_the_reference(syst
     assert main([*args, *(["--system", system] if system else [])], environ={}) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     counts = summary["strategies"]["heuristic"]["scenarios"]
-    assert counts["total"] == counts["passed"] >= 17
+    assert counts["total"] == counts["passed"] >= 9
     probes = [json.loads(line) for line in (tmp_path / "probes.jsonl").read_text().splitlines()]
     if system:  # what the example cannot do is skipped visibly, with the reason, never silently dropped
         skipped = [p for p in probes if p.get("skipped")]
