@@ -8,6 +8,7 @@ from harness.replay._cassette import Cassette, CassetteModel, Mode, read_meta, r
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
 from harness.replay._index import SPEC_LIMITS, IndexLimits, index_stats
 from harness.replay._models import ProbeContext, scripted_model
+from harness.replay._needs import step_needs
 from harness.replay._protocol import (
     ALL_CAPABILITIES,
     DREAM_REASONS,
@@ -28,7 +29,7 @@ from harness.replay._protocol import (
 )
 from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
 from harness.replay._reference import ReferenceSystem, reference_factory
-from harness.replay._replay import replay, step_needs
+from harness.replay._replay import replay
 from harness.replay._suite import (
     ModelSpec,
     RunConfig,

@@ -1,0 +1,41 @@
+"""Which capability each step needs (a step needing one the system lacks is skipped, with this reason)."""
+
+from __future__ import annotations
+
+from harness.replay._protocol import Capability
+from harness.replay._records import ProbeKind
+from harness.scenario import CheckStep, DreamStep, ForgetStep, LockStep, RecallStep, SessionStep, Step
+
+PROBE_KIND: dict[type, ProbeKind] = {SessionStep: "extract", DreamStep: "dream", RecallStep: "recall",
+                                      ForgetStep: "forget", CheckStep: "check", LockStep: "check"}
+
+
+def step_needs(step: Step) -> list[tuple[Capability, str]]:
+    """The capabilities a step needs, each with the part of the step that needs it."""
+    needs: list[tuple[Capability, str]] = []
+    if isinstance(step, SessionStep):
+        if step.queued_behind:
+            needs.append((Capability.EXTRACT_QUEUE, "queued_behind"))
+        if any(t.kind == "tool_write" for t in step.turns):
+            needs.append((Capability.MEMORY_TOOL, "tool_write"))
+    elif isinstance(step, DreamStep):
+        needs.append((Capability.DREAM, "dream"))
+        if step.expect_reason is not None or step.expect_status == "skipped":
+            needs.append((Capability.DREAM_GATES, "expect_reason"))
+        if step.expect_reason == "locked":
+            needs.append((Capability.LOCKS, "expect_reason: locked"))
+    elif isinstance(step, LockStep):
+        needs.append((Capability.LOCKS, "lock"))
+    elif isinstance(step, RecallStep) and step.prompt_contains:
+        needs.append((Capability.RECALL_PROMPT, "prompt_contains"))
+    elif isinstance(step, CheckStep):
+        if step.index_within_limits is not None or step.index_contains or step.index_lines is not None \
+                or step.loaded_index_contains:
+            needs.append((Capability.FILE_INDEX, "index checks"))
+        if step.files_present or step.files_absent:
+            needs.append((Capability.FILE_PATHS, "files_present/files_absent"))
+        if step.no_stray_files:
+            needs.append((Capability.STRAY_FILES, "no_stray_files"))
+        if step.system:
+            needs.append((Capability.SYSTEM_CHECKS, "system checks"))
+    return needs
