@@ -26,7 +26,7 @@ def step_needs(step: Step) -> list[tuple[Capability, str]]:
             needs.append((Capability.LOCKS, "expect_reason: locked"))
     elif isinstance(step, LockStep):
         needs.append((Capability.LOCKS, "lock"))
-    elif isinstance(step, RecallStep) and step.prompt_contains:
+    elif isinstance(step, RecallStep) and (step.prompt_contains or step.prompt_excludes):
         needs.append((Capability.RECALL_PROMPT, "prompt_contains"))
     elif isinstance(step, CheckStep):
         if step.index_within_limits is not None or step.index_contains or step.index_lines is not None \

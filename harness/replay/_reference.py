@@ -97,7 +97,9 @@ class ReferenceSystem:
         self.store.set_mtime(memory.path, to_ms(mtime))
 
     def finish_seeding(self, *, now: datetime) -> None:
-        if self.store.list():
+        # a scenario that seeds MEMORY.md itself keeps it as written (a hand-edited index); otherwise the index is
+        # rebuilt as a previous session would have left it (spec §4.2)
+        if self.store.list() and INDEX_KEY not in self.store.list():
             rebuild_index(self.store, cache=self._cache)
 
     def add_turns(self, session_id: str, turns: Sequence[Turn], *, now: datetime) -> None:

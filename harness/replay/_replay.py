@@ -214,6 +214,8 @@ class _Run:
                                       f"{key} {value} < required {minimum} for query {step.query!r}"))
         for text in step.prompt_contains:
             results.append(self.check(text in prompt, i, "recall", f"prompt block does not contain {text!r}"))
+        for text in step.prompt_excludes:
+            results.append(self.check(text not in prompt, i, "recall", f"prompt block contains {text!r}"))
         # contract checks that hold for every memory system, stated or not (spec §7.1-§7.3)
         results.append(self.check(len(selected) <= k, i, "recall", f"selected {len(selected)} memories, more than k={k}"))
         results.append(self.check(len(set(selected)) == len(selected), i, "recall",

@@ -52,7 +52,7 @@ def _step(step: Step) -> dict[str, Any]:
             r["k"] = step.k
         if step.require or step.require_by:
             r["require"] = {**step.require, **{s: dict(v) for s, v in step.require_by.items()}}
-        for key in ("prompt_contains", "forbid"):
+        for key in ("prompt_contains", "prompt_excludes", "forbid"):
             if getattr(step, key):
                 r[key] = list(getattr(step, key))
         if step.measure:

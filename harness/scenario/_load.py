@@ -187,7 +187,8 @@ def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field
     )
 
 
-_RECALL_KEYS: Final = ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "strategy",
+_RECALL_KEYS: Final = ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "prompt_excludes",
+                       "strategy",
                        "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered", "measure")
 REQUIRE_METRICS: Final = ("precision", "recall", "f1", "mrr", "ndcg", "abstention")
 
@@ -224,6 +225,7 @@ def _recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]
         measure=ctx.boolean(r["measure"], f"{here}.measure") if "measure" in r else False,
         exclude_surfaced=ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
         prompt_contains=ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
+        prompt_excludes=ctx.strings(r["prompt_excludes"], f"{here}.prompt_excludes") if "prompt_excludes" in r else (),
         strategy=ctx.string(r["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in r else None,
         expect_selected=ctx.strings(r["expect_selected"], f"{here}.expect_selected") if "expect_selected" in r else None,
         expect_strategy=ctx.string(r["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)

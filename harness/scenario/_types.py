@@ -85,6 +85,8 @@ class RecallStep:
     exclude_surfaced: bool = False
     """Exclude docs surfaced by earlier recall steps of this scenario (spec §7.1)."""
     prompt_contains: tuple[str, ...] = ()
+    prompt_excludes: tuple[str, ...] = ()
+    """Texts the prompt block must not contain (a truncated tail, a caveat that must not be there)."""
     strategy: str | None = None
     expect_selected: tuple[str, ...] | None = None
     """The exact ranked selection (relative paths), for parity checks against spec §7.3."""
@@ -109,6 +111,7 @@ class RecallStep:
             if getattr(self, name) is not None:
                 out.append(name)
         out += ["forbid"] * bool(self.forbid) + ["prompt_contains"] * bool(self.prompt_contains)
+        out += ["prompt_excludes"] * bool(self.prompt_excludes)
         return out
 
 
