@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from harness.replay._protocol import Capability
 from harness.replay._records import ProbeKind
-from harness.scenario import CheckStep, DreamStep, ForgetStep, LockStep, RecallStep, SessionStep, Step
+from harness.scenario import CheckStep, DreamStep, FaultStep, ForgetStep, LockStep, RecallStep, SessionStep, Step
 
 PROBE_KIND: dict[type, ProbeKind] = {SessionStep: "extract", DreamStep: "dream", RecallStep: "recall",
-                                      ForgetStep: "forget", CheckStep: "check", LockStep: "check"}
+                                      ForgetStep: "forget", CheckStep: "check", LockStep: "check", FaultStep: "check"}
 
 
 def step_needs(step: Step) -> list[tuple[Capability, str]]:
@@ -26,6 +26,8 @@ def step_needs(step: Step) -> list[tuple[Capability, str]]:
             needs.append((Capability.LOCKS, "expect_reason: locked"))
     elif isinstance(step, LockStep):
         needs.append((Capability.LOCKS, "lock"))
+    elif isinstance(step, FaultStep) and step.io is not None:
+        needs.append((Capability.IO_FAULTS, f"fault io {step.io}"))
     elif isinstance(step, RecallStep) and (step.prompt_contains or step.prompt_excludes):
         needs.append((Capability.RECALL_PROMPT, "prompt_contains"))
     elif isinstance(step, CheckStep):
@@ -38,4 +40,10 @@ def step_needs(step: Step) -> list[tuple[Capability, str]]:
             needs.append((Capability.STRAY_FILES, "no_stray_files"))
         if step.system:
             needs.append((Capability.SYSTEM_CHECKS, "system checks"))
+        if step.only_files is not None:
+            needs.append((Capability.FILE_PATHS, "only_files"))
+        if step.index_order:
+            needs.append((Capability.FILE_INDEX, "index_order"))
+        if step.lock_held is not None:
+            needs.append((Capability.LOCKS, "lock_held"))
     return needs

@@ -41,6 +41,10 @@ class Capability(StrEnum):
     """Reporting files written outside the memory root (``no_stray_files``)."""
     RECALL_PROMPT = "recall_prompt"
     """Recall returns the prompt block it would inject (``prompt_contains``)."""
+    EVENTS = "events"
+    """The system emits the spec's events (``events.emit``) that ``expect_event`` checks."""
+    IO_FAULTS = "io_faults"
+    """Store I/O faults can be injected (``fault: {io: …}``) via ``inject_fault(kind, match, times)``."""
     SYSTEM_CHECKS = "system_checks"
     """System-specific checks by name (``check: {system: {name: expected}}``) via ``system_check``."""
 

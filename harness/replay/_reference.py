@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.replay._faulty_store import FaultyStore
 from harness.replay._protocol import (
     ALL_CAPABILITIES,
     Capability,
@@ -83,7 +84,8 @@ class ReferenceSystem:
         self.root = self.workdir / "project" / ".qwen" / "memory"
         self.chats = self.workdir / "project" / ".qwen" / "chats"
         self.chats.mkdir(parents=True, exist_ok=True)
-        self.store = FileStore(self.root, self.clock)
+        self.faulty = FaultyStore(FileStore(self.root, self.clock))
+        self.store = self.faulty  # type: ignore[assignment]  # a FileStore in every respect but injected faults
         self._extract = ExtractScheduler(self.store, str(self.root), model=self.model, events=self.events,
                                          cache=self._cache)
         self._dream = DreamScheduler(self.store, ChatDirSessions(self.chats), model=self.model, events=self.events,
@@ -186,6 +188,14 @@ class ReferenceSystem:
             if path.is_file() and path not in state and not any(a == path or a in path.parents for a in allowed):
                 stray.append(str(path.relative_to(self.workdir)))
         return stray
+
+    def inject_fault(self, kind: str, match: str, times: int) -> None:
+        """Capability ``io_faults``: arm a store fault (``write_error`` / ``vanish``) for matching keys."""
+        self.faulty.inject(kind, match, times)
+
+    def lock_held(self) -> bool:
+        """Capability ``locks``: a consolidation lock file exists now."""
+        return self.store.stat(LOCK_KEY) is not None
 
     def index_text(self) -> str:
         try:

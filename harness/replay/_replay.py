@@ -7,6 +7,7 @@ system does not declare are skipped, and the probe says why.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.replay._checks import run_check
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
+from harness.replay._expect import FaultingModel, RecordingSink, check_outcome
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
 from harness.replay._needs import PROBE_KIND, step_needs
@@ -33,8 +36,10 @@ from harness.scenario import (
     AdvanceStep,
     CheckStep,
     DreamStep,
+    FaultStep,
     ForgetStep,
     LockStep,
+    Outcome,
     RecallStep,
     Scenario,
     SessionStep,
@@ -57,6 +62,8 @@ class _Run:
     counter: CountingModel | None
     context: ProbeContext
     capabilities: frozenset[Capability]
+    sink: RecordingSink
+    faulting: FaultingModel | None = None
     seeded: dict[str, frozenset[str]] = field(default_factory=dict)
     surfaced: list[str] = field(default_factory=list)
     probes: list[Probe] = field(default_factory=list)
@@ -109,6 +116,7 @@ class _Run:
 
     def run_step(self, i: int, step: Step) -> None:
         self.context.step = i
+        self.sink.events = []
         if self.counter:
             self.counter.log = CallLog()
         missing = [(c, part) for c, part in step_needs(step) if c not in self.capabilities]
@@ -121,6 +129,8 @@ class _Run:
             self.clock.advance(step.delta)
         elif isinstance(step, LockStep):
             self.system.plant_lock(step.pid, mtime=now - step.age)  # type: ignore[attr-defined]
+        elif isinstance(step, FaultStep):
+            self._fault(i, step)
         elif isinstance(step, SessionStep):
             self._session(i, step, now)
         elif isinstance(step, DreamStep):
@@ -135,6 +145,25 @@ class _Run:
             raise HarnessError(f"unknown step type {type(step).__name__}")
         if isinstance(step, (SessionStep, DreamStep, ForgetStep)):  # the steps that change the store
             self.record_store()
+
+    def _fault(self, i: int, step: FaultStep) -> None:
+        if step.model is not None:
+            if self.faulting is None:
+                self.fail(i, "fault", f"a model fault needs a model: strategy {self.strategy} calls none")
+            else:
+                self.faulting.inject(step)
+        else:
+            self.system.inject_fault(step.io, step.match, step.times)  # type: ignore[attr-defined]
+
+    def outcome_ok(self, i: int, kind: str, want: Outcome, *, strategy: str, fallback: str | None,
+                   touched: tuple[str, ...] = (), count: int | None = None) -> bool:
+        if not want.stated():
+            return True
+        events = self.sink.events if Capability.EVENTS in self.capabilities else []
+        if want.event and Capability.EVENTS not in self.capabilities:
+            want = dataclasses.replace(want, event={})
+        return check_outcome(lambda ok, msg: self.check(ok, i, kind, msg), want, strategy=strategy, fallback=fallback,
+                             touched=touched, count=count, events=events, kind=kind)
 
     def _expect_outcome(self, i: int, kind: str, status: str, reason: str | None, error: str | None,
                         want_status: str | None, want_reason: str | None) -> bool:
@@ -161,6 +190,8 @@ class _Run:
             res = self.system.extract(step.session, now=now, strategy=strategy, queued_behind=step.queued_behind)
         elapsed = op.duration_ms
         ok = self._expect_outcome(i, "extract", res.status, res.reason, res.error, step.expect_status, step.expect_reason)
+        ok &= self.outcome_ok(i, "extract", step.outcome, strategy=res.strategy, fallback=res.fallback_reason,
+                              touched=res.touched, count=len(res.written))
         self.probe(i, "extract", query=step.session, selected=res.written, passed=ok, duration_ms=elapsed,
                    strategy_used=res.strategy, status=res.status, reason=res.reason,
                    fallback_reason=res.fallback_reason, error_message=res.error)
@@ -173,6 +204,8 @@ class _Run:
             res = self.system.dream(session, now=now, strategy=strategy, force=step.force)
         elapsed = op.duration_ms
         ok = self._expect_outcome(i, "dream", res.status, res.reason, res.error, step.expect_status, step.expect_reason)
+        ok &= self.outcome_ok(i, "dream", step.outcome, strategy=res.strategy, fallback=res.fallback_reason,
+                              touched=res.touched, count=res.deduped)
         metrics: dict[str, MetricValue] = {"deduped": res.deduped}
         if res.status in ("updated", "noop"):
             after = self.covered()
@@ -199,6 +232,7 @@ class _Run:
         ok = self._recall_expectations(i, step, strategy, k, res.selected, res.prompt, covers, found, metrics, excluded)
         ok &= self._expect_strategy(i, "recall", res.strategy, res.fallback_reason, step.expect_strategy,
                                     step.expect_fallback)
+        ok &= self.outcome_ok(i, "recall", step.outcome, strategy=res.strategy, fallback=res.fallback_reason)
         self.surfaced += [p for p in res.selected if p not in self.surfaced]
         self.probe(i, "recall", query=step.query, selected=res.selected, expected=step.expect, covered=tuple(found),
                    metrics=metrics, passed=ok, duration_ms=elapsed, strategy_used=res.strategy,
@@ -246,6 +280,8 @@ class _Run:
         ok &= self.check(not lost, i, "forget", f"forget also removed facts it should have kept: {', '.join(lost)}")
         ok &= self._expect_strategy(i, "forget", res.strategy, res.fallback_reason, step.expect_strategy,
                                     step.expect_fallback)
+        ok &= self.outcome_ok(i, "forget", step.outcome, strategy=res.strategy, fallback=res.fallback_reason,
+                              touched=res.touched, count=len(res.removed))
         removed = sorted(before - after)
         expected = set(step.expect_removed)
         metrics: dict[str, MetricValue] = {
@@ -257,52 +293,7 @@ class _Run:
                    strategy_used=res.strategy, fallback_reason=res.fallback_reason)
 
     def _check(self, i: int, step: CheckStep, skipped_parts: list[str]) -> None:
-        covered = self.covered()
-        n_before = len(self.failures)
-        for fid in step.facts_present:
-            self.check(fid in covered, i, "check", f"fact {fid} is not covered by any memory")
-        for fid in step.facts_absent:
-            self.check(fid not in covered, i, "check", f"fact {fid} is still covered")
-        if step.max_entries_per_fact is not None:
-            counts = entry_coverage(self.system.documents(), self.s.facts, self.seeded)
-            over = {f: c for f, c in counts.items() if c > step.max_entries_per_fact}
-            self.check(not over, i, "check", f"facts in more than {step.max_entries_per_fact} entries: {over}")
-        metrics: dict[str, MetricValue] = {}
-        if self.indexed:
-            metrics = self._index_checks(i, step)
-        if Capability.FILE_PATHS in self.capabilities:
-            present = {d.id for d in self.system.documents()}
-            for path in step.files_present:
-                self.check(path in present, i, "check", f"file {path} is missing")
-            for path in step.files_absent:
-                self.check(path not in present, i, "check", f"file {path} still exists")
-        if step.no_stray_files and Capability.STRAY_FILES in self.capabilities:
-            stray = self.system.stray_files()  # type: ignore[attr-defined]
-            self.check(not stray, i, "check", f"files written outside the memory root: {stray}")
-        if step.system and Capability.SYSTEM_CHECKS in self.capabilities:
-            for name, expected in step.system.items():
-                problem = self.system.system_check(name, expected)  # type: ignore[attr-defined]
-                self.check(problem is None, i, "check", f"system check {name}: {problem}")
-        skipped = "; ".join(f"{part} needs a capability the system lacks" for part in skipped_parts) or None
-        self.probe(i, "check", covered=tuple(sorted(covered)), passed=len(self.failures) == n_before, metrics=metrics,
-                   skipped=skipped)
-
-    def _index_checks(self, i: int, step: CheckStep) -> dict[str, MetricValue]:
-        index = self.index_text()
-        stats = index_stats(index)
-        if step.index_within_limits is not None:
-            self.check(stats["within"] is step.index_within_limits, i, "check",
-                       f"index within limits is {stats['within']}, expected {step.index_within_limits} "
-                       f"({stats['lines']} lines, {stats['max_line_chars']} chars longest)")
-        for text in step.index_contains:
-            self.check(text in index, i, "check", f"MEMORY.md does not contain {text!r}")
-        if step.index_lines is not None:
-            self.check(stats["lines"] == step.index_lines, i, "check",
-                       f"MEMORY.md has {stats['lines']} lines, expected {step.index_lines}")
-        loaded = self.system.loaded_index() if step.loaded_index_contains else ""  # type: ignore[attr-defined]
-        for text in step.loaded_index_contains:
-            self.check(text in loaded, i, "check", f"the index as loaded into the prompt does not contain {text!r}")
-        return {f"index.{k}": v for k, v in stats.items()}
+        run_check(self, i, step, skipped_parts)
 
     def finish(self) -> None:
         counts = entry_coverage(self.system.documents(), self.s.facts, self.seeded)
@@ -334,16 +325,18 @@ def replay(
     context = context or ProbeContext()
     context.scenario, context.strategy, context.step = scenario.id, strategy, -1
     clock = FixedClock(scenario.clock)
-    counter = CountingModel(telemetry.traced(model)) if model is not None else None
+    faulting = FaultingModel(model) if model is not None else None
+    counter = CountingModel(telemetry.traced(faulting)) if faulting is not None else None
+    sink = RecordingSink(telemetry)
     t0 = monotonic_ms()
     skipped: str | None = None
     with tempfile.TemporaryDirectory(prefix="memharness-") as tmp, telemetry.scenario(
         case=scenario.id, strategy=strategy, digest=scenario.digest, start=scenario.clock
     ) as root:
         trace_id = f"{root.get_span_context().trace_id:032x}"
-        system = system_factory(Path(tmp), clock, counter, telemetry)
+        system = system_factory(Path(tmp), clock, counter, sink)
         caps = capabilities_of(system)
-        run = _Run(scenario, strategy, system, clock, telemetry, counter, context, caps)
+        run = _Run(scenario, strategy, system, clock, telemetry, counter, context, caps, sink, faulting)
         error = None
         try:
             name = system_name(system)

@@ -12,6 +12,7 @@ from typing import Any, Final
 import yaml
 
 from harness.errors import ScenarioError
+from harness.scenario import _load_more as more
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
     AdvanceStep,
@@ -20,6 +21,7 @@ from harness.scenario._types import (
     Fact,
     ForgetStep,
     LockStep,
+    Outcome,
     RecallStep,
     Scenario,
     SeedMemory,
@@ -118,7 +120,7 @@ def _turn(ctx: NodeReader, node: yaml.Node, field: str) -> Turn:
 
 
 def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Step:
-    kinds = ("session", "advance", "dream", "recall", "forget", "check", "lock")
+    kinds = ("session", "advance", "dream", "recall", "forget", "check", "lock", "fault")
     extra = ("turns", "extract", "expect_extract", "queued_behind")
     top = ctx.mapping(node, field, (*kinds, *extra))
     present = [k for k in kinds if k in top]
@@ -135,8 +137,10 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
     if kind == "advance":
         return AdvanceStep(delta=ctx.duration(value, here))
     if kind == "dream":
-        d = ctx.mapping(value, here, ("force", "expect_status", "expect_reason")) if not _is_null(value) else {}
+        d = ctx.mapping(value, here, ("force", "expect_status", "expect_reason", *more.OUTCOME_KEYS, "expect_deduped")) \
+            if not _is_null(value) else {}
         return DreamStep(
+            outcome=more.outcome(ctx, d, here, count_key="expect_deduped"),
             force=ctx.boolean(d["force"], f"{here}.force") if "force" in d else False,
             expect_status=ctx.string(d["expect_status"], f"{here}.expect_status", choices=DREAM_STATUSES)
             if "expect_status" in d else None,
@@ -146,10 +150,11 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
     if kind == "recall":
         return _recall(ctx, value, here, facts)
     if kind == "forget":
-        f = ctx.mapping(value, here, ("query", "expect_removed", "strategy", "expect_strategy", "expect_fallback"))
+        f = ctx.mapping(value, here, ("query", "expect_removed", "strategy", *more.OUTCOME_KEYS, "expect_removed_count"))
         if "query" not in f:
             raise ctx.fail(value, here, "expected a 'query'")
         return ForgetStep(
+            outcome=more.outcome(ctx, f, here, count_key="expect_removed_count"),
             query=ctx.text(f["query"], f"{here}.query"),
             expect_removed=ctx.fact_ids(f["expect_removed"], f"{here}.expect_removed", facts)
             if "expect_removed" in f else (),
@@ -166,13 +171,18 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
         )
     if kind == "check":
         return _check(ctx, value, here, facts)
+    if kind == "fault":
+        return more.fault(ctx, value, here)
     raise ctx.fail(node, field, f"unknown step kind {kind!r}")  # unreachable: `present` is checked above
 
 
 def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field: str, here: str) -> SessionStep:
     status = reason = None
+    extra = Outcome()
     if "expect_extract" in top:
-        e = ctx.mapping(top["expect_extract"], f"{field}.expect_extract", ("status", "reason"))
+        e = ctx.mapping(top["expect_extract"], f"{field}.expect_extract",
+                        ("status", "reason", "strategy", "fallback", "touched", "written", "event"))
+        extra = more.outcome(ctx, e, f"{field}.expect_extract", count_key="written", prefix="")
         if "status" in e:
             status = ctx.string(e["status"], f"{field}.expect_extract.status", choices=EXTRACT_STATUSES)
         if "reason" in e:
@@ -184,12 +194,14 @@ def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field
         expect_status=status,
         expect_reason=reason,
         queued_behind=ctx.boolean(top["queued_behind"], f"{field}.queued_behind") if "queued_behind" in top else False,
+        outcome=extra,
     )
 
 
 _RECALL_KEYS: Final = ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "prompt_excludes",
                        "strategy",
-                       "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered", "measure")
+                       "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered", "measure",
+                       "expect_event")
 REQUIRE_METRICS: Final = ("precision", "recall", "f1", "mrr", "ndcg", "abstention")
 
 
@@ -223,6 +235,7 @@ def _recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]
         require=require,
         require_by=require_by,
         measure=ctx.boolean(r["measure"], f"{here}.measure") if "measure" in r else False,
+        outcome=Outcome(event=more.event(ctx, r["expect_event"], f"{here}.expect_event")) if "expect_event" in r else Outcome(),
         exclude_surfaced=ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
         prompt_contains=ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
         prompt_excludes=ctx.strings(r["prompt_excludes"], f"{here}.prompt_excludes") if "prompt_excludes" in r else (),
@@ -237,7 +250,8 @@ def _recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]
 
 
 _CHECK_KEYS: Final = ("facts_present", "facts_absent", "index_within_limits", "max_entries_per_fact", "files_present",
-                      "files_absent", "index_contains", "index_lines", "no_stray_files", "loaded_index_contains", "system")
+                      "files_absent", "index_contains", "index_lines", "no_stray_files", "loaded_index_contains", "system",
+                      "only_files", "index_order", "entries", "lock_held")
 
 
 def _system_fields(ctx: NodeReader, node: yaml.Node, field: str) -> dict[str, str | int | float | bool]:
@@ -274,6 +288,10 @@ def _check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact])
         no_stray_files=ctx.boolean(c["no_stray_files"], f"{here}.no_stray_files") if "no_stray_files" in c else False,
         loaded_index_contains=texts("loaded_index_contains"),
         system=_system_fields(ctx, c["system"], f"{here}.system") if "system" in c else {},
+        only_files=texts("only_files") if "only_files" in c else None,
+        index_order=texts("index_order"),
+        entries=more.entries(ctx, c["entries"], f"{here}.entries") if "entries" in c else (),
+        lock_held=ctx.boolean(c["lock_held"], f"{here}.lock_held") if "lock_held" in c else None,
     )
 
 

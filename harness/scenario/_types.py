@@ -45,6 +45,28 @@ class Turn:
     text: str
 
 
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What an operation's result must say beyond status and reason (every field optional)."""
+
+    strategy: str | None = None
+    """The strategy that actually ran (``none`` | ``heuristic`` | ``model`` | a ranked one)."""
+    fallback: str | None = None
+    """The fallback reason (``none``: the model path must not have fallen back)."""
+    touched: tuple[str, ...] | None = None
+    """The exact set of topics (types) written."""
+    count: int | None = None
+    """extract: records written; dream: entries deduped; forget: ids removed."""
+    event: dict[str, Scalar] = field(default_factory=dict)
+    """Fields the operation's event must carry (``name``, ``status``, ``skipped_reason``, ``fallback_reason``…)."""
+
+    def stated(self) -> bool:
+        return any(v is not None for v in (self.strategy, self.fallback, self.touched, self.count)) or bool(self.event)
+
+
 @dataclass(frozen=True, slots=True)
 class SessionStep:
     session: str
@@ -54,6 +76,7 @@ class SessionStep:
     expect_reason: str | None = None
     queued_behind: bool = False
     """Schedule this extraction while the previous one is still running (a trailing request, spec §5.2)."""
+    outcome: Outcome = Outcome()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +89,7 @@ class DreamStep:
     force: bool = False
     expect_status: str | None = None
     expect_reason: str | None = None
+    outcome: Outcome = Outcome()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +122,7 @@ class RecallStep:
     """Facts no selected memory may cover (e.g. facts forgotten earlier)."""
     expect_covered: tuple[str, ...] | None = None
     """The exact set of expected facts the selection must cover (metamorphic checks)."""
+    outcome: Outcome = Outcome()
 
     def requirements(self, strategy: str) -> dict[str, float]:
         """The minimums that apply when ``strategy`` runs this probe."""
@@ -111,7 +136,7 @@ class RecallStep:
             if getattr(self, name) is not None:
                 out.append(name)
         out += ["forbid"] * bool(self.forbid) + ["prompt_contains"] * bool(self.prompt_contains)
-        out += ["prompt_excludes"] * bool(self.prompt_excludes)
+        out += ["prompt_excludes"] * bool(self.prompt_excludes) + ["expect_event"] * bool(self.outcome.event)
         return out
 
 
@@ -122,6 +147,7 @@ class ForgetStep:
     strategy: str | None = None
     expect_strategy: str | None = None
     expect_fallback: str | None = None
+    outcome: Outcome = Outcome()
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +166,40 @@ class CheckStep:
     """Texts the index must contain as loaded into the system prompt (load-time truncation, spec §4.3)."""
     system: dict[str, str | int | float | bool] = field(default_factory=dict)
     """System-specific checks by name (capability ``system_checks``; e.g. ``fts_integrity: true``)."""
+    only_files: tuple[str, ...] | None = None
+    """The exact set of record ids (files) in the store: nothing else, wherever it landed."""
+    index_order: tuple[str, ...] = ()
+    """Record ids whose index lines must appear in this order."""
+    entries: tuple[EntryExpect, ...] = ()
+    """Entries that must exist, field by field."""
+    lock_held: bool | None = None
+    """Whether a consolidation lock is held now (capability ``locks``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EntryExpect:
+    """An entry of record ``record`` whose fields contain these texts (case-insensitive; empty: not checked)."""
+
+    record: str
+    summary: str = ""
+    why: str = ""
+    how_to_apply: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FaultStep:
+    """Inject a fault into what follows (extension): a model transport error, or an I/O fault in the store."""
+
+    model: str | None = None
+    """``timeout`` | ``connection`` | ``rate_limit`` | ``server_error`` | ``malformed``: the next model calls fail
+    at the transport, beneath the model adapter, so the adapter's own error mapping runs."""
+    io: str | None = None
+    """``write_error`` (writes to matching files fail) | ``vanish`` (matching files disappear between scan and
+    read): capability ``io_faults``."""
+    match: str = "*"
+    """A glob over record ids / store keys the I/O fault applies to."""
+    times: int = 1
+    """How many calls or file operations fail."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +210,7 @@ class LockStep:
     age: timedelta = timedelta(0)
 
 
-Step = SessionStep | AdvanceStep | DreamStep | RecallStep | ForgetStep | CheckStep | LockStep
+Step = SessionStep | AdvanceStep | DreamStep | RecallStep | ForgetStep | CheckStep | LockStep | FaultStep
 
 
 @dataclass(frozen=True, slots=True)

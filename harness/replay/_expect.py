@@ -1,0 +1,144 @@
+"""Expectations beyond status and reason: outcome fields, emitted events, store-wide checks, fault injection."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.replay._protocol import MemoryRecord
+from harness.scenario import CheckStep, FaultStep, Outcome
+from memory_core.errors import ModelError
+from memory_core.model import Model, ModelReply, ModelRequest
+
+Check = Callable[[bool, str], bool]
+"""``check(ok, message)``: records a failure unless ok; returns ok."""
+
+
+@dataclass
+class RecordingSink:
+    """Forwards every event to telemetry and keeps those of the current step for ``expect_event``."""
+
+    inner: Any
+    events: list[Any] = field(default_factory=list)
+
+    def emit(self, event: Any) -> None:
+        self.events.append(event)
+        self.inner.emit(event)
+
+    def __getattr__(self, name: str) -> Any:  # the telemetry object's other methods (traced, operation…)
+        return getattr(self.inner, name)
+
+
+def check_outcome(check: Check, want: Outcome, *, strategy: str, fallback: str | None, touched: Sequence[str],
+                  count: int | None, events: Sequence[Any], kind: str) -> bool:
+    ok = True
+    if want.strategy is not None:
+        ok &= check(strategy == want.strategy, f"expected strategy {want.strategy}, got {strategy}")
+    if want.fallback is not None:
+        got = fallback or "none"
+        ok &= check(got == want.fallback, f"expected fallback {want.fallback}, got {got}")
+    if want.touched is not None:
+        ok &= check(sorted(set(touched)) == sorted(set(want.touched)),
+                    f"expected topics touched {sorted(want.touched)}, got {sorted(set(touched))}")
+    if want.count is not None and count is not None:
+        ok &= check(count == want.count, f"expected {want.count} ({_COUNT_NAME[kind]}), got {count}")
+    if want.event:
+        ok &= check_event(check, want.event, events)
+    return ok
+
+
+_COUNT_NAME = {"extract": "records written", "dream": "entries deduped", "forget": "ids removed", "recall": ""}
+
+
+def check_event(check: Check, want: dict[str, Any], events: Sequence[Any]) -> bool:
+    if not events:
+        return check(False, f"expected an event {want}, none was emitted")  # noqa: FBT003
+    last = events[-1]
+    wrong = {k: getattr(last, k, "<absent>") for k, v in want.items() if getattr(last, k, "<absent>") != v}
+    return check(not wrong, f"event {getattr(last, 'name', type(last).__name__)} has {wrong}, expected "
+                            f"{ {k: want[k] for k in wrong} }")
+
+
+def check_store(check: Check, step: CheckStep, records: Sequence[MemoryRecord], *, files: bool, index: str | None,
+                lock_held: Callable[[], bool] | None) -> None:
+    ids = {r.id for r in records}
+    if step.only_files is not None and files:
+        extra, missing = sorted(ids - set(step.only_files)), sorted(set(step.only_files) - ids)
+        check(not extra and not missing, f"store holds exactly {sorted(step.only_files)}? unexpected {extra}, "
+                                         f"missing {missing}")
+    if step.index_order and index is not None:
+        positions = [index.find(f"]({rid})") for rid in step.index_order]
+        absent = [rid for rid, p in zip(step.index_order, positions, strict=True) if p < 0]
+        check(not absent and positions == sorted(positions),
+              f"index lines not in the order {list(step.index_order)}" + (f" (absent: {absent})" if absent else ""))
+    by_id = {r.id: r for r in records}
+    for want in step.entries:
+        record = by_id.get(want.record)
+        if record is None:
+            check(False, f"entry check: no record {want.record}")  # noqa: FBT003
+            continue
+        candidates = record.entries if record.entries is not None else ()
+        match = [e for e in candidates if _has(e.summary, want.summary) and _has(e.why, want.why)
+                 and _has(e.how_to_apply, want.how_to_apply)]
+        check(bool(match), f"no entry of {want.record} with summary~{want.summary!r} why~{want.why!r} "
+                           f"how_to_apply~{want.how_to_apply!r}; entries: {[e.summary for e in candidates]}")
+    if step.lock_held is not None and lock_held is not None:
+        held = lock_held()
+        check(held is step.lock_held, f"lock held is {held}, expected {step.lock_held}")
+
+
+def _has(text: str, part: str) -> bool:
+    return not part or part.lower() in (text or "").lower()
+
+
+_TRANSPORT_ERRORS = {"timeout": "Timeout", "connection": "APIConnectionError", "rate_limit": "RateLimitError",
+                     "server_error": "InternalServerError"}
+
+
+@dataclass
+class FaultingModel:
+    """Delivers injected model faults at the transport: the call goes through the real litellm adapter with a
+    mocked transport failure, so the adapter's own error mapping (timeout, provider, invalid JSON) runs."""
+
+    inner: Model
+    pending: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def inject(self, fault: FaultStep) -> None:
+        assert fault.model is not None
+        self.pending += [fault.model] * fault.times
+
+    def query(self, request: ModelRequest) -> ModelReply:
+        if not self.pending:
+            return self.inner.query(request)
+        kind = self.pending.pop(0)
+        from memory_core.litellm_model import LiteLLMModel
+
+        adapter = LiteLLMModel("openai/memharness-fault-injection", api_key="sk-fault")
+        if kind == "malformed":
+            return adapter.query(request, mock_response=_mock("{not json: this is a malformed body"))
+        import litellm  # noqa: TID251 — the transport's own exception types, raised beneath the adapter
+
+        error_type = getattr(litellm, _TRANSPORT_ERRORS[kind])
+        error = error_type(message=f"injected {kind}", llm_provider="openai", model="memharness-fault-injection")
+        try:
+            return adapter.query(request, mock_response=error)
+        except ModelError:
+            raise
+        except Exception as exc:  # the adapter let a transport error through: report it as the adapter would not
+            raise ModelError(f"unmapped transport error {type(exc).__name__}: {exc}", reason="unmapped") from exc
+
+
+def _mock(text: str) -> dict[str, Any]:
+    return {"id": "fault", "object": "chat.completion", "model": "memharness-fault-injection",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+def glob_match(pattern: str, key: str) -> bool:
+    return fnmatch.fnmatchcase(key, pattern)

@@ -1,0 +1,71 @@
+"""I/O fault injection for the reference system: a store whose writes fail or whose files vanish on demand."""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_core.store import FileStore
+
+
+@dataclass
+class IOFault:
+    kind: str
+    """``write_error`` | ``vanish``."""
+    match: str
+    remaining: int
+
+
+@dataclass
+class FaultyStore:
+    """Delegates to a ``FileStore``; injected faults fire on matching keys, then disarm after ``times`` uses.
+
+    ``write_error``: ``write``/``create`` raise ``OSError(EIO)`` (a full disk, a revoked mount).
+    ``vanish``: ``read`` finds the file gone — it is deleted just then, between the caller's scan and its read.
+    """
+
+    inner: FileStore
+    faults: list[IOFault] = field(default_factory=list)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def inject(self, kind: str, match: str, times: int) -> None:
+        self.faults.append(IOFault(kind, match, times))
+
+    def _fire(self, kind: str, key: str) -> bool:
+        for fault in self.faults:
+            if fault.kind == kind and fault.remaining > 0 and fnmatch.fnmatchcase(key, fault.match):
+                fault.remaining -= 1
+                return True
+        return False
+
+    def list(self) -> list[str]:
+        return self.inner.list()
+
+    def read(self, key: str) -> str:
+        if self._fire("vanish", key):
+            self.inner.delete(key)
+            raise FileNotFoundError(errno.ENOENT, "injected fault: the file vanished between scan and read", key)
+        return self.inner.read(key)
+
+    def write(self, key: str, text: str) -> None:
+        if self._fire("write_error", key):
+            raise OSError(errno.EIO, "injected fault: write failed", key)
+        self.inner.write(key, text)
+
+    def create(self, key: str, text: str) -> bool:
+        if self._fire("write_error", key):
+            raise OSError(errno.EIO, "injected fault: write failed", key)
+        return self.inner.create(key, text)
+
+    def delete(self, key: str) -> bool:
+        return self.inner.delete(key)
+
+    def stat(self, key: str) -> Any:
+        return self.inner.stat(key)
+
+    def set_mtime(self, key: str, mtime_ms: float) -> None:
+        self.inner.set_mtime(key, mtime_ms)
