@@ -39,7 +39,7 @@ def main() -> int:
             log("mut", key)
             return FileStore.delete(self, key)
 
-    real_acquire, real_release, real_run = dream.acquire_lock, dream.release_lock, dream.run_dream
+    real_acquire, real_release, real_run = (getattr(dream, n) for n in ("acquire_lock", "release_lock", "run_dream"))
 
     def acquire(*args: Any, **kwargs: Any) -> bool:
         ok = real_acquire(*args, **kwargs)
@@ -55,7 +55,8 @@ def main() -> int:
         time.sleep(0.002)  # widen the window a second dream would have to hit
         return real_run(*args, **kwargs)
 
-    dream.acquire_lock, dream.release_lock, dream.run_dream = acquire, release, run  # type: ignore[assignment]
+    for name, fn in (("acquire_lock", acquire), ("release_lock", release), ("run_dream", run)):
+        setattr(dream, name, fn)
     store = LoggingStore(root, SystemClock())
     scheduler = dream.DreamScheduler(store, InMemorySessions())
     log("ready")

@@ -3,6 +3,7 @@ dreams inside the lock, and every store mutation happens inside its own process'
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -10,9 +11,8 @@ import time
 from pathlib import Path
 
 from memory_core.clock import SystemClock
-from memory_core.lock import LOCK_KEY
 from memory_core.state import scaffold
-from memory_core.store import FileStore
+from memory_core.store import LOCK_KEY, FileStore
 from tests.helpers import put_doc
 
 PROCESSES = 8
@@ -60,7 +60,7 @@ def test_eight_racing_processes_never_dream_together(tmp_path: Path) -> None:
     assert [p.returncode for p in procs] == [0] * PROCESSES, errors
     lines = [ln.split(" ") for ln in log.read_text().splitlines()]
     windows, muts = _windows(lines)
-    for (_, end, pid), (start, _, other) in zip(windows, windows[1:], strict=False):
+    for (_, end, pid), (start, _, other) in itertools.pairwise(windows):
         assert start > end, f"two dreams inside the lock at once: {pid} and {other}"
     outcomes = [ln[3].split(":") for ln in lines if ln[1] == "outcome"]
     assert len(outcomes) == PROCESSES * ROUNDS
