@@ -42,7 +42,7 @@ def main() -> int:
     real_acquire, real_release, real_run = (getattr(dream, n) for n in ("acquire_lock", "release_lock", "run_dream"))
 
     def acquire(*args: Any, **kwargs: Any) -> bool:
-        ok = real_acquire(*args, **kwargs)
+        ok = bool(real_acquire(*args, **kwargs))
         if ok:
             log("enter")
         return ok
