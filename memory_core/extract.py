@@ -28,7 +28,7 @@ from memory_core.recall import build_manifest
 from memory_core.scan import DocCache, scan
 from memory_core.state import read_cursor, scaffold, update_meta, write_cursor
 from memory_core.store import Store
-from memory_core.topic import MEMORY_TYPES, TopicDoc, parse_topic, render_topic, replace_body
+from memory_core.topic import MEMORY_TYPES, TopicDoc, render_topic, replace_body
 
 EXTRACT_PURPOSE: Final = "auto-memory-extract"
 EXTRACT_TIMEOUT_S: Final = 30.0
@@ -138,29 +138,29 @@ def apply_patches(store: Store, patches: Sequence[Patch], docs: Sequence[TopicDo
             merged = merge_entry(entries[0], incoming)
             if merged == entries[0]:
                 continue
-            text = replace_body(store.read(target.relative_path), render_entries([merged, *entries[1:]]))
+            body = render_entries([merged, *entries[1:]])
+            text = replace_body(store.read(target.relative_path), body)
             if text is None:
                 continue
             if not written:
                 mark_index_dirty(store)
             store.write(target.relative_path, text)
-            key = target.relative_path
+            key, kind = target.relative_path, target.type
         else:
-            key = _new_key(store, patch.topic, patch.summary, now=now)
+            key, kind = _new_key(store, patch.topic, patch.summary, now=now), patch.topic
+            body = render_entries([incoming])
             if not written:
                 mark_index_dirty(store)
-            body = render_entries([incoming])
             store.write(key, render_topic(name=_title(patch.summary), description=patch.summary,
                                           kind=patch.topic, body=body))
-        stat = store.stat(key)
-        doc = parse_topic(store.read(key), relative_path=key, mtime_ms=stat.mtime_ms if stat else 0.0)
+        # what a re-scan would find: only type, path and body matter for later merges (no re-read, no re-parse)
+        doc = TopicDoc(kind, key, key, "", body.strip())
         old = key_of.pop(key, None)
         if old is not None:
             buckets.get(old, {}).pop(key, None)
-        if doc is not None:
-            k = key_of[key] = _doc_key(doc)
-            if k is not None:
-                buckets.setdefault(k, {})[key] = doc
+        k = key_of[key] = _doc_key(doc)
+        if k is not None:
+            buckets.setdefault(k, {})[key] = doc
         written.setdefault(key, None)
     return list(written)
 
