@@ -41,6 +41,8 @@ INDEX_DIRTY_KEY: Final = "../index-rebuild.pending"
 """Marker written before topic files change and removed once ``MEMORY.md`` is rebuilt: a crash in between leaves
 it, and the next operation rebuilds the stale index."""
 STATE_KEYS: Final = frozenset({META_KEY, CURSOR_KEY, LOCK_KEY, INDEX_DIRTY_KEY})
+TEMP_PREFIX: Final = ".tmp-"
+"""Temp files of atomic writes; a kill can leave one behind, and ``list`` never reports them."""
 MAX_FILE_BYTES: Final = 1 << 20
 """The largest file ``FileStore.read`` returns (1 MiB); a bigger one is refused with ``StoreError``."""
 
@@ -157,6 +159,8 @@ class FileStore:
         keys: list[str] = []
         for dirpath, _dirs, files in os.walk(self.root):
             for name in files:
+                if name.startswith(TEMP_PREFIX):
+                    continue  # a write a kill interrupted: never a key
                 rel = os.path.relpath(os.path.join(dirpath, name), self.root)
                 keys.append(rel.replace(os.sep, "/"))
         return sorted(keys)
@@ -202,7 +206,7 @@ class FileStore:
         self._check_inside(target, key)  # before mkdir: no directory is created through a symlink either
         previous = None if exclusive else self.stat(key)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=target.parent)
         try:
             _fsync_close(fd, data)
             self._stamp(Path(tmp), previous.mtime_ms if previous else None)  # the file appears already stamped
