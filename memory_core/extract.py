@@ -101,8 +101,8 @@ def _title(summary: str) -> str:
 
 def _new_key(store: Store, topic: str, summary: str, *, now: datetime) -> str:
     slug = slugify(summary)
-    for suffix in ["", *(f"-{n}" for n in range(2, 101))]:
-        key = f"{topic}/{slug}{suffix}.md"
+    for n in range(1, 101):
+        key = f"{topic}/{slug}{f'-{n}' if n > 1 else ''}.md"
         if store.stat(key) is None:
             return key
     return f"{topic}/{slug}-{int(to_ms(now))}.md"

@@ -21,6 +21,7 @@ from memory_core.entries import parse_entries
 from memory_core.extract import ExtractRequest, run_extract
 from memory_core.forget import forget
 from memory_core.history import ChatMessage
+from memory_core.index import WRITE_WARNING, build_index
 from memory_core.recall import recall
 from memory_core.scan import scan
 from memory_core.sessions import InMemorySessions
@@ -89,10 +90,17 @@ def _verify(store: FileStore, root: Path, tag: str) -> list[str]:
     recall(store, "project build target", now=now)
     if store.stat(INDEX_DIRTY_KEY) is not None:
         problems.append("index still marked stale")
+    text, built = store.read(INDEX_KEY), build_index(scan(store).docs)
+    if text != built.text:
+        problems.append("index differs from a fresh rebuild (stale)")
+    content = text.removesuffix(WRITE_WARNING)  # past the size cap the index is cut and says so
     try:
-        index_targets(store.read(INDEX_KEY), docs=min(len(scan(store).docs), 200))
+        targets = index_targets(content, docs=len(content.split("\n")) if content else 0)
     except AssertionError as exc:
-        problems.append(f"index: {exc}")
+        problems.append(f"index: {exc!r}")
+    else:
+        if len(targets) != len(scan(store).docs) and not built.truncated:
+            problems.append(f"index has {len(targets)} lines for {len(scan(store).docs)} docs")
     return problems
 
 
