@@ -37,10 +37,12 @@ META_KEY: Final = "../meta.json"
 CURSOR_KEY: Final = "../extract-cursor.json"
 LOCK_KEY: Final = "../consolidation.lock"
 INDEX_KEY: Final = "MEMORY.md"
-INDEX_DIRTY_KEY: Final = "../index-rebuild.pending"
-"""Marker written before topic files change and removed once ``MEMORY.md`` is rebuilt: a crash in between leaves
-it, and the next operation rebuilds the stale index."""
-STATE_KEYS: Final = frozenset({META_KEY, CURSOR_KEY, LOCK_KEY, INDEX_DIRTY_KEY})
+INDEX_DIRTY_KEY: Final = ".index-rebuild.pending"
+"""Marker (inside the root, hidden from ``list``) written before topic files change and removed once ``MEMORY.md``
+is rebuilt: a crash in between leaves it, and the next operation rebuilds the stale index."""
+STATE_KEYS: Final = frozenset({META_KEY, CURSOR_KEY, LOCK_KEY})
+HIDDEN_KEYS: Final = frozenset({INDEX_DIRTY_KEY})
+"""Bookkeeping files inside the root that ``list`` never reports."""
 TEMP_PREFIX: Final = ".tmp-"
 """Temp files of atomic writes; a kill can leave one behind, and ``list`` never reports them."""
 MAX_FILE_BYTES: Final = 1 << 20
@@ -159,8 +161,8 @@ class FileStore:
         keys: list[str] = []
         for dirpath, _dirs, files in os.walk(self.root):
             for name in files:
-                if name.startswith(TEMP_PREFIX):
-                    continue  # a write a kill interrupted: never a key
+                if name.startswith(TEMP_PREFIX) or (name in HIDDEN_KEYS and dirpath == str(self.root)):
+                    continue  # a write a kill interrupted, or bookkeeping: never a memory file
                 rel = os.path.relpath(os.path.join(dirpath, name), self.root)
                 keys.append(rel.replace(os.sep, "/"))
         return sorted(keys)
@@ -252,16 +254,15 @@ class FileStore:
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
-        """Hold an OS-level lock (``flock``) on ``<state dir>/.consolidation.guard`` across processes; used by
-        the dream lock so that check-stale, delete and create happen as one step."""
-        guard = self.root.parent / ".consolidation.guard"
+        """Hold an OS-level lock (``flock``) on the state directory itself across processes (no extra file); used
+        by the dream lock so that check-stale, delete and create happen as one step."""
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: the atomic create alone decides
             yield
             return
-        guard.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(guard, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -288,7 +289,7 @@ class InMemoryStore:
             yield
 
     def list(self) -> list[str]:
-        return sorted(k for k in self.files if k not in STATE_KEYS)
+        return sorted(k for k in self.files if k not in STATE_KEYS and k not in HIDDEN_KEYS)
 
     def read(self, key: str) -> str:
         try:

@@ -1,7 +1,7 @@
 """Crash consistency (issue 14): a child process running extract / dream / forget in a loop is SIGKILLed at random
 points; after every kill each operation still works and no committed entry is lost.
 
-CI runs ``MEMHARNESS_KILLS`` kills (default 15, a few seconds); set it to 200 for the full run the issue asks for.
+CI runs ``MEMHARNESS_KILLS`` kills (default 12, a few seconds); set it to 200 for the full run the issue asks for.
 A forked child (modules already imported) makes a kill cost milliseconds, not an interpreter start-up.
 """
 
@@ -29,7 +29,7 @@ from memory_core.store import INDEX_DIRTY_KEY, INDEX_KEY, FileStore
 from tests.helpers import put_doc
 from tests.hostile.checks import index_targets
 
-KILLS = int(os.environ.get("MEMHARNESS_KILLS", "15"))
+KILLS = int(os.environ.get("MEMHARNESS_KILLS", "12"))
 
 
 def _fact(tag: str) -> str:
@@ -50,6 +50,7 @@ def _child(root: Path, journal: Path, seed: int) -> None:
     for i in range(10**9):
         op = rng.choice(["extract", "extract", "extract", "dup", "dream", "forget"])
         now = SystemClock().now()
+        _journal(fd, "op", op)
         if op == "extract":
             fact = _fact(f"k{seed}x{i}")
             out = run_extract(store, ExtractRequest(f"c{seed}-{i}", (ChatMessage("user", f"Remember that {fact}"),)),
@@ -68,6 +69,19 @@ def _child(root: Path, journal: Path, seed: int) -> None:
             forget(store, fact, now=now)
 
 
+def _interrupted(lines: list[list[str]]) -> dict[str, int]:
+    """How many kills landed in each operation: the last ``op`` line a child wrote before its ``kill`` mark."""
+    counts: dict[str, int] = {}
+    last = None
+    for kind, text in lines:
+        if kind == "op":
+            last = text
+        elif kind == "kill" and last is not None:
+            counts[last] = counts.get(last, 0) + 1
+            last = None
+    return dict(sorted(counts.items()))
+
+
 def _present(store: FileStore) -> set[str]:
     return {e.summary.lower() for d in scan(store, limit=None).docs for e in parse_entries(d.body)}
 
@@ -84,8 +98,8 @@ def _verify(store: FileStore, root: Path, tag: str) -> list[str]:
     dream = DreamScheduler(store, InMemorySessions()).schedule(now=now, session_id=tag, force=True)
     if dream.status not in ("updated", "noop"):
         problems.append(f"dream: {dream}")
-    gone = forget(store, "no such entry anywhere", now=now)
-    if gone.error is not None:
+    gone = forget(store, fact, now=now)  # the parent's own probe goes again: the store grows only by the children
+    if gone.error is not None or not gone.removed or fact in _present(store):
         problems.append(f"forget: {gone}")
     recall(store, "project build target", now=now)
     if store.stat(INDEX_DIRTY_KEY) is not None:
@@ -112,7 +126,6 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path: Path, monkeypatch: pyt
     journal = tmp_path / "journal"
     rng = random.Random(1234)
     failing, stale_index_repairs, temp_files = 0, 0, 0
-    parent_committed: set[str] = set()
     t_start = time.perf_counter()
     for kill in range(KILLS):
         pid = os.fork()
@@ -121,23 +134,25 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path: Path, monkeypatch: pyt
                 _child(root, journal, kill)
             finally:
                 os._exit(0)
-        time.sleep(rng.uniform(0.005, 0.2))
+        time.sleep(rng.uniform(0.01, 0.3))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+        with journal.open("a") as handle:
+            handle.write("kill\t-\n")
         stale_index_repairs += store.stat(INDEX_DIRTY_KEY) is not None
         temp_files = sum(name.startswith(".tmp-") for _d, _s, files in os.walk(root.parent) for name in files)
         problems = _verify(store, root, f"parent{kill}")
-        parent_committed.add(_fact(f"parent{kill}"))
         failing += bool(problems)
         assert not problems, f"kill {kill}: {problems}"
     lines = [ln.split("\t", 1) for ln in journal.read_text().splitlines()] if journal.exists() else []
-    committed = {text for kind, text in lines if kind == "commit"} | parent_committed
+    committed = {text for kind, text in lines if kind == "commit"}
     forgotten = {text for kind, text in lines if kind == "forgetting"}
+    interrupted = _interrupted(lines)
     lost = sorted((committed - forgotten) - _present(store))
     elapsed = time.perf_counter() - t_start
     print(f"\nkill-9: {KILLS} kills, {len(committed)} committed entries, {len(forgotten)} forgotten, "
           f"{failing} failing stores, {len(lost)} lost entries, {stale_index_repairs} stale indexes repaired, "
-          f"{temp_files} leftover temp files, {elapsed:.1f} s")
+          f"{temp_files} leftover temp files, {elapsed:.1f} s; kills landed in {interrupted}")
     assert failing == 0
     assert lost == []
-    assert len(committed) > KILLS  # the children did commit work before being killed
+    assert len(committed) >= KILLS // 2  # the children did commit work before being killed
