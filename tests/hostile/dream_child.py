@@ -1,5 +1,6 @@
 """A child process of the concurrent-dream test: forces a dream each round and logs every lock window and store
-mutation with a system-wide monotonic timestamp (run as a script: ``dream_child.py ROOT LOG ROUNDS INTERVAL SEED``).
+mutation with a system-wide monotonic timestamp. The test forks it (``race``); it also runs as a script:
+``dream_child.py ROOT LOG ROUNDS INTERVAL SEED``.
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from typing import Any
 
 
 def main() -> int:
-    root, log_path = Path(sys.argv[1]), Path(sys.argv[2])
-    rounds, interval, seed = int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+    return race(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]))
+
+
+def race(root: Path, log_path: Path, rounds: int, interval: float, seed: int) -> int:
+    """Force a dream at each round's start plus 0-2 ms of jitter; log lock windows, mutations and outcomes."""
     from memory_core import dream
     from memory_core.clock import SystemClock
     from memory_core.sessions import InMemorySessions
