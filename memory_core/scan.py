@@ -13,6 +13,19 @@ from memory_core.topic import TopicDoc, parse_topic
 
 MAX_SCANNED_MEMORY_FILES: Final = 200
 NOT_A_DOC: Final = "not a memory doc"
+MAX_FRONTMATTER_CHARS: Final = 16 * 1024
+"""A topic file whose frontmatter is longer is skipped (with a warning) before any YAML parsing: YAML is parsed
+in pure Python, and a huge or deeply nested frontmatter would take many seconds. Upstream reads only the first
+30 lines of a file for its frontmatter; 16 KiB is far beyond any real one."""
+
+
+def _parse(text: str, key: str, mtime_ms: float) -> TopicDoc | None:
+    if text.startswith("---\n"):
+        end = text.find("\n---", 3)
+        size = end if end >= 0 else len(text)
+        if size > MAX_FRONTMATTER_CHARS:
+            raise ValueError(f"frontmatter of {size} characters, over the {MAX_FRONTMATTER_CHARS}-character limit")
+    return parse_topic(text, relative_path=key, mtime_ms=mtime_ms)
 
 
 def printable_key(key: str) -> str:
@@ -93,7 +106,7 @@ def scan(store: Store, *, cache: DocCache | None = None, limit: int | None = MAX
                 if cache is not None:
                     cache.hits += 1
             else:
-                doc = parse_topic(store.read(key), relative_path=key, mtime_ms=stat.mtime_ms)
+                doc = _parse(store.read(key), key, stat.mtime_ms)
                 if cache is not None:
                     cache.misses += 1
                     cache.entries[key] = (stat.mtime_ms, stat.size, doc)

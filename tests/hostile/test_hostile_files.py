@@ -196,3 +196,17 @@ def test_lone_surrogate_query_never_raises(tmp_path: Path) -> None:
     assert out.strategy in ("heuristic", "none")
     results = run_all(store, query="\udcff\ud800")
     _assert_healthy(store, results)
+
+
+@pytest.mark.parametrize("frontmatter", [
+    "name: x\ndescription: y\ntype: user\n" + "".join(f"k{i}: [a, {{c: d}}]\n" for i in range(2000)),
+    "name: x\ndescription: y\ntype: user\nz: " + "[" * 20_000 + "]" * 20_000 + "\n",
+    "name: x\ntype: user\n" + "a: &a [x]\n" + "".join(f"b{i}: &b{i} [*a, *a, *a]\n" for i in range(3)),
+])
+def test_huge_deep_or_aliased_frontmatter_is_bounded(tmp_path: Path, frontmatter: str) -> None:
+    store = seeded_store(tmp_path)
+    store.write("user/fm.md", f"---\n{frontmatter}---\n\nPrefers terse answers\n")
+    results = run_all(store)
+    _assert_healthy(store, results)
+    if len(frontmatter) > 16 * 1024:
+        assert any("user/fm.md: skipped (unreadable: ValueError: frontmatter of" in w for w in results.dream.warnings)
