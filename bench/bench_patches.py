@@ -4,9 +4,9 @@
 
 For each size, one model answer with that many distinct patches on one topic is validated (``plan_by_model``)
 and applied (``apply_patches``) to an empty store; also the same count of patches that all merge into one doc.
-Prints the median seconds per size and the log-log slope between the smallest and largest size (1.0 = linear,
-2.0 = quadratic). ``--disk`` uses a ``FileStore`` in a temp directory (fsync off: this measures the algorithm,
-not the disk). Machines here are shared and noisy: run twice.
+Prints the median CPU and wall seconds per size and the least-squares log-log slope over the sizes (1.0 = linear,
+2.0 = quadratic); CPU time is the number to trust on a shared machine. ``--disk`` uses a ``FileStore`` in a temp
+directory (fsync off: this measures the algorithm, not the disk). Machines here are shared and noisy: run twice.
 """
 
 from __future__ import annotations
@@ -43,15 +43,15 @@ def _store(*, disk: bool) -> Store:
     return InMemoryStore(FixedClock(NOW))
 
 
-def run_once(n: int, *, same: bool, disk: bool) -> float:
-    """Seconds to validate and apply one ``n``-patch answer."""
+def run_once(n: int, *, same: bool, disk: bool) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) to validate and apply one ``n``-patch answer."""
     store = _store(disk=disk)
     lines = transcript((ChatMessage("user", "I prefer many build options"),))
     model = ScriptedModel.of([_answer(n, same=same)])
-    t0 = time.perf_counter()
+    c0, w0 = time.process_time(), time.perf_counter()
     patches = plan_by_model(lines, [], model=model, timeout_s=1.0)
     apply_patches(store, patches, [], now=NOW)
-    return time.perf_counter() - t0
+    return time.process_time() - c0, time.perf_counter() - w0
 
 
 def slope(sizes: list[int], seconds: list[float]) -> float:
@@ -71,11 +71,13 @@ def main() -> None:
         os.environ["MEMORY_CORE_FSYNC"] = "0"
     for same in (False, True):
         label = "all merge into one doc" if same else "distinct patches, one topic"
-        times = [statistics.median(run_once(n, same=same, disk=args.disk) for _ in range(args.repeat))
-                 for n in args.sizes]
-        for n, t in zip(args.sizes, times, strict=True):
-            print(f"{label:28s} {n:6d} patches  {t:8.3f} s  {t / n * 1e6:8.1f} us/patch")
-        print(f"{label:28s} log-log slope {slope(args.sizes, times):.2f} (1.0 linear, 2.0 quadratic)")
+        runs = [[run_once(n, same=same, disk=args.disk) for _ in range(args.repeat)] for n in args.sizes]
+        cpu = [statistics.median(c for c, _ in r) for r in runs]
+        wall = [statistics.median(w for _, w in r) for r in runs]
+        for n, c, w in zip(args.sizes, cpu, wall, strict=True):
+            print(f"{label:28s} {n:6d} patches  cpu {c:7.3f} s  wall {w:7.3f} s  {c / n * 1e6:7.1f} us/patch (cpu)")
+        print(f"{label:28s} log-log slope cpu {slope(args.sizes, cpu):.2f}, wall {slope(args.sizes, wall):.2f} "
+              "(1.0 linear, 2.0 quadratic)")
 
 
 if __name__ == "__main__":

@@ -137,17 +137,17 @@ def _answer(n: int) -> dict[str, Any]:
 def _plan_and_apply(n: int) -> float:
     store = InMemoryStore(FixedClock(T0))
     lines = transcript((ChatMessage("user", "I prefer many things"),))
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: the machine is shared, wall time measures the neighbours
     patches = plan_by_model(lines, [], model=ScriptedModel.of([_answer(n)]), timeout_s=1.0)
     written = apply_patches(store, patches, [], now=T0)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert len(written) == n
     return elapsed
 
 
 def test_a_2000_patch_answer_is_linear() -> None:
     small, big = _plan_and_apply(200), _plan_and_apply(2000)
-    assert big < 2.0
+    assert big < 1.0
     assert big / small < 10 * 2.5  # quadratic would be ~100x; linear is ~10x (slack for a loaded machine)
 
 
