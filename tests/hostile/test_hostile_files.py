@@ -210,3 +210,16 @@ def test_huge_deep_or_aliased_frontmatter_is_bounded(tmp_path: Path, frontmatter
     _assert_healthy(store, results)
     if len(frontmatter) > 16 * 1024:
         assert any("user/fm.md: skipped (unreadable: ValueError: frontmatter of" in w for w in results.dream.warnings)
+
+
+def test_state_file_that_is_a_directory_fails_with_a_located_one_line_error(tmp_path: Path) -> None:
+    store = seeded_store(tmp_path)
+    (store.root.parent / "meta.json").mkdir()
+    results = run_all(store)
+    for out in (results.extract, results.dream):
+        assert out.status == "failed"
+        assert out.error is not None
+        assert "meta.json" in out.error
+        assert "\n" not in out.error
+    assert [e.error for e in results.sink.events if getattr(e, "status", "") == "failed"] == [
+        results.extract.error, results.dream.error]
