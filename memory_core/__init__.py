@@ -18,7 +18,7 @@ from memory_core.paths import MemoryLayout, is_memory_path, memory_root, validat
 from memory_core.recall import RecallOutcome, recall, select_heuristic
 from memory_core.scan import ScanResult, scan
 from memory_core.sessions import ChatDirSessions, InMemorySessions
-from memory_core.store import MAX_FILE_BYTES, FileStore, InMemoryStore, Store
+from memory_core.store import FileStore, InMemoryStore, Store
 from memory_core.topic import TopicDoc, parse_topic, render_topic
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "InMemorySessions",
     "InMemoryStore",
     "ListSink",
-    "MAX_FILE_BYTES",
     "MemoryCoreError",
     "MemoryLayout",
     "Model",
