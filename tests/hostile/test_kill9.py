@@ -1,7 +1,7 @@
 """Crash consistency (issue 14): a child process running extract / dream / forget in a loop is SIGKILLed at random
 points; after every kill each operation still works and no committed entry is lost.
 
-CI runs ``MEMHARNESS_KILLS`` kills (default 12, a few seconds); set it to 200 for the full run the issue asks for.
+CI runs ``MEMHARNESS_KILLS`` kills (default 10, a few seconds); set it to 200 for the full run the issue asks for.
 A forked child (modules already imported) makes a kill cost milliseconds, not an interpreter start-up.
 """
 
@@ -29,7 +29,7 @@ from memory_core.store import INDEX_DIRTY_KEY, INDEX_KEY, FileStore
 from tests.helpers import put_doc
 from tests.hostile.checks import index_targets
 
-KILLS = int(os.environ.get("MEMHARNESS_KILLS", "12"))
+KILLS = int(os.environ.get("MEMHARNESS_KILLS", "10"))
 
 
 def _fact(tag: str) -> str:
