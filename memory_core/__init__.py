@@ -7,13 +7,13 @@ File-based: a ``MEMORY.md`` index plus typed topic files. Side effects arrive th
 from memory_core.clock import Clock, FixedClock, SystemClock
 from memory_core.dream import DreamOutcome, DreamScheduler, run_dream
 from memory_core.entries import Entry, parse_entries, render_entries
-from memory_core.errors import MemoryCoreError, ModelError, StoreError, UnsafePathError
+from memory_core.errors import MemoryCoreError, ModelError, StoreError, UnsafePathError, describe_error
 from memory_core.events import EventSink, ListSink, NullSink
 from memory_core.extract import ExtractOutcome, ExtractRequest, ExtractScheduler, run_extract
 from memory_core.forget import ForgetOutcome, forget
 from memory_core.history import ChatMessage, ToolCall
 from memory_core.index import build_index, rebuild_index, truncate_index_for_prompt
-from memory_core.model import Model, ModelReply, ModelRequest, ScriptedModel
+from memory_core.model import Model, ModelReply, ModelRequest, ScriptedModel, checked_data, fallback_reason
 from memory_core.paths import MemoryLayout, is_memory_path, memory_root, validate_memory_path
 from memory_core.recall import RecallOutcome, recall, select_heuristic
 from memory_core.scan import ScanResult, scan
@@ -55,6 +55,9 @@ __all__ = [
     "TopicDoc",
     "UnsafePathError",
     "build_index",
+    "checked_data",
+    "describe_error",
+    "fallback_reason",
     "forget",
     "is_memory_path",
     "memory_root",

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final
 
 from memory_core.clock import monotonic_ms
 from memory_core.dedupe import DedupePlan, combine_entries, plan_dedupe
 from memory_core.entries import Entry, render_entries
-from memory_core.errors import ModelError, StoreError
+from memory_core.errors import ModelError, describe_error
 from memory_core.events import DreamEvent, EventSink, NullSink
 from memory_core.forget import ForgetCandidate, forget_candidates
 from memory_core.formats import iso_ms, parse_iso_ms, to_ms
-from memory_core.index import rebuild_index
+from memory_core.index import mark_index_dirty, rebuild_index, repair_stale_index
 from memory_core.lock import PidAlive, acquire_lock, lock_held, pid_alive, release_lock
-from memory_core.model import Message, Model, ModelRequest, model_or_heuristic
+from memory_core.model import Message, Model, ModelRequest, checked_data, model_or_heuristic
+from memory_core.patches import scrub
 from memory_core.prompts import render_prompt
 from memory_core.scan import DocCache, scan
 from memory_core.sessions import SessionSource
@@ -51,6 +52,16 @@ class DreamOutcome:
     strategy: str = "heuristic"
     fallback_reason: str | None = None
     error: str | None = None
+    """Why the dream failed (``failed``): one line naming the exception and, where known, the file."""
+    warnings: tuple[str, ...] = ()
+    """Files ignored or repaired on the way (corrupt state file, unsafe topic file, stale index)."""
+
+
+def _text(op: Mapping[str, Any], key: str) -> str | None:
+    value = op.get(key)
+    if value is None or isinstance(value, str):
+        return value or None
+    raise ModelError(f"dream operation field {key!r} must be a string: {value!r}"[:200], reason="schema")
 
 
 def plan_by_model(docs: Sequence[TopicDoc], *, model: Model, timeout_s: float) -> DedupePlan:
@@ -77,7 +88,7 @@ def plan_by_model(docs: Sequence[TopicDoc], *, model: Model, timeout_s: float) -
         return by_id[cid]
 
     removed = 0
-    for op in reply.data["operations"]:
+    for op in checked_data(reply, DREAM_SCHEMA)["operations"]:
         kind = op.get("op") if isinstance(op, Mapping) else None
         if kind == "delete":
             entries[claim(op.get("id")).id] = None
@@ -85,8 +96,8 @@ def plan_by_model(docs: Sequence[TopicDoc], *, model: Model, timeout_s: float) -
         elif kind == "rewrite":
             c = claim(op.get("id"))
             old = entries[c.id] or Entry(c.summary)
-            entries[c.id] = Entry(str(op.get("summary") or old.summary), op.get("why") or old.why,
-                                  op.get("how_to_apply") or old.how_to_apply)
+            entries[c.id] = Entry(scrub(_text(op, "summary") or old.summary), _text(op, "why") or old.why,
+                                  _text(op, "how_to_apply") or old.how_to_apply)
         elif kind == "merge":
             ids, into = op.get("ids"), op.get("into")
             if not isinstance(ids, list) or len(ids) < 2 or into not in ids:
@@ -97,16 +108,19 @@ def plan_by_model(docs: Sequence[TopicDoc], *, model: Model, timeout_s: float) -
                 merged = current if merged is None else combine_entries(merged, current or Entry(""))
                 entries[c.id] = None
             assert merged is not None
-            summary = op.get("summary")
-            entries[into] = Entry(str(summary), merged.why, merged.how_to_apply) if summary else merged
+            summary = _text(op, "summary")
+            entries[into] = Entry(scrub(summary), merged.why, merged.how_to_apply) if summary else merged
             removed += len(ids) - 1
         else:
             raise ModelError(f"unknown dream operation: {op!r}", reason="schema")
     bodies: dict[str, str] = {}
     deletes: list[str] = []
     types = {d.relative_path: d.type for d in docs}
+    ids_by_path: dict[str, list[str]] = {}
+    for c in candidates:
+        ids_by_path.setdefault(c.relative_path, []).append(c.id)
     for doc in docs:
-        ids = [c.id for c in candidates if c.relative_path == doc.relative_path]
+        ids = ids_by_path.get(doc.relative_path, [])
         kept = [e for i in ids if (e := entries[i]) is not None]
         if ids and not kept:
             deletes.append(doc.relative_path)
@@ -120,6 +134,8 @@ def apply_plan(store: Store, plan: DedupePlan, docs: Sequence[TopicDoc]) -> tupl
     """Write new bodies (frontmatter kept) and delete merged duplicates; returns the types actually written."""
     types = {d.relative_path: d.type for d in docs}
     written: set[str] = set()
+    if plan.bodies or plan.deletes:
+        mark_index_dirty(store)
     for path, body in plan.bodies.items():
         text = replace_body(store.read(path), body)
         if text is not None:
@@ -136,9 +152,30 @@ def run_dream(
     store: Store, *, now: datetime, model: Model | None = None, timeout_s: float = DREAM_TIMEOUT_S,
     cache: DocCache | None = None,
 ) -> DreamOutcome:
-    """Consolidate once: model plan when a model is given (heuristic on failure), else mechanical dedupe."""
+    """Consolidate once: model plan when a model is given (heuristic on failure), else mechanical dedupe.
+
+    Never raises for storage, state-file, path or model trouble: such a run returns ``failed`` with ``error``.
+    Topic files the scan refused (a symlink leaving the root, a FIFO, an oversized file) are never read, so their
+    text cannot be merged into a file inside the root; they are listed in ``warnings``.
+    """
+    warnings: list[str] = []
+    try:
+        outcome = _dream(store, now=now, model=model, timeout_s=timeout_s, cache=cache, warnings=warnings)
+    except Exception as exc:  # documented: a failed result, never an exception
+        outcome = DreamOutcome("failed", error=describe_error(exc))
+    return replace(outcome, warnings=tuple(warnings)) if warnings else outcome
+
+
+def _dream(
+    store: Store, *, now: datetime, model: Model | None, timeout_s: float, cache: DocCache | None,
+    warnings: list[str],
+) -> DreamOutcome:
     scaffold(store, now=now)
-    docs = scan(store, cache=cache).docs
+    if repair_stale_index(store, cache=cache):
+        warnings.append("MEMORY.md: stale after an interrupted operation; rebuilt")
+    result = scan(store, cache=cache)
+    warnings.extend(result.warnings)
+    docs = result.docs
     plan, used_model, fallback = model_or_heuristic(
         (lambda: plan_by_model(docs, model=model, timeout_s=timeout_s)) if model is not None else None,
         lambda: plan_dedupe(docs),
@@ -147,10 +184,12 @@ def run_dream(
     touched = apply_plan(store, plan, docs)
     status = "updated" if touched else "noop"
     if touched:
-        update_meta_best_effort(store, now=now, lastDreamAt=iso_ms(now))
+        update_meta_best_effort(store, now=now, warn=warnings.append, lastDreamAt=iso_ms(now))
+    if touched or plan.bodies or plan.deletes:
         rebuild_index(store, cache=cache)
     update_meta_best_effort(
-        store, now=now, lastDreamAt=iso_ms(now), lastDreamTouchedTopics=list(touched), lastDreamStatus=status
+        store, now=now, warn=warnings.append, lastDreamAt=iso_ms(now), lastDreamTouchedTopics=list(touched),
+        lastDreamStatus=status,
     )
     return DreamOutcome(status, None, plan.deduped_entries, touched, None, strategy, fallback)
 
@@ -173,13 +212,14 @@ class DreamScheduler:
     pid: int = field(default_factory=os.getpid)
     last_scan_ms: float = 0.0
     running: bool = False
+    _warnings: list[str] = field(default_factory=list, repr=False)
 
     def gate(self, *, now: datetime, session_id: str) -> tuple[str | None, int | None]:
         """The first gate that skips (with the session count when it was taken), or ``(None, count)``."""
         if not self.enabled:
             return "disabled", None
         scaffold(self.store, now=now)
-        meta = read_meta(self.store) or {}
+        meta = read_meta(self.store, warn=self._warnings.append) or {}
         if meta.get("lastDreamSessionId") == session_id:
             return "same_session", None
         last = parse_iso_ms(meta.get("lastDreamAt"))
@@ -199,34 +239,40 @@ class DreamScheduler:
         return None, count
 
     def schedule(self, *, now: datetime, session_id: str, force: bool = False) -> DreamOutcome:
-        """Gate (unless ``force``), lock, dream, record metadata; never raises for storage or model trouble."""
+        """Gate (unless ``force``), lock, dream, record metadata; never raises (garbage state files, locks, models
+        and paths give ``failed`` or ``skipped`` with a reason, and a warning naming any file it ignored)."""
         t0 = monotonic_ms()
+        self._warnings = []
         try:
             reason, count = (None, None) if force else self.gate(now=now, session_id=session_id)
             if reason is None and (force and lock_held(self.store, now=now, alive=self.alive)):
                 reason = "locked"
             outcome = DreamOutcome("skipped", reason, session_count=count) if reason else self._run(now, session_id)
-        except (OSError, StoreError, ValueError) as exc:
+        except Exception as exc:  # documented never to raise
             # fix: spec §12 — a failed dream still emits its event, with status ``failed``
-            outcome = DreamOutcome("failed", error=f"{type(exc).__name__}: {exc}")
+            outcome = DreamOutcome("failed", error=describe_error(exc))
+        warnings = tuple(dict.fromkeys([*self._warnings, *outcome.warnings]))
+        outcome = replace(outcome, warnings=warnings)
         self.events.emit(
             DreamEvent(
                 session_id=session_id, status=outcome.status, duration_ms=monotonic_ms() - t0,
                 strategy=outcome.strategy, skipped_reason=outcome.skipped_reason,
                 deduped_entries=outcome.deduped_entries, touched_topics=outcome.touched_topics,
-                fallback_reason=outcome.fallback_reason, error=outcome.error,
+                fallback_reason=outcome.fallback_reason, error=outcome.error, warnings=outcome.warnings,
             )
         )
         return outcome
 
     def _run(self, now: datetime, session_id: str) -> DreamOutcome:
-        if not acquire_lock(self.store, pid=self.pid):
+        if not acquire_lock(self.store, pid=self.pid, now=now, alive=self.alive):
             return DreamOutcome("skipped", "locked")
         self.running = True
         try:
             outcome = run_dream(self.store, now=now, model=self.model, timeout_s=self.timeout_s, cache=self.cache)
-            update_meta(self.store, now=now, lastDreamAt=iso_ms(now), lastDreamSessionId=session_id)
+            if outcome.status != "failed":
+                update_meta(self.store, now=now, warn=self._warnings.append, lastDreamAt=iso_ms(now),
+                            lastDreamSessionId=session_id)
             return outcome
         finally:
             self.running = False
-            release_lock(self.store)
+            release_lock(self.store, pid=self.pid)

@@ -30,6 +30,9 @@ class LifecycleEvent:
     fallback_reason: str | None = None
     """Why the model path fell back to the heuristic, when it did."""
     error: str | None = None
+    warnings: tuple[str, ...] = ()
+    """Files ignored or repaired during the operation (corrupt state file, unsafe or unreadable topic file,
+    stale index), one line each naming the file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,8 @@ class QueryEvent:
     """``none`` | ``heuristic`` | ``model`` (or a ranked strategy: ``bm25``, ``embedding``, ``hybrid``)."""
     duration_ms: float
     fallback_reason: str | None = None
+    warnings: tuple[str, ...] = ()
+    """Files skipped or repaired during the operation, one line each naming the file."""
 
 
 @dataclass(frozen=True, slots=True)

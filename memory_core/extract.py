@@ -10,24 +10,25 @@ import contextlib
 import re
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final
 
 from memory_core.clock import monotonic_ms
 from memory_core.entries import Entry, merge_entry, parse_entries, render_entries
+from memory_core.errors import describe_error
 from memory_core.events import EventSink, ExtractEvent, NullSink
 from memory_core.formats import iso_ms, to_ms
 from memory_core.history import ChatMessage, TranscriptLine, transcript, writes_memory
-from memory_core.index import rebuild_index
-from memory_core.model import Message, Model, ModelRequest, model_or_heuristic
+from memory_core.index import mark_index_dirty, rebuild_index, repair_stale_index
+from memory_core.model import Message, Model, ModelRequest, checked_data, model_or_heuristic
 from memory_core.patches import Patch, dedupe_patches, extract_heuristic
 from memory_core.prompts import render_prompt
 from memory_core.recall import build_manifest
 from memory_core.scan import DocCache, scan
 from memory_core.state import read_cursor, scaffold, update_meta, write_cursor
 from memory_core.store import Store
-from memory_core.topic import MEMORY_TYPES, TopicDoc, parse_topic, render_topic, replace_body
+from memory_core.topic import MEMORY_TYPES, TopicDoc, render_topic, replace_body
 
 EXTRACT_PURPOSE: Final = "auto-memory-extract"
 EXTRACT_TIMEOUT_S: Final = 30.0
@@ -77,6 +78,9 @@ class ExtractOutcome:
     strategy: str = "heuristic"
     fallback_reason: str | None = None
     error: str | None = None
+    """Why the extraction failed (``failed``): one line naming the exception and, where known, the file."""
+    warnings: tuple[str, ...] = ()
+    """Files ignored or repaired on the way (corrupt state file, unsafe topic file, stale index), one per line."""
 
     @property
     def system_message(self) -> str | None:
@@ -97,52 +101,68 @@ def _title(summary: str) -> str:
 
 def _new_key(store: Store, topic: str, summary: str, *, now: datetime) -> str:
     slug = slugify(summary)
-    for suffix in ["", *(f"-{n}" for n in range(2, 101))]:
-        key = f"{topic}/{slug}{suffix}.md"
+    for n in range(1, 101):
+        key = f"{topic}/{slug}{f'-{n}' if n > 1 else ''}.md"
         if store.stat(key) is None:
             return key
     return f"{topic}/{slug}-{int(to_ms(now))}.md"
 
 
+_DocKey = tuple[str, str]
+
+
+def _doc_key(doc: TopicDoc) -> _DocKey | None:
+    first = parse_entries(doc.body)
+    return (doc.type, first[0].summary.lower()) if first else None
+
+
 def apply_patches(store: Store, patches: Sequence[Patch], docs: Sequence[TopicDoc], *, now: datetime) -> list[str]:
     """Merge into a doc whose first entry has the same summary, else create ``<topic>/<slug>.md`` (spec §5.5).
 
-    Returns the keys written, in order.
+    Returns the keys written, in order. Linear in patches + docs: docs are bucketed by (type, first summary), in
+    the order the spec's linear search would meet them (a doc just written moves to the end).
     """
-    known = list(docs)
-    written: list[str] = []
+    buckets: dict[_DocKey, dict[str, TopicDoc]] = {}
+    key_of: dict[str, _DocKey | None] = {}
+    for d in docs:
+        k = key_of[d.relative_path] = _doc_key(d)
+        if k is not None:
+            buckets.setdefault(k, {}).setdefault(d.relative_path, d)
+    written: dict[str, None] = {}
     for patch in patches:
         incoming = Entry(patch.summary, patch.why, patch.how_to_apply)
-        target = next(
-            (
-                d for d in known
-                if d.type == patch.topic
-                and (first := parse_entries(d.body))
-                and first[0].summary.lower() == patch.summary.lower()
-            ),
-            None,
-        )
+        bucket = buckets.get((patch.topic, patch.summary.lower()))
+        target = next(iter(bucket.values()), None) if bucket else None
         if target is not None:
             entries = parse_entries(target.body)
             merged = merge_entry(entries[0], incoming)
             if merged == entries[0]:
                 continue
-            text = replace_body(store.read(target.relative_path), render_entries([merged, *entries[1:]]))
+            body = render_entries([merged, *entries[1:]])
+            text = replace_body(store.read(target.relative_path), body)
             if text is None:
                 continue
+            if not written:
+                mark_index_dirty(store)
             store.write(target.relative_path, text)
-            key = target.relative_path
+            key, kind = target.relative_path, target.type
         else:
-            key = _new_key(store, patch.topic, patch.summary, now=now)
+            key, kind = _new_key(store, patch.topic, patch.summary, now=now), patch.topic
             body = render_entries([incoming])
+            if not written:
+                mark_index_dirty(store)
             store.write(key, render_topic(name=_title(patch.summary), description=patch.summary,
                                           kind=patch.topic, body=body))
-        stat = store.stat(key)
-        doc = parse_topic(store.read(key), relative_path=key, mtime_ms=stat.mtime_ms if stat else 0.0)
-        known = [d for d in known if d.relative_path != key] + ([doc] if doc else [])
-        if key not in written:
-            written.append(key)
-    return written
+        # what a re-scan would find: only type, path and body matter for later merges (no re-read, no re-parse)
+        doc = TopicDoc(kind, key, key, "", body.strip())
+        old = key_of.pop(key, None)
+        if old is not None:
+            buckets.get(old, {}).pop(key, None)
+        k = key_of[key] = _doc_key(doc)
+        if k is not None:
+            buckets.setdefault(k, {})[key] = doc
+        written.setdefault(key, None)
+    return list(written)
 
 
 def plan_by_model(
@@ -160,7 +180,7 @@ def plan_by_model(
             prompt_version=f"{system.version}+{user.version}",
         )
     )
-    raw: list[Any] = list(reply.data["patches"])
+    raw: list[Any] = list(checked_data(reply, EXTRACT_SCHEMA)["patches"])
     offset = lines[-1].offset if lines else 0
     return dedupe_patches(
         Patch(p["topic"], str(p["summary"]), p.get("why") or None, p.get("how_to_apply") or None, offset)
@@ -178,12 +198,31 @@ def run_extract(
     timeout_s: float = EXTRACT_TIMEOUT_S,
     cache: DocCache | None = None,
 ) -> ExtractOutcome:
-    """Extract durable facts from the unprocessed slice of one session (spec §5.3 with the §5.5 pipeline)."""
+    """Extract durable facts from the unprocessed slice of one session (spec §5.3 with the §5.5 pipeline).
+
+    Never raises for storage, state-file, path or model trouble: such a run returns ``failed`` with ``error``
+    (and the cursor does not move, so nothing is skipped); ignored or repaired files are listed in ``warnings``.
+    """
+    warnings: list[str] = []
+    try:
+        outcome = _extract(store, request, now=now, root=root, model=model, timeout_s=timeout_s, cache=cache,
+                           warnings=warnings)
+    except Exception as exc:  # documented: a failed result, never an exception
+        outcome = ExtractOutcome("failed", error=describe_error(exc))
+    return replace(outcome, warnings=tuple(warnings)) if warnings else outcome
+
+
+def _extract(
+    store: Store, request: ExtractRequest, *, now: datetime, root: str, model: Model | None, timeout_s: float,
+    cache: DocCache | None, warnings: list[str],
+) -> ExtractOutcome:
     scaffold(store, now=now)
-    cursor = read_cursor(store)
+    if repair_stale_index(store, cache=cache):
+        warnings.append("MEMORY.md: stale after an interrupted operation; rebuilt")
+    cursor = read_cursor(store, warn=warnings.append)
     lines = transcript(request.history)
     start = cursor.get("processedOffset", 0) if cursor.get("sessionId") == request.session_id else 0
-    start = start if isinstance(start, int) else 0
+    start = start if isinstance(start, int) and not isinstance(start, bool) and start >= 0 else 0
     next_offset = len(request.history)  # fix: spec §12 — full-history offsets, one index space
     if any(writes_memory(m, root=root) for m in request.history[start:]):
         # fix: spec §12 — only the unprocessed slice counts, and the cursor moves past it (as Claude Code's
@@ -195,7 +234,9 @@ def run_extract(
     if not user_lines:
         write_cursor(store, session_id=request.session_id, processed_offset=next_offset, now=now)
         return ExtractOutcome("completed", processed_offset=next_offset)
-    docs = scan(store, cache=cache).docs
+    result = scan(store, cache=cache)
+    warnings.extend(result.warnings)
+    docs = result.docs
     patches, used_model, fallback = model_or_heuristic(
         (lambda: plan_by_model(sliced, docs, model=model, timeout_s=timeout_s)) if model is not None else None,
         lambda: extract_heuristic((ln.offset, ln.text) for ln in user_lines),
@@ -206,12 +247,13 @@ def run_extract(
     update_meta(
         store,
         now=now,
+        warn=warnings.append,
         lastExtractionAt=iso_ms(now),
         lastExtractionSessionId=request.session_id,
         lastExtractionTouchedTopics=list(touched),
         lastExtractionStatus="updated" if touched else "noop",
     )
-    if touched:
+    if touched or written:
         rebuild_index(store, cache=cache)
     write_cursor(store, session_id=request.session_id, processed_offset=next_offset, now=now)
     return ExtractOutcome(
@@ -291,8 +333,8 @@ class ExtractScheduler:
                 self.store, request, now=now, root=self.root, model=self.model,
                 timeout_s=self.timeout_s, cache=self.cache,
             )
-        except (OSError, ValueError) as exc:
-            outcome = ExtractOutcome("failed", error=f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # run_extract already catches; belt and braces for the promise
+            outcome = ExtractOutcome("failed", error=describe_error(exc))
         self._emit(request, outcome, monotonic_ms() - t0)
         return outcome
 
@@ -308,5 +350,6 @@ class ExtractScheduler:
                 touched_topics=outcome.touched_topics,
                 fallback_reason=outcome.fallback_reason,
                 error=outcome.error,
+                warnings=outcome.warnings,
             )
         )

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
 
 from memory_core.clock import monotonic_ms
 from memory_core.entries import parse_entries, render_entries
-from memory_core.errors import ModelError
+from memory_core.errors import ModelError, describe_error
 from memory_core.events import EventSink, ForgetEvent, NullSink
 from memory_core.formats import collapse_ws
-from memory_core.index import rebuild_index
-from memory_core.model import Message, Model, ModelRequest, model_or_heuristic
+from memory_core.index import mark_index_dirty, rebuild_index, repair_stale_index
+from memory_core.model import Message, Model, ModelRequest, checked_data, model_or_heuristic
 from memory_core.prompts import render_prompt
 from memory_core.scan import DocCache, scan
 from memory_core.state import scaffold, update_meta_best_effort
@@ -61,6 +61,11 @@ class ForgetOutcome:
     candidates: int
     fallback_reason: str | None = None
     reasoning: str | None = None
+    error: str | None = None
+    """Set when forget could not run (storage, path or state trouble): one line naming the exception and file;
+    nothing was removed that is not listed in ``removed``."""
+    warnings: tuple[str, ...] = ()
+    """Files skipped or repaired on the way (unsafe or unreadable topic file, stale index)."""
 
     @property
     def system_message(self) -> str | None:
@@ -110,13 +115,14 @@ def select_forget_by_model(
                 "reasoning": {"type": "string"}}},
         )
     )
-    ids = reply.data["selectedCandidateIds"]
+    data = checked_data(reply, FORGET_SCHEMA)
+    ids = data["selectedCandidateIds"]
     known = {c.id for c in candidates}
     for cid in ids:
         if cid not in known:
             raise ModelError(f"Unknown candidate id: {cid}", reason="unknown_id")
     chosen = set(ids)
-    reasoning = reply.data.get("reasoning")
+    reasoning = data.get("reasoning")
     return [c for c in candidates if c.id in chosen][:limit], reasoning if isinstance(reasoning, str) else None
 
 
@@ -130,6 +136,7 @@ def delete_matches(
     if not matches:
         return [], []
     scaffold(store, now=now)
+    mark_index_dirty(store)
     by_file: dict[str, list[ForgetCandidate]] = {}
     for m in matches:
         by_file.setdefault(m.relative_path, []).append(m)
@@ -152,15 +159,15 @@ def delete_matches(
                     new_text = replace_body(text, render_entries(kept))
                     store.write(path, new_text or text)
                 count = len(entries) - len(kept)
-        except OSError:
-            continue  # parity: spec §8.3 swallows per-file errors
+        except (OSError, ValueError):
+            continue  # parity: spec §8.3 swallows per-file errors (an unsafe path too)
         removed += file_matches[:count]
         for m in file_matches[:count]:
             if m.topic not in touched:
                 touched.append(m.topic)
     if touched:
         update_meta_best_effort(store, now=now)
-        rebuild_index(store, cache=cache)
+    rebuild_index(store, cache=cache)  # also clears the stale-index marker set above
     return removed, touched
 
 
@@ -176,10 +183,39 @@ def forget(
     session_id: str = "",
     cache: DocCache | None = None,
 ) -> ForgetOutcome:
-    """Select and delete entries matching ``query`` (spec §8.4: unbounded limit by default, no confirmation)."""
+    """Select and delete entries matching ``query`` (spec §8.4: unbounded limit by default, no confirmation).
+
+    Never raises for storage, path, state or model trouble: the outcome then carries ``error`` (strategy
+    ``none`` when nothing could be selected), and exactly one event is emitted either way.
+    """
     t0 = monotonic_ms()
+    warnings: list[str] = []
+    try:
+        outcome = _forget(store, query, now=now, model=model, limit=limit, timeout_s=timeout_s, cache=cache,
+                          warnings=warnings)
+    except Exception as exc:  # documented: a result with ``error``, never an exception
+        outcome = ForgetOutcome(query.strip(), (), (), "none", 0, error=describe_error(exc))
+    outcome = replace(outcome, warnings=tuple(warnings))
+    elapsed = monotonic_ms() - t0
+    (events or NullSink()).emit(ForgetEvent(session_id, len(query), outcome.strategy, elapsed,
+                                            outcome.fallback_reason, tuple(warnings), candidates=outcome.candidates,
+                                            removed_entries=len(outcome.removed),
+                                            touched_topics=outcome.touched_topics))
+    return outcome
+
+
+def _forget(
+    store: Store, query: str, *, now: datetime, model: Model | None, limit: int, timeout_s: float,
+    cache: DocCache | None, warnings: list[str],
+) -> ForgetOutcome:
+    if repair_stale_index(store, cache=cache):
+        warnings.append("MEMORY.md: stale after an interrupted operation; rebuilt")
     trimmed = query.strip()
-    candidates = forget_candidates(scan(store, cache=cache).docs) if trimmed else []
+    candidates: list[ForgetCandidate] = []
+    if trimmed:
+        result = scan(store, cache=cache)
+        warnings.extend(result.warnings)
+        candidates = forget_candidates(result.docs)
     selected: list[ForgetCandidate] = []
     strategy: str = "none"
     fallback: str | None = None
@@ -198,10 +234,4 @@ def forget(
         # parity: spec §8.2 — an empty model selection is strategy none, with no fallback
         strategy = ("model" if used_model else "heuristic") if selected else "none"
     removed, touched = delete_matches(store, selected, now=now, cache=cache)
-    outcome = ForgetOutcome(
-        trimmed, tuple(removed), tuple(touched), strategy, len(candidates), fallback, reasoning
-    )
-    elapsed = monotonic_ms() - t0
-    (events or NullSink()).emit(ForgetEvent(session_id, len(query), strategy, elapsed, fallback, candidates=len(candidates),
-                                            removed_entries=len(removed), touched_topics=tuple(touched)))
-    return outcome
+    return ForgetOutcome(trimmed, tuple(removed), tuple(touched), strategy, len(candidates), fallback, reasoning)

@@ -27,12 +27,12 @@ def parse_iso_ms(text: object) -> float | None:
     if not isinstance(text, str) or not text:
         return None
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        moment = datetime.fromisoformat(text[:64].replace("Z", "+00:00"))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.timestamp() * 1000
+    except (ValueError, OverflowError):
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp() * 1000
 
 
 def to_ms(moment: datetime) -> float:

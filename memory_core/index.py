@@ -1,10 +1,17 @@
 """The ``MEMORY.md`` index: build with caps (spec §4.1), rebuild (§4.2), load-time truncation (§4.3).
 
 All lengths are JS string lengths (UTF-16 code units), as upstream counts them (parity, spec §12).
+
+fix: spec §4.1 — upstream pastes name, description and path into the line as they are, so a newline (or CR, NEL,
+U+2028/2029), a ``](`` or a file name holding such characters forged extra ``MEMORY.md`` lines and links out of
+the root. ``index_line`` is the one place a line is built, and it sanitises whatever the source (frontmatter, a
+model summary, a file name): one line per doc, one link, and that link stays inside the root.
 """
 
 from __future__ import annotations
 
+import contextlib
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
@@ -12,7 +19,7 @@ from typing import Final
 
 from memory_core.formats import js_len, js_slice
 from memory_core.scan import DocCache, scan
-from memory_core.store import INDEX_KEY, Store
+from memory_core.store import INDEX_DIRTY_KEY, INDEX_KEY, Store
 from memory_core.topic import TopicDoc
 
 MAX_INDEX_LINES: Final = 200
@@ -34,12 +41,72 @@ class IndexBuild:
     """True when the line or size cap removed something (the write-time warning is appended)."""
 
 
+_TEXT_MAP: Final = {ord("["): "(", ord("]"): ")", ord("`"): "'", ord("<"): "\u2039"}
+_BIDI: Final = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A))
+_PATH_SAFE_PUNCT: Final = frozenset("-._~/!$&'*+,;=:@")
+_MAX_FIELD_CHARS: Final = 400
+
+
+def _line_safe(text: str) -> str:
+    """Text that cannot end the line, open or close a link, a code span or an HTML tag.
+
+    Control characters and line/paragraph separators become spaces, ``[``/``]`` become ``(``/``)``, a backtick
+    ``'``, ``<`` ``‹``; bidi overrides are dropped and lone surrogates become U+FFFD.
+    """
+    out: list[str] = []
+    for ch in text[:_MAX_FIELD_CHARS]:
+        cat = unicodedata.category(ch)
+        if cat in ("Cc", "Zl", "Zp"):
+            out.append(" ")
+        elif cat == "Cs":
+            out.append("\ufffd")
+        elif ord(ch) in _BIDI:
+            continue
+        else:
+            out.append(ch)
+    return "".join(out).translate(_TEXT_MAP)
+
+
+def _encode_char(ch: str) -> str:
+    raw = ch.encode("utf-8", "surrogateescape") if 0xDC80 <= ord(ch) <= 0xDCFF else ch.encode("utf-8", "replace")
+    return "".join(f"%{b:02X}" for b in raw)
+
+
+def index_target(relative_path: str) -> str:
+    """The link target of a doc: its relative path, percent-encoding anything that is not a plain path character
+    (whitespace, controls, brackets, parentheses, ``<>``, ``%#?``, backticks, backslashes, non-UTF-8 name bytes),
+    dropping ``.``/``..``/empty segments (and so a leading ``/``), and prefixing a scheme-like first segment with
+    ``./``: the target, percent-decoded or not, always names a path inside the root."""
+    out: list[str] = []
+    for ch in relative_path:
+        if ch in _PATH_SAFE_PUNCT or (ch.isalnum() and unicodedata.category(ch)[0] in "LN"):
+            out.append(ch)
+        else:
+            out.append(_encode_char(ch))
+    segments = [seg for seg in "".join(out).split("/") if seg not in ("", ".", "..")]
+    target = "/".join(segments) or "MEMORY.md"
+    if segments and ":" in segments[0]:
+        return f"./{target}"  # ``javascript:x.md`` is a file here, never a URL scheme
+    return target
+
+
 def index_line(doc: TopicDoc) -> str:
-    """``- [title](path) — description-or-type``, capped at 150 UTF-16 units with ``…``."""
-    line = f"- [{doc.title}]({doc.relative_path}) \u2014 {doc.description or doc.type}"
-    if js_len(line) > MAX_INDEX_LINE_CHARS:
-        line = js_slice(line, MAX_INDEX_LINE_CHARS - 1).rstrip() + "\u2026"
-    return line
+    """``- [title](path) — description-or-type``, capped at 150 UTF-16 units with ``…``, sanitised (see above).
+
+    fix: spec §4.1 — the cap never cuts the link: when ``- [title](path)`` alone is over 149 units the title is
+    shortened instead (and a path longer than the cap keeps the line over it, whole).
+    """
+    title = _line_safe(doc.title).replace("\\", "\\\\")
+    rest = _line_safe(doc.description or doc.type)
+    target = index_target(doc.relative_path)
+    line = f"- [{title}]({target}) \u2014 {rest}"
+    if js_len(line) <= MAX_INDEX_LINE_CHARS:
+        return line
+    if js_len(f"- [{title}]({target})") <= MAX_INDEX_LINE_CHARS - 1:
+        return js_slice(line, MAX_INDEX_LINE_CHARS - 1).rstrip() + "\u2026"
+    room = MAX_INDEX_LINE_CHARS - 1 - js_len(f"- []({target})") - 1
+    short = js_slice(title, room).rstrip() if room > 0 else ""
+    return f"- [{short}\u2026]({target})"
 
 
 def _cut_to_size(text: str) -> str:
@@ -61,10 +128,28 @@ def build_index(docs: Sequence[TopicDoc]) -> IndexBuild:
 
 
 def rebuild_index(store: Store, *, cache: DocCache | None = None) -> IndexBuild:
-    """Scan, build and overwrite ``MEMORY.md`` (spec §4.2)."""
+    """Scan, build and overwrite ``MEMORY.md`` (spec §4.2); clears the stale-index marker."""
     built = build_index(scan(store, cache=cache).docs)
     store.write(INDEX_KEY, built.text)
+    with contextlib.suppress(OSError):
+        store.delete(INDEX_DIRTY_KEY)
     return built
+
+
+def mark_index_dirty(store: Store) -> None:
+    """Record that topic files are about to change; ``rebuild_index`` clears it. A crash in between leaves the
+    marker, and ``repair_stale_index`` then rebuilds the index the crash left stale."""
+    if store.stat(INDEX_DIRTY_KEY) is None:
+        store.write(INDEX_DIRTY_KEY, "")
+
+
+def repair_stale_index(store: Store, *, cache: DocCache | None = None) -> bool:
+    """Rebuild ``MEMORY.md`` when a previous operation stopped between its topic writes and its index rebuild
+    (the marker of ``mark_index_dirty`` is there); True when it did."""
+    if store.stat(INDEX_DIRTY_KEY) is None:
+        return False
+    rebuild_index(store, cache=cache)
+    return True
 
 
 def _kb(units: int) -> str:

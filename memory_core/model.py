@@ -15,6 +15,12 @@ from typing import Any, Final, Protocol, TypeVar
 from memory_core.errors import ModelError
 
 _FENCE: Final = re.compile(r"```(?:json)?\s*([\s\S]*?)```", re.IGNORECASE)
+MAX_ANSWER_CHARS: Final = 4_000_000
+"""A model answer longer than this is refused (``invalid_json``) before parsing."""
+MAX_ANSWER_DEPTH: Final = 64
+"""Deeper JSON is refused (``invalid_json``) before ``json.loads`` can recurse."""
+MAX_ANSWER_ITEMS: Final = 5_000
+"""The most items any array of an answer may hold (``too_many``): a 2,000-patch answer is fine."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,21 +81,93 @@ class Model(Protocol):
         ...
 
 
+def _too_deep(text: str) -> bool:
+    """Whether brackets outside strings nest deeper than ``MAX_ANSWER_DEPTH`` (linear, no recursion)."""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_ANSWER_DEPTH:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
+
+
+def _lone_surrogate(data: Any) -> bool:
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _loads(candidate: str) -> Any:
+    if _too_deep(candidate):
+        raise ModelError(f"model answer nests deeper than {MAX_ANSWER_DEPTH} levels", reason="invalid_json")
+    try:
+        return json.loads(candidate)
+    except json.JSONDecodeError:
+        return None
+    except (ValueError, RecursionError) as exc:  # 100,000-digit numbers, pathological input
+        raise ModelError(f"model answer is not usable JSON: {type(exc).__name__}: {str(exc)[:80]}",
+                         reason="invalid_json") from None
+
+
 def parse_json_lenient(text: str) -> dict[str, Any]:
-    """Parse a model's JSON leniently: code fences and leading prose are tolerated, then strict object check."""
+    """Parse a model's JSON leniently: code fences and leading prose are tolerated, then strict object check.
+
+    Hostile answers are refused with ``ModelError(reason="invalid_json")`` in linear time: not a string, longer
+    than ``MAX_ANSWER_CHARS``, nested deeper than ``MAX_ANSWER_DEPTH``, numbers Python refuses to convert, or
+    strings holding lone surrogates.
+    """
+    if not isinstance(text, str):
+        raise ModelError(f"model answer is not text: {type(text).__name__}", reason="invalid_json")
+    if len(text) > MAX_ANSWER_CHARS:
+        raise ModelError(f"model answer is {len(text)} characters, over {MAX_ANSWER_CHARS}", reason="invalid_json")
     candidates = [text.strip()]
     candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
         candidates.append(text[start : end + 1])
     for candidate in candidates:
-        try:
-            data = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
+        data = _loads(candidate)
         if isinstance(data, dict):
+            if _lone_surrogate(data):
+                raise ModelError("model answer holds a lone surrogate", reason="invalid_json")
             return data
     raise ModelError(f"model answer is not a JSON object: {text[:120]!r}", reason="invalid_json")
+
+
+def checked_data(reply: ModelReply, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The reply's data once validated here, whatever the ``Model`` implementation did: a JSON object, no lone
+    surrogate, no nesting deeper than ``MAX_ANSWER_DEPTH``, arrays of at most ``MAX_ANSWER_ITEMS``, and the
+    schema (``null`` where an array is required is a ``schema`` error). Every caller of ``Model.query`` uses it."""
+    data = reply.data
+    if not isinstance(data, Mapping):
+        raise ModelError(f"model answer is a {type(data).__name__}, not a JSON object", reason="schema")
+    if _lone_surrogate(dict(data)):
+        raise ModelError("model answer holds a lone surrogate", reason="invalid_json")
+    validate_schema(data, schema)
+    return data
 
 
 def validate_schema(data: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
@@ -112,7 +190,10 @@ def _check_value(path: str, value: Any, spec: Mapping[str, Any]) -> None:
     expected = {"string": str, "array": list, "object": dict, "integer": int, "number": (int, float)}
     if kind in expected and not isinstance(value, expected[kind]):  # type: ignore[arg-type]
         raise ModelError(f"Invalid side query response: {path} must be {kind}", reason="schema")
-    if "enum" in spec and value not in spec["enum"]:
+    if kind == "array" and len(value) > MAX_ANSWER_ITEMS:
+        raise ModelError(f"Invalid side query response: {path} has {len(value)} items, over {MAX_ANSWER_ITEMS}",
+                         reason="too_many")
+    if "enum" in spec and (not isinstance(value, str | int | float | bool | None) or value not in spec["enum"]):
         raise ModelError(f"Invalid side query response: {path} = {value!r} not in enum", reason="schema")
     if kind == "array" and "items" in spec:
         for i, item in enumerate(value):
@@ -124,16 +205,38 @@ def _check_value(path: str, value: Any, spec: Mapping[str, Any]) -> None:
 T = TypeVar("T")
 
 
+def fallback_reason(exc: BaseException) -> str:
+    """The reason tag an exception from the model path is reported with.
+
+    ``ModelError`` keeps its own; ``TimeoutError`` → ``timeout``; ``ConnectionError`` → ``connection``;
+    ``RecursionError`` and ``UnicodeError`` (a deep or undecodable answer) → ``invalid_json``; anything else →
+    ``exception``.
+    """
+    if isinstance(exc, ModelError):
+        return exc.reason
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    if isinstance(exc, ConnectionError):
+        return "connection"
+    if isinstance(exc, RecursionError | UnicodeError):
+        return "invalid_json"
+    return "exception"
+
+
 def model_or_heuristic(model_path: Callable[[], T] | None, heuristic: Callable[[], T]) -> tuple[T, bool, str | None]:
-    """Run the model path when there is one; on ``ModelError`` run the heuristic instead (spec §7.2, §8.2).
+    """Run the model path when there is one; on any exception run the heuristic instead (spec §7.2, §8.2).
+
+    fix: spec §7.2 — upstream falls back only on its own validation errors; here any exception the model (or the
+    processing of its answer) raises — ``RuntimeError``, ``TimeoutError``, ``ConnectionError``, ``KeyError``… —
+    becomes the heuristic fallback, with the reason from ``fallback_reason``.
 
     Returns (value, whether the model's value was used, the fallback reason or None).
     """
     if model_path is not None:
         try:
             return model_path(), True, None
-        except ModelError as exc:
-            return heuristic(), False, exc.reason
+        except Exception as exc:  # the promise is: no model failure escapes
+            return heuristic(), False, fallback_reason(exc)
     return heuristic(), False, None
 
 
@@ -173,6 +276,8 @@ class ScriptedModel:
             raise reply
         if isinstance(reply, Exception):
             raise ModelError(f"{type(reply).__name__}: {reply}", reason="provider") from reply
+        if isinstance(reply, Mapping) and _lone_surrogate(dict(reply)):
+            raise ModelError("model answer holds a lone surrogate", reason="invalid_json")
         text = reply if isinstance(reply, str) else json.dumps(reply)
         data = parse_json_lenient(text)
         validate_schema(data, request.schema)

@@ -18,6 +18,7 @@ TRANSIENT: Final = re.compile(
     r"\b(today|now|currently|for this task|this session|temporary|temporarily)\b", re.IGNORECASE
 )
 _LEADING_BULLET: Final = re.compile(r"^[-*]\s*")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _REMEMBER: Final = re.compile(r"^(?:please\s+)?(?:remember|save|note)\s+(?:that\s+)?(.+)$", re.IGNORECASE | re.DOTALL)
 _PREFERENCE: Final = re.compile(r"\b(i|we)\s+(prefer|like|need|want)\b|\bmy\s+(preferred|favorite)\b", re.IGNORECASE)
 _URL: Final = re.compile(r"https?://\S+", re.IGNORECASE)
@@ -63,13 +64,21 @@ def rejection_reason(summary: str) -> str | None:
     return None
 
 
+def scrub(text: str) -> str:
+    """``text`` with lone surrogates (which no file can hold) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def normalize_patch(patch: Patch) -> Patch | None:
-    """Strip a leading bullet, collapse whitespace, apply the filters (spec §5.5 ``normalizeExtractPatch``)."""
-    summary = collapse_ws(_LEADING_BULLET.sub("", patch.summary.strip(), count=1))
+    """Strip a leading bullet, collapse whitespace, apply the filters (spec §5.5 ``normalizeExtractPatch``).
+
+    Lone surrogates (from a chat message) become U+FFFD, so the patch can always be written.
+    """
+    summary = collapse_ws(_LEADING_BULLET.sub("", scrub(patch.summary).strip(), count=1))
     if rejection_reason(summary) is not None:
         return None
-    why = collapse_ws(patch.why) if patch.why else None
-    how = collapse_ws(patch.how_to_apply) if patch.how_to_apply else None
+    why = collapse_ws(scrub(patch.why)) if patch.why else None
+    how = collapse_ws(scrub(patch.how_to_apply)) if patch.how_to_apply else None
     return Patch(patch.topic, summary, why or None, how or None, patch.source_offset)
 
 

@@ -28,6 +28,7 @@ ENV_LOCAL: Final = "QWEN_CODE_MEMORY_LOCAL"
 
 _UNSAFE_CHARS: Final = re.compile(r"[^a-zA-Z0-9]")
 _DRIVE_ROOT: Final = re.compile(r"^[A-Za-z]:[\\/]?$")
+_URL: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +55,13 @@ def sanitize_cwd(path: str, *, windows: bool = False) -> str:
 
 
 def memory_base_dir(*, environ: Mapping[str, str], home: Path) -> Path:
-    """``$QWEN_CODE_MEMORY_BASE_DIR`` when non-empty, else ``<home>/.qwen`` (spec §1.2)."""
+    """``$QWEN_CODE_MEMORY_BASE_DIR`` when non-empty, else ``<home>/.qwen`` (spec §1.2), validated.
+
+    fix: spec §1.2 — upstream uses the variable as given; here it goes through ``validate_memory_path`` (Claude
+    Code's rules: ``~/`` expanded, relative / root / UNC / drive / URL / NUL refused with ``UnsafePathError``).
+    """
     configured = environ.get(ENV_BASE_DIR, "")
-    return Path(configured) if configured else home / QWEN_DIR
+    return validate_memory_path(configured if configured else str(home / QWEN_DIR), home=home)
 
 
 def find_git_root(start: Path) -> Path | None:
@@ -122,24 +127,37 @@ def is_memory_path(path: str | Path, root: str | Path) -> bool:
 def validate_memory_path(raw: str, *, home: Path) -> Path:
     """Normalise a configured memory directory or refuse it (Claude Code ``validateMemoryPath``).
 
-    Rejects NUL bytes, UNC paths, drive roots, ``~`` forms that land on home or above, relative paths and
-    near-root paths (shorter than 3 characters once normalised). Returns the NFC-normalised absolute path.
+    Rejects NUL bytes, UNC paths (``\\\\server``, ``//server``), drive roots (``C:``), URLs, ``~`` forms that land on
+    home or above, relative paths (``.``, ``..``, ``mem``) and near-root paths (shorter than 3 characters once
+    normalised, ``/``). ``~/rest`` expands to ``home/rest``: the remainder is always taken relative to home, so
+    ``~//etc`` and ``~///etc`` give ``<home>/etc``, never ``/etc`` or ``//etc``. Returns the NFC-normalised absolute
+    path; every refusal is an ``UnsafePathError`` whose ``reason`` names the rule.
     """
+    if not isinstance(raw, str):
+        raise UnsafePathError(f"memory path {raw!r} is not a string", reason="not_a_string")
     if "\x00" in raw:
-        raise UnsafePathError(f"memory path {raw!r} contains a NUL byte")
+        raise UnsafePathError(f"memory path {raw!r} contains a NUL byte", reason="nul")
     if raw.startswith(("\\\\", "//")):
-        raise UnsafePathError(f"memory path {raw!r} is a UNC path; expected a local directory")
+        raise UnsafePathError(f"memory path {raw!r} is a UNC path; expected a local directory", reason="unc")
     if _DRIVE_ROOT.match(raw):
-        raise UnsafePathError(f"memory path {raw!r} is a drive root; expected a directory below it")
+        raise UnsafePathError(f"memory path {raw!r} is a drive root; expected a directory below it",
+                              reason="drive_root")
+    if _URL.match(raw):
+        raise UnsafePathError(f"memory path {raw!r} is a URL; expected a local directory", reason="url")
     candidate = raw
     if raw == "~" or raw.startswith("~/"):
-        rest = posixpath.normpath(raw[2:]) if len(raw) > 2 else "."
+        # fix: Claude Code rule — the remainder is relative to home even when it starts with more slashes
+        rest = posixpath.normpath(raw[2:].lstrip("/")) if len(raw) > 2 else "."
         if rest in (".", "..") or rest.startswith("../"):
-            raise UnsafePathError(f"memory path {raw!r} expands to the home directory or above")
-        candidate = str(home / rest)
+            raise UnsafePathError(f"memory path {raw!r} expands to the home directory or above",
+                                  reason="home_or_above")
+        candidate = posixpath.join(str(home), rest)
     if not posixpath.isabs(candidate):
-        raise UnsafePathError(f"memory path {raw!r} is relative; expected an absolute path")
-    normalised = posixpath.normpath(candidate).rstrip("/") or "/"
+        raise UnsafePathError(f"memory path {raw!r} is relative; expected an absolute path", reason="relative")
+    normalised = posixpath.normpath(candidate)
+    if normalised.startswith("//"):
+        normalised = "/" + normalised.lstrip("/")  # POSIX keeps a leading '//'; it is no UNC share here
+    normalised = unicodedata.normalize("NFC", normalised.rstrip("/") or "/")
     if len(normalised) < 3:
-        raise UnsafePathError(f"memory path {raw!r} is the filesystem root or too close to it")
-    return Path(unicodedata.normalize("NFC", normalised))
+        raise UnsafePathError(f"memory path {raw!r} is the filesystem root or too close to it", reason="too_short")
+    return Path(normalised)

@@ -12,6 +12,33 @@ from memory_core.store import Store
 from memory_core.topic import TopicDoc, parse_topic
 
 MAX_SCANNED_MEMORY_FILES: Final = 200
+NOT_A_DOC: Final = "not a memory doc"
+MAX_FRONTMATTER_CHARS: Final = 16 * 1024
+"""A topic file whose frontmatter is longer is skipped (with a warning) before any YAML parsing: YAML is parsed
+in pure Python, and a huge or deeply nested frontmatter would take many seconds. Upstream reads only the first
+30 lines of a file for its frontmatter; 16 KiB is far beyond any real one."""
+
+
+def _parse(text: str, key: str, mtime_ms: float) -> TopicDoc | None:
+    if text.startswith("---\n"):
+        end = text.find("\n---", 3)
+        size = end if end >= 0 else len(text)
+        if size > MAX_FRONTMATTER_CHARS:
+            raise ValueError(f"frontmatter of {size} characters, over the {MAX_FRONTMATTER_CHARS}-character limit")
+    return parse_topic(text, relative_path=key, mtime_ms=mtime_ms)
+
+
+def printable_key(key: str) -> str:
+    """A key as text that always encodes: bytes of a non-UTF-8 file name are shown as ``\\xNN``."""
+    return key.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if not _encodable(key) else key
+
+
+def _encodable(key: str) -> bool:
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +51,12 @@ class ScanResult:
     """Files skipped: unreadable ones (fix: spec §12) and ones that are no memory doc (spec §3)."""
     total_docs: int = 0
     """Docs found before the 200 cap."""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """One line per file skipped because it could not be read safely (symlink out of the root, FIFO, device,
+        oversized, not UTF-8, non-UTF-8 name), naming the file; operations put these in their warning events."""
+        return tuple(f"{d.relative_path}: skipped ({d.reason})" for d in self.dropped if d.reason != NOT_A_DOC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +92,10 @@ def scan(store: Store, *, cache: DocCache | None = None, limit: int | None = MAX
     docs: list[TopicDoc] = []
     dropped: list[DroppedFile] = []
     for key in keys:
+        if not _encodable(key):
+            # fix: a non-UTF-8 file name would break every later write of its path (index, prompts): skipped
+            dropped.append(DroppedFile(printable_key(key), "unreadable: file name is not UTF-8"))
+            continue
         try:
             stat = store.stat(key)
             if stat is None:
@@ -69,15 +106,15 @@ def scan(store: Store, *, cache: DocCache | None = None, limit: int | None = MAX
                 if cache is not None:
                     cache.hits += 1
             else:
-                doc = parse_topic(store.read(key), relative_path=key, mtime_ms=stat.mtime_ms)
+                doc = _parse(store.read(key), key, stat.mtime_ms)
                 if cache is not None:
                     cache.misses += 1
                     cache.entries[key] = (stat.mtime_ms, stat.size, doc)
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError, MemoryError) as exc:
             dropped.append(DroppedFile(key, f"unreadable: {type(exc).__name__}: {exc}"))
             continue
         if doc is None:
-            dropped.append(DroppedFile(key, "not a memory doc"))
+            dropped.append(DroppedFile(key, NOT_A_DOC))
         else:
             docs.append(doc)
     docs.sort(key=_order_key)

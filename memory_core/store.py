@@ -4,6 +4,16 @@ Keys are POSIX paths relative to the memory root (``user/terse.md``, ``MEMORY.md
 beside the root (spec §1.4) are addressed as ``../meta.json``, ``../extract-cursor.json`` and
 ``../consolidation.lock``, which is exactly where they are on disk. Every write stamps the file's mtime from the
 injected clock, so a fake clock gives fake mtimes on either store.
+
+Crash and hostile-input safety of ``FileStore`` (issues 14, 23):
+
+- every write and create is atomic: the bytes go to a temp file in the target's directory, are fsynced and stamped,
+  then ``os.replace`` (write) or ``os.link`` (create: fails when the target exists) puts them in place, so a kill
+  leaves either the old file or the whole new one, never an empty or partial file;
+- reads take regular files only (a FIFO, a device or a directory is refused without blocking), at most
+  ``MAX_FILE_BYTES`` bytes (a bigger file is refused, so a symlink to ``/dev/zero`` cannot hang or exhaust memory),
+  and never through a symlink whose target leaves the root (``UnsafePathError``);
+- deletes and mtime updates never act through a symlinked directory that leaves the root.
 """
 
 from __future__ import annotations
@@ -11,7 +21,10 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+import stat as stat_mod
 import tempfile
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol
@@ -24,7 +37,16 @@ META_KEY: Final = "../meta.json"
 CURSOR_KEY: Final = "../extract-cursor.json"
 LOCK_KEY: Final = "../consolidation.lock"
 INDEX_KEY: Final = "MEMORY.md"
+INDEX_DIRTY_KEY: Final = ".index-rebuild.pending"
+"""Marker (inside the root, hidden from ``list``) written before topic files change and removed once ``MEMORY.md``
+is rebuilt: a crash in between leaves it, and the next operation rebuilds the stale index."""
 STATE_KEYS: Final = frozenset({META_KEY, CURSOR_KEY, LOCK_KEY})
+HIDDEN_KEYS: Final = frozenset({INDEX_DIRTY_KEY})
+"""Bookkeeping files inside the root that ``list`` never reports."""
+TEMP_PREFIX: Final = ".tmp-"
+"""Temp files of atomic writes; a kill can leave one behind, and ``list`` never reports them."""
+MAX_FILE_BYTES: Final = 1 << 20
+"""The largest file ``FileStore.read`` returns (1 MiB); a bigger one is refused with ``StoreError``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,18 +108,35 @@ def next_mtime_ms(now_ms: float, previous_ms: float | None) -> float:
 def check_key(key: str) -> str:
     """Normalise a key and refuse anything that leaves the memory root (spec §1.5) other than a state file."""
     if "\x00" in key or key.startswith("/") or "\\" in key:
-        raise UnsafePathError(f"memory key {key!r} must be a relative POSIX path without NUL or backslash")
+        raise UnsafePathError(f"memory key {key!r} must be a relative POSIX path without NUL or backslash",
+                              reason="bad_key")
     if key in STATE_KEYS:
         return key
     norm = posixpath.normpath(key)
     if norm in (".", "") or norm == ".." or norm.startswith("../"):
-        raise UnsafePathError(f"memory key {key!r} points outside the memory root")
+        raise UnsafePathError(f"memory key {key!r} points outside the memory root", reason="outside_root")
     return norm
+
+
+FSYNC_ENV: Final = "MEMORY_CORE_FSYNC"
+"""Set to ``0`` to skip the fsync of each write (throwaway test directories only; atomicity is kept)."""
+
+
+def _fsync_close(fd: int, data: bytes) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if os.environ.get(FSYNC_ENV, "1") != "0":
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @dataclass(slots=True)
 class FileStore:
-    """The real store: a directory on disk, atomic writes (temp file + ``os.replace``), no symlink escapes."""
+    """The real store: a directory on disk, atomic writes (temp file + fsync + ``os.replace``/``os.link``),
+    bounded regular-file reads, no symlink escapes."""
 
     root: Path
     clock: Clock = field(default_factory=SystemClock)
@@ -105,12 +144,16 @@ class FileStore:
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)
 
+    def _allowed(self, key: str) -> Path:
+        return Path(os.path.realpath(self.root.parent if key in STATE_KEYS else self.root))
+
     def _check_inside(self, target: Path, key: str) -> None:
         # Resolve the deepest existing ancestor: a symlinked directory must not carry a write outside.
-        allowed = Path(os.path.realpath(self.root.parent if key in STATE_KEYS else self.root))
+        allowed = self._allowed(key)
         real = Path(os.path.realpath(target))
         if real != allowed and allowed not in real.parents:
-            raise UnsafePathError(f"memory key {key!r} resolves to {real}, outside {allowed} (symlink escape)")
+            raise UnsafePathError(f"memory key {key!r} resolves to {real}, outside {allowed} (symlink escape)",
+                                  reason="symlink_escape")
 
     def list(self) -> list[str]:
         if not self.root.is_dir():
@@ -118,46 +161,78 @@ class FileStore:
         keys: list[str] = []
         for dirpath, _dirs, files in os.walk(self.root):
             for name in files:
+                if name.startswith(TEMP_PREFIX) or (name in HIDDEN_KEYS and dirpath == str(self.root)):
+                    continue  # a write a kill interrupted, or bookkeeping: never a memory file
                 rel = os.path.relpath(os.path.join(dirpath, name), self.root)
                 keys.append(rel.replace(os.sep, "/"))
         return sorted(keys)
 
     def read(self, key: str) -> str:
-        # newline="": no universal-newline translation, so CRLF files read back byte-for-byte (and stay ignored)
-        with open(self._path(key), encoding="utf-8", newline="") as handle:
-            return handle.read()
+        # newline="" semantics: no universal-newline translation, so CRLF files read back byte-for-byte
+        return self.read_bytes(key).decode("utf-8")
 
-    def write(self, key: str, text: str) -> None:
+    def read_bytes(self, key: str) -> bytes:
+        """The bytes of a regular file inside the root, at most ``MAX_FILE_BYTES``; ``FileNotFoundError`` when
+        missing, ``UnsafePathError`` through a symlink leaving the root, ``StoreError`` for a non-regular or
+        oversized file."""
+        target = self._path(key)
+        if not os.path.lexists(target):
+            raise FileNotFoundError(2, "No such file or directory", str(target))
+        self._check_inside(target, key)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; the fstat below then refuses it
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            info = os.fstat(fd)
+            if not stat_mod.S_ISREG(info.st_mode):
+                raise StoreError(f"{key.removeprefix('../')}: not a regular file (refused)")
+            if info.st_size > MAX_FILE_BYTES:
+                raise StoreError(f"{key.removeprefix('../')}: {info.st_size} bytes, over the {MAX_FILE_BYTES}-byte "
+                                 "limit (refused)")
+            chunks: list[bytes] = []
+            remaining = MAX_FILE_BYTES + 1
+            while remaining > 0:
+                chunk = os.read(fd, min(remaining, 1 << 16))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                remaining -= len(chunk)
+        finally:
+            os.close(fd)
+        if remaining <= 0:
+            raise StoreError(f"{key.removeprefix('../')}: grew over the {MAX_FILE_BYTES}-byte limit (refused)")
+        return b"".join(chunks)
+
+    def _put(self, key: str, text: str, *, exclusive: bool) -> bool:
+        data = text.encode("utf-8")  # before any file exists: an unencodable text leaves everything as it was
         target = self._path(key)
         self._check_inside(target, key)  # before mkdir: no directory is created through a symlink either
-        previous = self.stat(key)
+        previous = None if exclusive else self.stat(key)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=target.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
+            _fsync_close(fd, data)
+            self._stamp(Path(tmp), previous.mtime_ms if previous else None)  # the file appears already stamped
+            if exclusive:
+                try:
+                    os.link(tmp, target)  # atomic, and fails when the target exists
+                except FileExistsError:
+                    return False
+                return True
             os.replace(tmp, target)
-        except BaseException:
+            return True
+        finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise
-        self._stamp(target, previous.mtime_ms if previous else None)
+
+    def write(self, key: str, text: str) -> None:
+        self._put(key, text, exclusive=False)
 
     def create(self, key: str, text: str) -> bool:
-        target = self._path(key)
-        self._check_inside(target, key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        self._stamp(target, None)
-        return True
+        return self._put(key, text, exclusive=True)
 
     def delete(self, key: str) -> bool:
         target = self._path(key)
+        self._check_inside(target.parent, key)  # unlink acts on the link itself, never through a directory link
         try:
             target.unlink()
         except FileNotFoundError:
@@ -167,13 +242,32 @@ class FileStore:
     def stat(self, key: str) -> FileStat | None:
         try:
             st = self._path(key).stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
         return FileStat(mtime_ms=st.st_mtime_ns / 1e6, size=st.st_size)
 
     def set_mtime(self, key: str, mtime_ms: float) -> None:
+        target = self._path(key)
+        self._check_inside(target, key)
         ns = round(mtime_ms * 1e6)
-        os.utime(self._path(key), ns=(ns, ns))
+        os.utime(target, ns=(ns, ns))
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold an OS-level lock (``flock``) on the state directory itself across processes (no extra file); used
+        by the dream lock so that check-stale, delete and create happen as one step."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: the atomic create alone decides
+            yield
+            return
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
 
     def _stamp(self, target: Path, previous_ms: float | None) -> None:
         ns = round(next_mtime_ms(to_ms(self.clock.now()), previous_ms) * 1e6)
@@ -186,9 +280,16 @@ class InMemoryStore:
 
     clock: Clock = field(default_factory=SystemClock)
     files: dict[str, tuple[str, float]] = field(default_factory=dict)
+    _guard: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """The in-process twin of ``FileStore.exclusive``."""
+        with self._guard:
+            yield
 
     def list(self) -> list[str]:
-        return sorted(k for k in self.files if k not in STATE_KEYS)
+        return sorted(k for k in self.files if k not in STATE_KEYS and k not in HIDDEN_KEYS)
 
     def read(self, key: str) -> str:
         try:

@@ -92,11 +92,21 @@ def test_stale_lock_is_reclaimed(clock: FixedClock) -> None:
     assert store.stat(LOCK_KEY) is None  # released after the run
 
 
-@pytest.mark.parametrize("text", ["", "abc", "0", str(DEAD_PID)])
-def test_dead_or_invalid_pid_lock_is_deleted(clock: FixedClock, text: str) -> None:
+def test_dead_pid_lock_is_deleted(clock: FixedClock) -> None:
+    store = InMemoryStore(clock)
+    store.write(LOCK_KEY, str(DEAD_PID))
+    assert lock_held(store, now=clock.now()) is False
+    assert store.stat(LOCK_KEY) is None
+
+
+@pytest.mark.parametrize("text", ["", "abc", "0", "99999999999999999999999", "\ufffd\x00", f"{DEAD_PID}x"])
+def test_unparsable_lock_is_held_while_young_and_stale_after(clock: FixedClock, text: str) -> None:
+    # fix: spec §6.3 — an empty/unparsable lock is a lock being written (or a foreign one): held, not stolen
     store = InMemoryStore(clock)
     store.write(LOCK_KEY, text)
-    assert lock_held(store, now=clock.now()) is False
+    assert lock_held(store, now=clock.now()) is True
+    assert store.stat(LOCK_KEY) is not None
+    assert lock_held(store, now=clock.now() + timedelta(minutes=61)) is False
     assert store.stat(LOCK_KEY) is None
 
 
@@ -139,13 +149,34 @@ def test_force_skips_gates_but_not_the_lock(clock: FixedClock) -> None:
     assert s.schedule(now=clock.now(), session_id="cur", force=True).skipped_reason == "locked"
 
 
-def test_failed_dream_emits_event(clock: FixedClock) -> None:
+def test_corrupt_meta_is_rebuilt_with_a_warning(clock: FixedClock) -> None:
+    # fix: spec §1.7 — a corrupt meta.json no longer fails every dream for good: ignored, warned, rebuilt
     store = InMemoryStore(clock)
     store.write(META_KEY, "{broken")
     sink = ListSink()
     out = scheduler(store, clock, events=sink).schedule(now=clock.now(), session_id="x")
+    assert out.status == "noop"
+    assert any(w.startswith("meta.json: line 1: invalid JSON") for w in out.warnings)
+    assert sink.events[0].warnings == out.warnings
+    assert json.loads(store.read(META_KEY))["lastDreamSessionId"] == "x"
+
+
+def test_failed_dream_emits_event(clock: FixedClock) -> None:
+    class Boom(InMemoryStore):
+        armed = False
+
+        def write(self, key: str, text: str) -> None:
+            if self.armed and key.startswith("user/"):
+                raise OSError(28, "No space left on device", key)
+            InMemoryStore.write(self, key, text)
+
+    store = Boom(clock)
+    put_doc(store, "user/a.md", "user", "b fact\n\na fact\n\nb fact")
+    store.armed = True
+    sink = ListSink()
+    out = scheduler(store, clock, events=sink).schedule(now=clock.now(), session_id="x")
     assert out.status == "failed"
-    assert "meta.json" in (out.error or "")
+    assert "user/a.md" in (out.error or "")
     # fix: spec §12 — upstream emits no telemetry when a dream fails
     assert [e.status for e in sink.events] == ["failed"]
 

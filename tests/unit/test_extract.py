@@ -150,16 +150,19 @@ def test_model_extraction_falls_back_on_bad_topic(store: Store, clock: FixedCloc
     assert out.touched_topics == ("user",)
 
 
-def test_corrupt_cursor_fails_extraction_with_event(clock: FixedClock) -> None:
+@pytest.mark.parametrize("text", ["{not json", "", "[" * 100_000, "1" * 100_000, '{"a":' * 40 + "1" + "}" * 40])
+def test_corrupt_cursor_is_ignored_with_a_warning_event(clock: FixedClock, text: str) -> None:
+    # fix: spec §1.8 — a corrupt cursor no longer fails every extraction for good: ignored, warned, rewritten
     store = InMemoryStore(clock)
-    store.write(CURSOR_KEY, "{not json")
+    store.write(CURSOR_KEY, text)
     sink = ListSink()
     out = ExtractScheduler(store, ROOT, events=sink).schedule(req(user("I prefer terse answers always")),
                                                               now=clock.now())
-    assert out.status == "failed"
-    assert "extract-cursor.json: line 1" in (out.error or "")
+    assert out.status == "completed"
+    assert any(w.startswith("extract-cursor.json: ") for w in out.warnings)
     assert isinstance(sink.events[0], ExtractEvent)
-    assert sink.events[0].status == "failed"
+    assert sink.events[0].warnings == out.warnings
+    assert json.loads(store.read(CURSOR_KEY))["processedOffset"] == 1
 
 
 class BlockingModel:

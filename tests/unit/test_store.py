@@ -84,3 +84,94 @@ def test_failed_write_leaves_the_old_file_intact(tmp_path: Path, clock: FixedClo
 
 def test_missing_root_lists_nothing(tmp_path: Path, clock: FixedClock) -> None:
     assert FileStore(tmp_path / "nope", clock).list() == []
+
+
+class _Crash(BaseException):
+    """Stands for a SIGKILL at one point of a write (BaseException: nothing may catch it)."""
+
+
+@pytest.mark.parametrize("point", ["os.replace", "os.utime", "os.fsync"])
+def test_write_interrupted_at_any_point_leaves_old_or_new_never_partial(
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    fs = FileStore(tmp_path / "memory", clock)
+    fs.write("a.md", "old text")
+
+    def crash(*_args: object, **_kwargs: object) -> None:
+        raise _Crash
+
+    monkeypatch.setattr(point, crash)
+    with pytest.raises(_Crash):
+        fs.write("a.md", "new text that is longer")
+    monkeypatch.undo()
+    assert fs.read("a.md") == "old text"
+    assert fs.list() == ["a.md"]  # a temp file a crash leaves is never listed
+
+
+@pytest.mark.parametrize("point", ["os.link", "os.utime", "os.fsync"])
+def test_create_interrupted_leaves_nothing_and_never_an_empty_file(
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    fs = FileStore(tmp_path / "memory", clock)
+
+    def crash(*_args: object, **_kwargs: object) -> None:
+        raise _Crash
+
+    monkeypatch.setattr(point, crash)
+    with pytest.raises(_Crash):
+        fs.create(META_KEY, '{"version": 1}\n')
+    monkeypatch.undo()
+    assert fs.stat(META_KEY) is None  # not an empty meta.json
+    assert fs.create(META_KEY, '{"version": 1}\n') is True
+    assert fs.read(META_KEY) == '{"version": 1}\n'
+
+
+def test_create_never_overwrites(tmp_path: Path, clock: FixedClock) -> None:
+    fs = FileStore(tmp_path / "memory", clock)
+    assert fs.create("a.md", "first") is True
+    assert fs.create("a.md", "second") is False
+    assert fs.read("a.md") == "first"
+    assert sorted(os.listdir(tmp_path / "memory")) == ["a.md"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "dev_zero", "outside", "huge"])
+def test_reads_take_regular_files_inside_the_root_only(tmp_path: Path, clock: FixedClock, kind: str) -> None:
+    from memory_core.errors import StoreError
+    from memory_core.store import MAX_FILE_BYTES
+
+    root = tmp_path / "memory"
+    root.mkdir()
+    target = root / "x.md"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "dir":
+        target.mkdir()
+    elif kind == "dev_zero":
+        target.symlink_to("/dev/zero")
+    elif kind == "outside":
+        (tmp_path / "secret").write_text("s")
+        target.symlink_to(tmp_path / "secret")
+    else:
+        target.write_bytes(b"x" * (MAX_FILE_BYTES + 1))
+    expected = UnsafePathError if kind in ("outside", "dev_zero") else StoreError
+    with pytest.raises(expected):
+        FileStore(root, clock).read("x.md")
+
+
+def test_symlink_inside_the_root_is_read(tmp_path: Path, clock: FixedClock) -> None:
+    fs = FileStore(tmp_path / "memory", clock)
+    fs.write("a.md", "A")
+    (tmp_path / "memory" / "b.md").symlink_to(tmp_path / "memory" / "a.md")
+    assert fs.read("b.md") == "A"
+
+
+def test_delete_never_acts_through_a_directory_link(tmp_path: Path, clock: FixedClock) -> None:
+    root = tmp_path / "memory"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.md").write_text("k")
+    (root / "evil").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafePathError):
+        FileStore(root, clock).delete("evil/keep.md")
+    assert (outside / "keep.md").exists()
