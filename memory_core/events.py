@@ -30,7 +30,7 @@ class LifecycleEvent:
     fallback_reason: str | None = None
     """Why the model path fell back to the heuristic, when it did."""
     error: str | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=(), kw_only=True)
     """Files ignored or repaired during the operation (corrupt state file, unsafe or unreadable topic file,
     stale index), one line each naming the file."""
 
@@ -62,7 +62,7 @@ class QueryEvent:
     """``none`` | ``heuristic`` | ``model`` (or a ranked strategy: ``bm25``, ``embedding``, ``hybrid``)."""
     duration_ms: float
     fallback_reason: str | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=(), kw_only=True)
     """Files skipped or repaired during the operation, one line each naming the file."""
 
 

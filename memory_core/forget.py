@@ -198,7 +198,7 @@ def forget(
     outcome = replace(outcome, warnings=tuple(warnings))
     elapsed = monotonic_ms() - t0
     (events or NullSink()).emit(ForgetEvent(session_id, len(query), outcome.strategy, elapsed,
-                                            outcome.fallback_reason, tuple(warnings), candidates=outcome.candidates,
+                                            outcome.fallback_reason, warnings=tuple(warnings), candidates=outcome.candidates,
                                             removed_entries=len(outcome.removed),
                                             touched_topics=outcome.touched_topics))
     return outcome
