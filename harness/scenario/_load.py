@@ -29,7 +29,7 @@ from harness.scenario._types import (
     Step,
     Turn,
 )
-from harness.scenario._yaml import NodeReader, compose_bounded, read_bounded
+from harness.scenario._yaml import NodeReader, compose_bounded, node_text, read_bounded
 
 TYPES: Final = ("user", "feedback", "project", "reference")
 DREAM_STATUSES: Final = ("updated", "noop", "skipped", "failed")
@@ -297,6 +297,8 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
     ctx = NodeReader(path)
     if root is None:
         raise ctx.fail(None, "scenario", "expected a mapping with 'steps', got an empty file")
+    if not isinstance(root, yaml.MappingNode):
+        raise ctx.fail(root, "scenario", f"expected a mapping with 'steps', got {node_text(root)!r:.60}")
     top = ctx.mapping(root, "", TOP_KEYS)
     if "steps" not in top:
         raise ctx.fail(root, "steps", "expected a list of steps")
