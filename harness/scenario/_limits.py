@@ -50,6 +50,10 @@ MAX_COMPONENT_BYTES: Final = 255
 MAX_COMPONENTS: Final = 16
 """… and at most 16 components deep."""
 
+MAX_RUN_FILE_BYTES: Final = 512 * 1024 * 1024
+"""A run-directory file (summary.json, *.jsonl) or a cassette file read back by ``report``/``compare``/``merge``/
+replay: at most 512 MiB, a regular file (never a FIFO or a device), JSON nested within Python's recursion limit."""
+
 _DURATION: Final = re.compile(r"^(\d{1,12}(?:\.\d{1,9})?)([smhd])$")
 _UNIT_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 _WINDOWS_RESERVED: Final = frozenset(

@@ -21,7 +21,7 @@ from typing import Any, Final, TypeVar
 import yaml
 from yaml.constructor import SafeConstructor
 
-from harness.errors import ScenarioError, one_line
+from harness.errors import HarnessError, ScenarioError, one_line
 from harness.scenario import _limits as lim
 
 try:
@@ -34,40 +34,51 @@ STR_TAG: Final = "tag:yaml.org,2002:str"
 _SCALAR_ERRORS: Final = (ValueError, TypeError, OverflowError, ArithmeticError, yaml.YAMLError)
 
 
-def read_bounded(path: Path) -> str:
-    """The UTF-8 text of a regular file of at most ``MAX_FILE_BYTES``; anything else is a ``ScenarioError``."""
+def read_regular(path: Path, *, limit: int, error: type[HarnessError] = ScenarioError) -> bytes:
+    """At most ``limit`` bytes of a regular file, or ``error`` naming the file: a FIFO, a device, a directory or
+    a larger file is refused without blocking (``O_NONBLOCK``, ``fstat`` before reading, read ``limit + 1``)."""
     where = one_line(str(path))
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise ScenarioError(f"{where}:1: file: cannot be opened ({exc.strerror or exc})") from None
+    except (OSError, ValueError) as exc:
+        raise error(f"{where}:1: file: cannot be opened ({getattr(exc, 'strerror', None) or exc})") from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise ScenarioError(f"{where}:1: file: not a regular file ({_file_kind(mode)}); expected a YAML file")
+            raise error(f"{where}:1: file: not a regular file ({_file_kind(mode)})")
         chunks: list[bytes] = []
         size = 0
-        while size <= lim.MAX_FILE_BYTES:
-            chunk = os.read(fd, min(1 << 20, lim.MAX_FILE_BYTES + 1 - size))
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
     except OSError as exc:
-        raise ScenarioError(f"{where}:1: file: cannot be read ({exc.strerror or exc})") from None
+        raise error(f"{where}:1: file: cannot be read ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
-    if size > lim.MAX_FILE_BYTES:
-        raise ScenarioError(f"{where}:1: file: larger than the limit of {lim.MAX_FILE_BYTES} bytes")
-    data = b"".join(chunks)
+    if size > limit:
+        raise error(f"{where}:1: file: larger than the limit of {limit} bytes")
+    return b"".join(chunks)
+
+
+def decode_utf8(data: bytes, path: Path, error: type[HarnessError] = ScenarioError) -> str:
+    """``data`` as UTF-8, or ``error`` naming the file and the line of the first bad byte."""
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ScenarioError(f"{where}:{line}: file: cannot be read (not UTF-8: byte 0x{data[exc.start]:02x})") from None
+        raise error(f"{one_line(str(path))}:{line}: file: cannot be read (not UTF-8: byte 0x{data[exc.start]:02x})") \
+            from None
+
+
+def read_bounded(path: Path) -> str:
+    """The text of a scenario file: a regular UTF-8 file of at most ``MAX_FILE_BYTES`` and ``MAX_LINE_CHARS``."""
+    text = decode_utf8(read_regular(path, limit=lim.MAX_FILE_BYTES), path)
     for n, line_text in enumerate(text.split("\n"), 1):
         if len(line_text) > lim.MAX_LINE_CHARS:
-            raise ScenarioError(f"{where}:{n}: file: line is {len(line_text)} characters; "
+            raise ScenarioError(f"{one_line(str(path))}:{n}: file: line is {len(line_text)} characters; "
                                 f"the limit is {lim.MAX_LINE_CHARS}")
     return text
 
