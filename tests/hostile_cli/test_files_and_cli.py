@@ -71,7 +71,7 @@ def test_unlistable_subdirectory_is_an_error_not_skipped(tmp_path: Path, capsys:
     def scandir(path: object = ".") -> object:
         if Path(str(path)) == locked:
             raise PermissionError(13, "Permission denied", str(path))
-        return real(path)  # type: ignore[arg-type]
+        return real(path)  # type: ignore[call-overload]
 
     monkeypatch.setattr(os, "scandir", scandir)
     assert_one_line_error(cli(["validate", str(tmp_path)], capsys),

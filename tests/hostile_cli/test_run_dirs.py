@@ -49,5 +49,5 @@ def test_hostile_cassettes(tmp_path: Path) -> None:
         with pytest.raises(HarnessError, match=r"cassette\.jsonl:1: malformed cassette entry"):
             Cassette.open(tmp_path)
     (tmp_path / "cassette-meta.json").write_text("[" * 100_000)
-    with pytest.raises(HarnessError, match="cassette-meta.json"):
+    with pytest.raises(HarnessError, match=r"cassette-meta\.json"):
         read_meta(tmp_path)
