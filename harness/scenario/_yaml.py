@@ -207,7 +207,9 @@ class NodeReader:
 
     def fail(self, node: yaml.Node | None, field: str, expected: str) -> ScenarioError:
         line = node.start_mark.line + 1 if node is not None else 1
-        return ScenarioError(f"{self._where}:{line}: {one_line(field)}: {one_line(expected)}")
+        # a field is built from keys the file chose: keep it short and colon-free so the line stays parseable
+        shown = one_line(field if len(field) <= 200 else field[:200] + "…").replace(":", "\\x3a")
+        return ScenarioError(f"{self._where}:{line}: {shown}: {one_line(expected)}")
 
     def construct(self, node: yaml.Node, field: str, *, deep: bool = False) -> Any:
         """The Python value of ``node`` (safe tags only); a bad tag or value is a located error."""

@@ -17,7 +17,7 @@ def _big_scenario(target_bytes: int) -> str:
     lines.append("steps:")
     size = sum(len(line) + 1 for line in lines)
     i = 0
-    while size < target_bytes:
+    while i == 0 or size < target_bytes:
         block = [f"  - session: s{i}", "    turns:"]
         block += [f"      - user: I prefer option {i}-{j} when working on the project with many plain words"
                   for j in range(5)]
@@ -41,11 +41,10 @@ def test_one_megabyte_scenario_validates_in_well_under_two_seconds(tmp_path: Pat
 
 def test_validation_time_is_linear(tmp_path: Path) -> None:
     times = []
-    for size in (50_000, 200_000):
+    for size in (100_000, 400_000):
         path = tmp_path / f"s{size}.yaml"
         path.write_text(_big_scenario(size), encoding="utf-8")
-        best = min(_cpu(path) for _ in range(2))
-        times.append(best)
+        times.append(_cpu(path))
     assert times[1] < 4 * times[0] * 2.0, times  # 4x the input: well under a quadratic 16x
 
 
