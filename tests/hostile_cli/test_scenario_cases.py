@@ -178,8 +178,14 @@ def test_everything_accepted_near_the_limits_is_valid(tmp_path: Path, capsys: py
         'memories:\n  - {path: "p/n{i}.md", repeat: 1000, type: user}\n'
         '  - {path: "' + "/".join(["d"] * 15) + '/x.md", type: user}\n'
         '  - {path: "u/' + "é" * 125 + '.md", type: user, body: "tab\\tcr\\rnel\\u0085ls\\u2028"}\n'
-        "steps:\n  - advance: 36500d\n  - lock: {pid: dead, age: 36500d}\n"
-        "  - recall: {query: q, k: 1000000}\n", encoding="utf-8")
+        "steps:\n  - session: s\n    turns: [{user: 'I prefer tabs, remember that'}, {tool_write: 'a b/c.md'}]\n"
+        "  - advance: 36499d\n  - lock: {pid: dead, age: 36400d}\n  - dream: {force: true}\n"
+        "  - recall: {query: q, k: 1000000}\n  - check: {index_within_limits: true}\n", encoding="utf-8")
     o = cli(["validate", str(path)], capsys)
     assert o.code == 0, o.err
     assert o.out.strip() == "1 scenario(s) valid"
+    # … and what validate accepts at its limits, run can run (no error status, nothing written outside --out)
+    out = tmp_path / "out"
+    o = cli(["run", str(path), "--out", str(out), "--no-gates"], capsys)
+    assert o.code == 0, (o.out, o.err)
+    assert "1/1 scenarios passed" in o.out
