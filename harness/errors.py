@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
+import re
+from typing import Final
+
+_UNPRINTABLE: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def one_line(text: str) -> str:
+    """``text`` on one printable line: control characters, line separators and lone surrogates (a non-UTF-8 file
+    name decoded with ``surrogateescape``) are shown as escapes, so every error stays one line and printable."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii")
+                            if ord(m.group()) < 0xD800 else f"\\x{ord(m.group()) - 0xDC00:02x}"
+                            if 0xDC80 <= ord(m.group()) <= 0xDCFF else f"\\u{ord(m.group()):04x}", text)
+
 
 class HarnessError(Exception):
     """Root of every error the harness raises on purpose (the CLI prints it as one line, exit 2)."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from harness import __version__
 from harness.cli._parser import DEFAULT_SCENARIOS, build_parser
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, run_fuzz
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line
 from harness.scenario import STRATEGIES, load_all, strict_problems
 
 if TYPE_CHECKING:
@@ -260,11 +260,27 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return _print_outcome(merged, args.out, results, print)
 
 
+def _check_output_dir(path: object, option: str) -> None:
+    """Fail fast, before any work, when an output directory cannot be one (a file, or below a file, unwritable)."""
+    if not isinstance(path, Path):
+        return
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise HarnessError(f"{one_line(str(path))}: {option}: {one_line(str(probe))} is not a directory")
+    if probe.is_dir() and not os.access(probe, os.W_OK | os.X_OK):
+        raise HarnessError(f"{one_line(str(path))}: {option}: {one_line(str(probe))} is not writable")
+
+
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    """Entry point: returns the exit code (0 ok, 1 gate/regression failure, 2 usage or scenario error)."""
+    """Entry point: returns the exit code (0 ok, 1 gate/regression failure, 2 usage or scenario error).
+
+    Every failure is one printable line on stderr and exit 2; ``MEMHARNESS_DEBUG=1`` re-raises for the traceback."""
     env = os.environ if environ is None else environ
     try:
         args = build_parser().parse_args(argv)
+        _check_output_dir(getattr(args, "out", None), "--out")
         if args.command == "run":
             return cmd_run(args, env)
         commands: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -273,14 +289,20 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         }
         return commands[args.command](args)
     except HarnessError as exc:
-        print(f"memharness: {exc}", file=sys.stderr)
+        print(f"memharness: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("memharness: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # an output or input file the OS refused: name it, one line
+        if env.get("MEMHARNESS_DEBUG"):
+            raise
+        where = f"{one_line(str(exc.filename))}: " if exc.filename is not None else ""
+        print(f"memharness: {where}{one_line(exc.strerror or str(exc))}", file=sys.stderr)
+        return 2
     except Exception as exc:  # the CLI boundary: one line, no traceback unless asked for
         if env.get("MEMHARNESS_DEBUG"):
             raise
-        print(f"memharness: internal error: {type(exc).__name__}: {exc} (set MEMHARNESS_DEBUG=1 for the traceback)",
-              file=sys.stderr)
+        print(f"memharness: internal error: {type(exc).__name__}: {one_line(str(exc))} "
+              "(set MEMHARNESS_DEBUG=1 for the traceback)", file=sys.stderr)
         return 2

@@ -19,6 +19,8 @@ from typing import Any, Final, Literal
 
 from harness.errors import CassetteMiss, HarnessError
 from harness.replay._models import ProbeContext
+from harness.scenario._limits import MAX_RUN_FILE_BYTES
+from harness.scenario._yaml import decode_utf8, read_regular
 from memory_core.errors import ModelError
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model, ModelReply, ModelRequest, parse_json_lenient, validate_schema
@@ -53,15 +55,18 @@ class Cassette:
         """Load ``<directory>/cassette.jsonl`` (missing → empty); malformed lines name the file and line."""
         cassette = cls(directory)
         path = directory / CASSETTE_FILE
-        if path.exists():
-            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if path.exists() or path.is_symlink():
+            for n, line in enumerate(_read_text(path).splitlines(), 1):
                 if not line.strip():
                     continue
                 try:
                     entry = json.loads(line)
+                    if not isinstance(entry, dict) or not isinstance(entry["key"], str):
+                        raise TypeError("expected a JSON object with a string 'key'")
                     cassette.entries[entry["key"]] = entry
-                except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    raise HarnessError(f"{path}:{n}: malformed cassette entry ({exc})") from None
+                except (json.JSONDecodeError, KeyError, TypeError, RecursionError) as exc:
+                    raise HarnessError(f"{path}:{n}: malformed cassette entry ({type(exc).__name__}: {exc})") \
+                        from None
         return cassette
 
     def __len__(self) -> int:
@@ -155,13 +160,20 @@ class CassetteModel:
                           replayed=True, cost_usd=r.get("cost_usd"))
 
 
+def _read_text(path: Path) -> str:
+    """A cassette file: regular (a FIFO or device never blocks), at most ``MAX_RUN_FILE_BYTES``, UTF-8."""
+    return decode_utf8(read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError), path, HarnessError)
+
+
 def read_meta(directory: Path) -> dict[str, Any]:
     """``cassette-meta.json``: which model and settings recorded this cassette."""
     path = directory / "cassette-meta.json"
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise HarnessError(f"{path}: invalid JSON (nested too deeply)") from None
     return data if isinstance(data, dict) else {}

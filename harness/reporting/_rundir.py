@@ -15,6 +15,8 @@ from harness.errors import HarnessError
 from harness.evaluation import RunSummary
 from harness.replay import Probe, ScenarioResult
 from harness.reporting._text import junit_xml, summary_markdown
+from harness.scenario._limits import MAX_RUN_FILE_BYTES
+from harness.scenario._yaml import decode_utf8, read_regular
 
 
 def _clean(value: Any) -> Any:
@@ -67,29 +69,38 @@ def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResul
     atomic_write(out / "report.html", html)
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
+def _read_text(path: Path) -> str:
+    """A run-directory file as text: a regular file within ``MAX_RUN_FILE_BYTES`` (a FIFO or device never blocks)."""
+    if not path.exists() and not path.is_symlink():
         raise HarnessError(f"{path}: missing (is this a memharness run directory?)")
+    return decode_utf8(read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError), path, HarnessError)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(_read_text(path).splitlines(), 1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise HarnessError(f"{path}:{n}: invalid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise HarnessError(f"{path}:{n}: invalid JSON (nested too deeply)") from None
+            if not isinstance(row, dict):
+                raise HarnessError(f"{path}:{n}: expected a JSON object per line, got {type(row).__name__}")
+            rows.append(row)
     return rows
 
 
 def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict[str, Any]]]:
     """(summary, results with their probes, spans) of a run directory."""
+    summary_path = run_dir / "summary.json"
     try:
-        data = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise HarnessError(f"{run_dir}/summary.json: missing (is this a memharness run directory?)") from None
+        data = json.loads(_read_text(summary_path))
     except json.JSONDecodeError as exc:
-        raise HarnessError(f"{run_dir}/summary.json:{exc.lineno}: invalid JSON ({exc.msg})") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessError(f"{run_dir}/summary.json: cannot be read ({exc})") from None
+        raise HarnessError(f"{summary_path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise HarnessError(f"{summary_path}: invalid JSON (nested too deeply)") from None
     try:
         summary = RunSummary.from_dict(data)
         by_key: dict[tuple[str, str], list[Probe]] = {}
@@ -98,7 +109,7 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
             by_key.setdefault((probe.scenario, probe.strategy), []).append(probe)
         results = [ScenarioResult.from_row(row, tuple(by_key.get((row["scenario"], row["strategy"]), [])))
                    for row in read_jsonl(run_dir / "results.jsonl")]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise HarnessError(f"{run_dir}: not a memharness run directory of this version ({type(exc).__name__}: {exc})") \
             from None
     spans = read_jsonl(run_dir / "traces.jsonl") if (run_dir / "traces.jsonl").exists() else []

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import posixpath
+import os
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,7 +12,8 @@ from typing import Any, Final
 
 import yaml
 
-from harness.errors import ScenarioError
+from harness.errors import ScenarioError, one_line
+from harness.scenario import _limits as lim
 from harness.scenario import _load_more as more
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
@@ -29,7 +31,7 @@ from harness.scenario._types import (
     Step,
     Turn,
 )
-from harness.scenario._yaml import NodeReader
+from harness.scenario._yaml import NodeReader, compose_bounded, node_text, read_bounded
 
 TYPES: Final = ("user", "feedback", "project", "reference")
 DREAM_STATUSES: Final = ("updated", "noop", "skipped", "failed")
@@ -39,21 +41,12 @@ EXTRACT_REASONS: Final = ("memory_tool", "queued", "already_running")
 STRATEGIES: Final = STRATEGY_NAMES
 
 
-def _clock(ctx: NodeReader, node: yaml.Node) -> datetime:
-    raw = ctx.scalar(node, "clock")
-    if isinstance(raw, datetime):
-        moment = raw
-    else:
-        try:
-            moment = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
-        except ValueError:
-            raise ctx.fail(node, "clock", f"expected an ISO timestamp like 2026-03-02T09:00:00Z, got {raw!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def _facts(ctx: NodeReader, node: yaml.Node) -> dict[str, Fact]:
     facts: dict[str, Fact] = {}
-    for fid, value in ctx.mapping(node, "facts", _keys_of(node)).items():
+    for fid, value in ctx.mapping(node, "facts", None).items():
+        problem = lim.name_problem(fid)
+        if problem:
+            raise ctx.fail(value, f"facts.{fid}", f"fact id: {problem}")
         fields = ctx.mapping(value, f"facts.{fid}", ("type", "match"))
         if "type" not in fields or "match" not in fields:
             raise ctx.fail(value, f"facts.{fid}", "expected both 'type' and 'match'")
@@ -64,28 +57,26 @@ def _facts(ctx: NodeReader, node: yaml.Node) -> dict[str, Fact]:
     return facts
 
 
-def _keys_of(node: yaml.Node) -> list[str]:
-    return [k.value for k, _ in node.value] if isinstance(node, yaml.MappingNode) else []
-
-
 _MEMORY_KEYS: Final = ("path", "name", "description", "type", "body", "facts", "age", "raw", "repeat", "system")
 
 
-def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact]) -> list[SeedMemory]:
+def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact], clock: datetime) -> list[SeedMemory]:
     if not isinstance(node, yaml.SequenceNode):
         raise ctx.fail(node, "memories", "expected a list of memories")
     out: list[SeedMemory] = []
+    chars = 0
+    dirs: dict[str, int] = {}
     for i, item in enumerate(node.value):
         f = ctx.mapping(item, f"memories[{i}]", _MEMORY_KEYS)
         if "path" not in f:
             raise ctx.fail(item, f"memories[{i}]", "expected a 'path'")
         path = ctx.text(f["path"], f"memories[{i}].path")
-        norm = posixpath.normpath(path)
-        if path.startswith("/") or norm.startswith("..") or not path.endswith(".md"):
-            raise ctx.fail(f["path"], f"memories[{i}].path", f"expected a relative .md path inside the memory root, got {path!r}")
+        ctx.memory_path(f["path"], f"memories[{i}].path", path.replace("{i}", "000"))
         kind = ctx.string(f["type"], f"memories[{i}].type", choices=TYPES) if "type" in f else "user"
         if "raw" not in f and "type" not in f:
             raise ctx.fail(item, f"memories[{i}]", "expected 'type' (or 'raw' file text)")
+        if path in lim.RESERVED_BASENAMES and ("raw" not in f or "repeat" in f):
+            raise ctx.fail(f["path"], f"memories[{i}].path", f"{path} can only be seeded once, as raw index text")
         seed = SeedMemory(
             path=path, type=kind,
             name=ctx.text(f["name"], f"memories[{i}].name") if "name" in f else "",
@@ -96,18 +87,31 @@ def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact]) -> list[
             raw=ctx.text(f["raw"], f"memories[{i}].raw") if "raw" in f else None,
             system=_system_fields(ctx, f["system"], f"memories[{i}].system") if "system" in f else {},
         )
-        repeat = ctx.integer(f["repeat"], f"memories[{i}].repeat", minimum=1) if "repeat" in f else None
-        if repeat is None:
-            out.append(seed)
-            continue
-        if "{i}" not in path:
+        repeat = ctx.integer(f["repeat"], f"memories[{i}].repeat", minimum=1, maximum=lim.MAX_REPEAT) \
+            if "repeat" in f else None
+        if repeat is not None and "{i}" not in path:
             raise ctx.fail(f["path"], f"memories[{i}].path", "expected a '{i}' placeholder when 'repeat' is set")
-        for n in range(repeat):
-            out.append(dataclasses.replace(
-                seed, path=path.replace("{i}", f"{n:03d}"), name=seed.name.replace("{i}", str(n)),
-                description=seed.description.replace("{i}", str(n)), body=seed.body.replace("{i}", str(n)),
-                age=seed.age + timedelta(seconds=n),
-            ))
+        if len(out) + (repeat or 1) > lim.MAX_MEMORIES:
+            raise ctx.fail(item, f"memories[{i}]", f"more than {lim.MAX_MEMORIES} seeded memories in total")
+        expanded = [seed] if repeat is None else [dataclasses.replace(
+            seed, path=path.replace("{i}", f"{n:03d}"), name=seed.name.replace("{i}", str(n)),
+            description=seed.description.replace("{i}", str(n)), body=seed.body.replace("{i}", str(n)),
+            age=seed.age + timedelta(seconds=n)) for n in range(repeat)]
+        for m in expanded:
+            where = f"memories[{i}].path"
+            if repeat is not None:
+                ctx.memory_path(f["path"], where, m.path)
+            parts = m.path.split("/")
+            for n in range(len(parts)):  # a file cannot also be a directory
+                key = "/".join(parts[: n + 1])
+                is_file = int(n == len(parts) - 1)
+                if dirs.setdefault(key, is_file) != is_file:
+                    raise ctx.fail(f["path"], where, f"{m.path!r:.80} makes {key!r:.80} both a file and a directory")
+            chars += len(m.name) + len(m.description) + len(m.body) + len(m.raw or "")
+            if chars > lim.MAX_SEED_CHARS:
+                raise ctx.fail(item, f"memories[{i}]", f"more than {lim.MAX_SEED_CHARS} characters of seeded text")
+            ctx.instant(f.get("age", item), f"memories[{i}].age", clock - m.age, "the memory's mtime")
+        out += expanded
     return out
 
 
@@ -116,7 +120,12 @@ def _turn(ctx: NodeReader, node: yaml.Node, field: str) -> Turn:
     if len(f) != 1:
         raise ctx.fail(node, field, "expected exactly one of user, assistant, tool_write")
     [(kind, value)] = f.items()
-    return Turn(kind=kind, text=ctx.text(value, f"{field}.{kind}"))  # type: ignore[arg-type]
+    text = ctx.text(value, f"{field}.{kind}")
+    if kind == "tool_write":
+        problem = lim.memory_path_problem(text, topic=False)
+        if problem:
+            raise ctx.fail(value, f"{field}.{kind}", f"expected a relative path inside the memory root: {problem}")
+    return Turn(kind=kind, text=text)  # type: ignore[arg-type]
 
 
 def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Step:
@@ -188,8 +197,9 @@ def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field
         if "reason" in e:
             reason = ctx.string(e["reason"], f"{field}.expect_extract.reason", choices=EXTRACT_REASONS)
     return SessionStep(
-        session=ctx.text(value, here),
-        turns=tuple(ctx.seq(top["turns"], f"{field}.turns", lambda n, p: _turn(ctx, n, p))) if "turns" in top else (),
+        session=ctx.name(value, here),
+        turns=tuple(ctx.seq(top["turns"], f"{field}.turns", lambda n, p: _turn(ctx, n, p), lim.MAX_TURNS))
+        if "turns" in top else (),
         extract=ctx.boolean(top["extract"], f"{field}.extract") if "extract" in top else True,
         expect_status=status,
         expect_reason=reason,
@@ -257,7 +267,7 @@ _CHECK_KEYS: Final = ("facts_present", "facts_absent", "index_within_limits", "m
 def _system_fields(ctx: NodeReader, node: yaml.Node, field: str) -> dict[str, str | int | float | bool]:
     """A mapping of names to scalars, passed to the system under test untouched."""
     out: dict[str, str | int | float | bool] = {}
-    for key, value in ctx.mapping(node, field, _keys_of(node)).items():
+    for key, value in ctx.mapping(node, field, None).items():
         scalar = ctx.scalar(value, f"{field}.{key}")
         if not isinstance(scalar, (str, int, float, bool)):
             raise ctx.fail(value, f"{field}.{key}", f"expected text, a number or true/false, got {scalar!r}")
@@ -299,68 +309,82 @@ def _is_null(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
 
 
-TOP_KEYS: Final = ("id", "description", "tags", "clock", "facts", "memories", "steps", "strategy_overrides", "strategies",
-                   "scripted_model", "systems")
-
 
 def _scripted(ctx: NodeReader, node: yaml.Node) -> tuple[Any, ...]:
     """Scripted model replies: a mapping is a JSON answer, a string is raw model text, {error: reason} raises."""
     if not isinstance(node, yaml.SequenceNode) or not node.value:
         raise ctx.fail(node, "scripted_model", "expected a non-empty list of replies")
     replies: list[Any] = []
-    for i, item in enumerate(node.value):
-        value = yaml.safe_load(yaml.serialize(item))
+    for i, item in enumerate(ctx.seq(node, "scripted_model", lambda n, p: n)):
+        here = f"scripted_model[{i}]"
+        value = ctx.json_value(item, here)
         if isinstance(value, dict) and "error" in value:
-            if set(value) - {"error", "message"} or not isinstance(value["error"], str):
-                raise ctx.fail(item, f"scripted_model[{i}]", "expected {error: <reason>, message: <text>}")
+            if set(value) - {"error", "message"} or not isinstance(value["error"], str) \
+                    or not isinstance(value.get("message", ""), str):
+                raise ctx.fail(item, here, "expected {error: <reason>, message: <text>}")
         elif not isinstance(value, (dict, str)):
-            raise ctx.fail(item, f"scripted_model[{i}]", f"expected a JSON object, a string or an error, got {value!r}")
+            raise ctx.fail(item, here, f"expected a JSON object, a string or an error, got {value!r:.60}")
         replies.append(value)
     return tuple(replies)
 
 
+def _timeline(ctx: NodeReader, steps_node: yaml.Node, steps: list[Step], clock: datetime) -> None:
+    """Every instant the replay reaches stays in the supported clock range."""
+    now = clock
+    for i, (node, step) in enumerate(zip(steps_node.value, steps, strict=True)):
+        if isinstance(step, AdvanceStep):
+            now += step.delta
+            ctx.instant(node, f"steps[{i}].advance", now, "the clock")
+        elif isinstance(step, LockStep):
+            ctx.instant(node, f"steps[{i}].lock.age", now - step.age, "the lock's time")
+
+
+TOP_KEYS: Final = ("id", "description", "tags", "clock", "facts", "memories", "steps", "strategy_overrides", "strategies",
+                   "scripted_model", "systems")
+_STEP_INDEX: Final = re.compile(r"^[0-9]{1,6}$")
+
+
 def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
     """Parse and validate one scenario file; raise ``ScenarioError`` with ``file:line: field: expected``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"{path}:1: file: cannot be read ({exc})") from None
+    root = compose_bounded(read_bounded(path), path)
     ctx = NodeReader(path)
-    try:
-        root = yaml.compose(text)
-    except yaml.MarkedYAMLError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else 1
-        raise ScenarioError(f"{path}:{line}: yaml: {exc.problem}") from None
     if root is None:
-        raise ScenarioError(f"{path}:1: scenario: expected a mapping with 'steps', got an empty file")
+        raise ctx.fail(None, "scenario", "expected a mapping with 'steps', got an empty file")
+    if not isinstance(root, yaml.MappingNode):
+        raise ctx.fail(root, "scenario", f"expected a mapping with 'steps', got {node_text(root)!r:.60}")
     top = ctx.mapping(root, "", TOP_KEYS)
     if "steps" not in top:
         raise ctx.fail(root, "steps", "expected a list of steps")
+    clock = ctx.clock(top["clock"], "clock") if "clock" in top else datetime(2026, 1, 1, tzinfo=UTC)
     facts = _facts(ctx, top["facts"]) if "facts" in top else {}
     default_id = str(path.relative_to(suite_root).with_suffix("")) if suite_root and path.is_relative_to(suite_root) \
         else path.stem
+    default_id = one_line(default_id.replace("\\", "/"))
+    if "id" not in top and lim.name_problem(default_id):
+        raise ctx.fail(root, "id", f"the file name cannot be the scenario id ({lim.name_problem(default_id)}); "
+                                   "set 'id:'")
     steps_node = top["steps"]
-    steps = ctx.seq(steps_node, "steps", lambda n, p: _step(ctx, n, p, facts))
+    steps = ctx.seq(steps_node, "steps", lambda n, p: _step(ctx, n, p, facts), lim.MAX_STEPS)
     if not steps:
         raise ctx.fail(steps_node, "steps", "expected at least one step")
+    _timeline(ctx, steps_node, steps, clock)
     overrides: dict[int, str] = {}
     if "strategy_overrides" in top:
-        node = top["strategy_overrides"]
-        for key, value in ctx.mapping(node, "strategy_overrides", _keys_of(node)).items():
-            if not key.isdigit() or int(key) >= len(steps):
+        for key, value in ctx.mapping(top["strategy_overrides"], "strategy_overrides", None).items():
+            if not _STEP_INDEX.match(key) or int(key) >= len(steps):
                 raise ctx.fail(value, f"strategy_overrides.{key}", f"expected a step index 0..{len(steps) - 1}")
             overrides[int(key)] = ctx.string(value, f"strategy_overrides.{key}", choices=STRATEGIES)
     tags_node = top.get("tags")
     strategies = tuple(ctx.seq(top["strategies"], "strategies", lambda n, p: ctx.string(n, p, choices=STRATEGIES))) \
         if "strategies" in top else ()
     return Scenario(
-        id=ctx.text(top["id"], "id") if "id" in top else default_id.replace("\\", "/"),
+        id=ctx.name(top["id"], "id") if "id" in top else default_id,
         path=path,
         description=ctx.text(top["description"], "description") if "description" in top else "",
-        tags=ctx.strings(tags_node, "tags") if tags_node is not None else (),
-        clock=_clock(ctx, top["clock"]) if "clock" in top else datetime(2026, 1, 1, tzinfo=UTC),
+        tags=tuple(ctx.seq(tags_node, "tags", ctx.name)) if tags_node is not None else (),
+        clock=clock,
         facts=facts,
-        memories=tuple(_memories(ctx, top["memories"], facts)) if "memories" in top else (),
+        memories=tuple(_memories(ctx, top["memories"], facts, clock)) if "memories" in top else (),
         steps=tuple(steps),
         step_lines=tuple(n.start_mark.line + 1 for n in steps_node.value),
         strategy_overrides=overrides,
@@ -370,18 +394,37 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
     )
 
 
+def _walk_error(exc: OSError) -> None:
+    raise ScenarioError(f"{one_line(str(exc.filename))}: path: cannot list the directory ({exc.strerror or exc})")
+
+
 def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
-    """``(file, suite root)`` for every ``.yaml``/``.yml`` scenario under ``paths`` (cassettes excluded), sorted."""
+    """``(file, suite root)`` for every ``.yaml``/``.yml`` scenario under ``paths`` (cassettes excluded), sorted.
+
+    A directory that holds no scenario, or one that cannot be listed (at any depth), is an error; symlinked
+    directories are not followed; every file found is opened later as a regular file only."""
     found: list[tuple[Path, Path]] = []
     for p in paths:
-        if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and "cassettes" not in f.parts)
-            found += [(f, p) for f in files]
-        elif p.exists():
+        try:
+            is_dir, exists = p.is_dir(), p.exists() or p.is_symlink()
+        except (OSError, ValueError) as exc:
+            raise ScenarioError(f"{one_line(str(p))}:1: path: cannot be examined ({exc})") from None
+        if is_dir:
+            files = []
+            for dirpath, dirnames, filenames in os.walk(p, onerror=_walk_error):
+                rel = Path(dirpath).relative_to(p).parts
+                if "cassettes" in rel:
+                    dirnames.clear()
+                    continue
+                files += [Path(dirpath) / f for f in filenames if f.endswith((".yaml", ".yml"))]
+            if not files:
+                raise ScenarioError(f"{one_line(str(p))}: path: no scenario file (*.yaml, *.yml) in this directory")
+            found += [(f, p) for f in sorted(files)]
+        elif exists:
             found.append((p, p.parent))
         else:
-            raise ScenarioError(f"{p}:1: path: no such file or directory")
-    return found
+            raise ScenarioError(f"{one_line(str(p))}:1: path: no such file or directory")
+    return list(dict.fromkeys(found))
 
 
 def load_all(paths: Iterable[Path]) -> list[Scenario]:
@@ -390,6 +433,7 @@ def load_all(paths: Iterable[Path]) -> list[Scenario]:
     seen: dict[str, Path] = {}
     for s in scenarios:
         if s.id in seen:
-            raise ScenarioError(f"{s.path}:1: id: duplicate scenario id {s.id!r} (also in {seen[s.id]})")
+            raise ScenarioError(f"{one_line(str(s.path))}:1: id: duplicate scenario id {s.id!r} "
+                                f"(also in {one_line(str(seen[s.id]))})")
         seen[s.id] = s.path
     return scenarios

@@ -110,3 +110,30 @@ def test_shipped_suite_is_valid_and_covers_every_area() -> None:
     areas = {s.id.split("/")[0] for s in scenarios}
     assert {"recall", "extract", "dream", "forget", "index", "model"} <= areas
     assert all(s.description and s.tags for s in scenarios)
+
+
+def test_a_path_without_scenarios_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").mkdir()  # a directory named like a scenario holds none
+    (tmp_path / "notes.txt").write_text("steps: []\n")
+    with pytest.raises(ScenarioError, match=r"path: no scenario file"):
+        load_all([tmp_path])
+    with pytest.raises(ScenarioError, match=r"x\.yaml: path: no scenario file"):
+        load_all([tmp_path / "x.yaml"])
+
+
+def test_errors_stay_one_printable_line() -> None:
+    from harness.errors import one_line
+
+    assert one_line("a\nb\x00c\x07\u2028d") == "a\\nb\\x00c\\x07\\u2028d"
+    assert one_line("bad-\udcff.yaml") == "bad-\\xff.yaml"  # a non-UTF-8 byte of a file name
+    assert one_line("\ud800") == "\\ud800"
+    assert one_line("plain é ✓") == "plain é ✓"
+
+
+def test_scalars_are_constructed_once_with_located_errors(write_scenario: Callable[[str, str], Path]) -> None:
+    """Implicit and explicit tags construct the same values as before (no serialise + re-parse per node)."""
+    path = write_scenario("t.yaml", "description: 2026-03-02\ntags: [1, 0x10, '007']\nsteps: [{advance: 1.5h}]\n")
+    s = load_scenario(path)
+    assert s.description == "2026-03-02"
+    assert s.tags == ("1", "16", "007")
+    assert s.steps[0] == AdvanceStep(timedelta(minutes=90))

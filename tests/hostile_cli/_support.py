@@ -1,0 +1,45 @@
+"""Shared helpers of the hostile-input suite: call the CLI in-process and classify the outcome."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from harness.cli import main
+
+STEP: str = "steps: [{advance: 1h}]\n"
+LOCATED = re.compile(r"^memharness: (?P<file>.+?):(?P<line>\d+): (?P<field>[^:]+): (?P<what>.+)$")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    out: str
+    err: str
+    seconds: float
+
+
+def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> Outcome:
+    capsys.readouterr()
+    start = time.perf_counter()
+    code = main(args, environ={})
+    seconds = time.perf_counter() - start
+    captured = capsys.readouterr()
+    return Outcome(code, captured.out, captured.err, seconds)
+
+
+def assert_one_line_error(o: Outcome, *, mentions: tuple[str, ...], budget: float = 2.0) -> None:
+    """The outcome class every hostile input must get: exit 2, one printable line naming the input, fast."""
+    assert o.code == 2, (o.code, o.out, o.err)
+    lines = o.err.splitlines()
+    assert len(lines) == 1, o.err
+    assert lines[0].startswith("memharness: "), o.err
+    assert "Traceback" not in o.err
+    assert "internal error" not in o.err, o.err
+    assert lines[0].isprintable(), repr(lines[0])
+    for text in mentions:
+        assert text in lines[0], (text, lines[0])
+    assert o.seconds < budget, f"{o.seconds:.2f}s for {lines[0][:120]}"
