@@ -51,12 +51,21 @@ case "${1:-}" in
       touch "$PHOENIX_WORKING_DIR/.memharness-temp"   # `stop` removes only working dirs it created
     fi
     mkdir -p "$PHOENIX_WORKING_DIR" "$DIR"
-    # Loopback only, no product telemetry, no external fonts/scripts in the UI, SQLite in the temp dir.
-    # (Phoenix's gRPC server binds all interfaces whatever PHOENIX_HOST says; nothing here sends to it.)
+    # Loopback only, no product telemetry (FullStory/Scarf), no external fonts/scripts in the UI, SQLite in the temp
+    # dir. Phoenix's gRPC OTLP server binds [::]:PORT whatever PHOENIX_HOST says (server/grpc_server.py), so the
+    # launcher rewrites that one address to 127.0.0.1 before starting the `phoenix serve` entry point.
     PHOENIX_HOST=127.0.0.1 PHOENIX_PORT=$PORT PHOENIX_GRPC_PORT=$GRPC_PORT \
     PHOENIX_WORKING_DIR=$PHOENIX_WORKING_DIR PHOENIX_TELEMETRY_ENABLED=false \
     PHOENIX_ALLOW_EXTERNAL_RESOURCES=false DO_NOT_TRACK=1 \
-      setsid "$VENV/bin/phoenix" serve </dev/null >"$PHOENIX_WORKING_DIR/phoenix.log" 2>&1 &
+      setsid "$VENV/bin/python" -c '
+import sys
+from grpc.aio import _server
+_add = _server.Server.add_insecure_port
+_server.Server.add_insecure_port = lambda self, address: _add(self, address.replace("[::]:", "127.0.0.1:", 1))
+from phoenix.server.main import main
+sys.argv = ["phoenix", "serve"]
+main()
+' </dev/null >"$PHOENIX_WORKING_DIR/phoenix.log" 2>&1 &
     pid=$!
     echo "$pid $PHOENIX_WORKING_DIR" >"$PIDFILE"
     echo "$pid $PHOENIX_WORKING_DIR"

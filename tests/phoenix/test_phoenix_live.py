@@ -42,6 +42,29 @@ def _by_name(run: Run, name: str) -> list[dict[str, Any]]:
     return [s for s in run.spans if s["name"] == name]
 
 
+_LOOPBACK = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """Hex local addresses of LISTEN sockets on ``port`` from /proc/net/tcp and tcp6 (state 0A)."""
+    found = set()
+    for table in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")):
+        for line in table.read_text().splitlines()[1:] if table.exists() else []:
+            fields = line.split()
+            address, _, hex_port = fields[1].partition(":")
+            if fields[3] == "0A" and int(hex_port, 16) == port:
+                found.add(address)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc/net/tcp")
+def test_phoenix_listens_on_loopback_only(phoenix: Phoenix) -> None:
+    for var in ("PHOENIX_PORT", "PHOENIX_GRPC_PORT"):
+        addresses = _listening_addresses(int(phoenix.env[var]))
+        assert addresses, f"nothing listens on {var}={phoenix.env[var]}"
+        assert addresses <= _LOOPBACK, f"{var}={phoenix.env[var]} listens on non-loopback addresses {addresses}"
+
+
 def test_run_completed_and_every_span_arrived(exported_run: Run) -> None:
     lines = [ln for ln in (exported_run.out / "traces.jsonl").read_text(encoding="utf-8").splitlines() if ln.strip()]
     assert exported_run.returncode == 1, f"expected exit 1 (one failing scenario), got {exported_run.returncode}: " \
@@ -72,6 +95,14 @@ def test_a_trace_for_every_scenario_and_strategy(exported_run: Run) -> None:
 def test_spans_have_real_durations(exported_run: Run) -> None:
     flat = [s for s in exported_run.spans if _time(s["end_time"]) <= _time(s["start_time"])]
     assert not flat, f"{len(flat)}/{len(exported_run.spans)} spans last 0 s or less, e.g. {_describe(flat)}"
+    # A fake clock that ticks 1 µs per span also gives durations > 0: the scenario's root span must last about as
+    # long as the replay really took (results.jsonl duration_ms is measured with a monotonic clock).
+    roots = {s["context"]["trace_id"]: s for s in _roots(exported_run)}
+    for r in exported_run.results:
+        root = roots[r["trace_id"]]
+        seconds = (_time(root["end_time"]) - _time(root["start_time"])).total_seconds()
+        assert seconds >= 0.5 * r["duration_ms"] / 1000, (f"{r['scenario']} [{r['strategy']}]: root span lasts "
+                                                          f"{seconds * 1000:.3f} ms, the replay took {r['duration_ms']:.1f} ms")
 
 
 def test_span_timestamps_lie_inside_the_run_wall_clock_window(exported_run: Run) -> None:
