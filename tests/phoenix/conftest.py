@@ -149,32 +149,43 @@ def _memharness() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "harness"]
 
 
-@pytest.fixture(scope="session")
-def exported_run(phoenix: Phoenix, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    suite = tmp_path_factory.mktemp("suite")
-    failing = _write_failing_scenario(suite)
-    out = tmp_path_factory.mktemp("run")
+def run_memharness(phoenix: Phoenix, args: list[str], out: Path) -> subprocess.CompletedProcess[str]:
+    """``memharness run ARGS --out OUT`` in a subprocess, exporting over OTLP/HTTP into ``phoenix``'s PROJECT."""
     env = dict(phoenix.env)
     env.update(OTEL_EXPORTER_OTLP_ENDPOINT=phoenix.base, OTEL_RESOURCE_ATTRIBUTES=f"openinference.project.name={PROJECT}",
                LITELLM_LOCAL_MODEL_COST_MAP="True")
-    cmd = [*_memharness(), "run", *(str(SCENARIOS / p) for p in SHIPPED), str(failing), "--strategy", "heuristic,model",
-           "--cassettes", str(SCENARIOS / "cassettes"), "--out", str(out), "--no-gates"]
-    start = datetime.now(UTC)
+    cmd = [*_memharness(), "run", *args, "--cassettes", str(SCENARIOS / "cassettes"), "--out", str(out), "--no-gates"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False, cwd=REPO)
-    end = datetime.now(UTC)
     if not (out / "summary.json").exists():
         pytest.fail(f"memharness run wrote no summary (exit {proc.returncode}): {proc.stderr[-2000:]}", pytrace=False)
+    return proc
+
+
+def wait_for_spans(phoenix: Phoenix, expected: int, timeout: float = 30.0) -> list[dict[str, Any]]:
+    """PROJECT's spans once Phoenix holds ``expected`` of them, or once the count stops growing (it ingests
+    asynchronously); bounded by ``timeout``."""
+    deadline, last, spans = time.monotonic() + timeout, -1, []
+    while time.monotonic() < deadline:
+        spans = phoenix.spans(PROJECT) if PROJECT in phoenix.projects() else []
+        if len(spans) >= expected or (spans and len(spans) == last):
+            break
+        last = len(spans)
+        time.sleep(1.0)
+    return spans
+
+
+@pytest.fixture(scope="session")
+def exported_run(phoenix: Phoenix, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    failing = _write_failing_scenario(tmp_path_factory.mktemp("suite"))
+    out = tmp_path_factory.mktemp("run")
+    start = datetime.now(UTC)
+    proc = run_memharness(phoenix, [*(str(SCENARIOS / p) for p in SHIPPED), str(failing), "--strategy", "heuristic,model"],
+                          out)
+    end = datetime.now(UTC)
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     results = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
     run = Run(out, proc.returncode, proc.stderr, (start, end), summary, results)
-    # Phoenix ingests asynchronously: poll until the span count stops growing (bounded).
     expected = sum(1 for line in (out / "traces.jsonl").read_text(encoding="utf-8").splitlines() if line.strip())
-    deadline, last = time.monotonic() + 30, -1
-    while time.monotonic() < deadline:
-        run.spans = phoenix.spans(PROJECT) if PROJECT in phoenix.projects() else []
-        if len(run.spans) >= expected or (run.spans and len(run.spans) == last):
-            break
-        last = len(run.spans)
-        time.sleep(1.0)
+    run.spans = wait_for_spans(phoenix, expected)
     (out / "phoenix-spans.json").write_text(json.dumps(run.spans, indent=1), encoding="utf-8")
     return run

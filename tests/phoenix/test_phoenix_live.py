@@ -16,7 +16,17 @@ from typing import Any
 
 import pytest
 
-from tests.phoenix.conftest import FAILING, PROJECT, REPO, SHIPPED, Phoenix, Run
+from tests.phoenix.conftest import (
+    FAILING,
+    PROJECT,
+    REPO,
+    SCENARIOS,
+    SHIPPED,
+    Phoenix,
+    Run,
+    run_memharness,
+    wait_for_spans,
+)
 
 RUN_ID_ATTR = "memharness.run_id"  # also summary.json "run_id"
 FAKE_TIME_ATTR = "memharness.scenario.time"  # the scenario's fake clock, now that timestamps are wall-clock
@@ -245,3 +255,17 @@ def test_screenshot_of_a_recall_span_in_phoenix(phoenix: Phoenix, exported_run: 
         driver.quit()
     assert recall["context"]["trace_id"] in url or "selectedSpanNodeId" in url, url
     assert SCREENSHOT.stat().st_size > 10_000
+
+
+def test_a_second_run_is_stored_too(phoenix: Phoenix, exported_run: Run, tmp_path: Path) -> None:
+    """Phoenix keeps the first span per span id and drops later ones (INSERT ... ON CONFLICT DO NOTHING), so span
+    and trace ids must differ between runs, or a re-run of the same scenario never shows up."""
+    before = len(phoenix.spans(PROJECT))
+    second = run_memharness(phoenix, [str(SCENARIOS / "recall" / "multi-fact.yaml"), "--strategy", "heuristic"],
+                            tmp_path / "second")
+    sent = len([ln for ln in (tmp_path / "second" / "traces.jsonl").read_text(encoding="utf-8").splitlines() if ln.strip()])
+    assert second.returncode == 0, second.stderr[-1000:]
+    assert sent > 0
+    after = wait_for_spans(phoenix, before + sent)
+    assert len(after) == before + sent, (f"Phoenix holds {len(after)} spans after a second run of {sent} spans on top of "
+                                         f"{before}: the second run's span ids collided with the first run's")
