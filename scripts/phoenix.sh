@@ -22,7 +22,7 @@ T0=$(date +%s.%N)
 took() { printf 'phoenix.sh: %s took %.1f s\n' "$1" "$(echo "$(date +%s.%N) - $T0" | bc)" >&2; }
 
 installed_version() {
-  [ -x "$VENV/bin/phoenix" ] || return 1
+  [ -x "$VENV/bin/phoenix" ] && [ -f "$VENV/.memharness-ok" ] || return 1   # marker: install + pip check finished
   "$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("arize-phoenix"))' 2>/dev/null
 }
 
@@ -40,12 +40,13 @@ case "${1:-}" in
         echo "phoenix.sh: installing arize-phoenix $VERSION failed" >&2
         exit 1
       fi
+      touch "$VENV/.memharness-ok"
       echo "phoenix.sh: installed arize-phoenix $VERSION in $VENV" >&2
     fi
     took install
     ;;
   serve)
-    [ -x "$VENV/bin/phoenix" ] || { echo "phoenix.sh: not installed ($VENV); run: $0 install" >&2; exit 1; }
+    installed_version >/dev/null || { echo "phoenix.sh: not installed ($VENV); run: $0 install" >&2; exit 1; }
     if [ -z "${PHOENIX_WORKING_DIR:-}" ]; then
       PHOENIX_WORKING_DIR=$(mktemp -d "${TMPDIR:-/tmp}/memharness-phoenix.XXXXXX")
       touch "$PHOENIX_WORKING_DIR/.memharness-temp"   # `stop` removes only working dirs it created
@@ -105,7 +106,7 @@ EOF
     took stop
     ;;
   python)
-    [ -x "$VENV/bin/python" ] && [ -x "$VENV/bin/phoenix" ] || exit 1
+    installed_version >/dev/null || exit 1
     echo "$VENV/bin/python"
     ;;
   *)
