@@ -73,7 +73,7 @@ class MiniLMEncoder:
             try:
                 from transformers.utils import logging as hf_logging
 
-                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call, unused-ignore]
             except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
                 pass
             self._model = SentenceTransformer(str(directory), device="cpu")
