@@ -8,6 +8,7 @@ import os
 import platform
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,7 @@ def _meta(extra: Mapping[str, Any]) -> dict[str, Any]:
 def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]],
                         strategies: Sequence[str], *, gates_path: Path | None, baseline_dir: Path | None,
                         meta: Mapping[str, Any], fuzz: Mapping[str, Any] | None = None,
-                        bench: Mapping[str, Any] | None = None) -> RunSummary:
+                        bench: Mapping[str, Any] | None = None, run_id: str | None = None) -> RunSummary:
     """Evaluation (summary, baseline, gates) then reporting (every output file)."""
     from harness.evaluation import IncompleteComparison, compare_runs, evaluate_run, load_gates
     from harness.reporting import read_run, render_report, write_run
@@ -62,7 +63,7 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
     gates = load_gates(gates_path) if gates_path else []
     summary = evaluate_run(results, strategies, gates=gates, baseline=baseline,
                            meta={**meta, "gates_file": str(gates_path) if gates_path else None,
-                                 "baseline_refused": str(refused) if refused else None}, fuzz=fuzz)
+                                 "baseline_refused": str(refused) if refused else None}, fuzz=fuzz, run_id=run_id)
     write_run(out, summary=summary, results=results, spans=spans, html=render_report(summary, results, spans, bench=bench))
     if refused is not None:  # the outputs are written (marked incomplete); the comparison is what is refused
         raise refused
@@ -149,7 +150,10 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         from harness.evaluation import load_gates
 
         load_gates(gates_path)  # fail fast, before replaying anything
-    config = RunConfig(requested, model, args.jobs, args.shard, args.system, dict(environ))
+    run_id = uuid.uuid4().hex[:12]
+    env = {**environ, "MEMHARNESS_GIT_COMMIT": environ.get("MEMHARNESS_GIT_COMMIT") or _git_commit()}
+    config = RunConfig(requested, model, args.jobs, args.shard, args.system, env, run_id=run_id,
+                       suite=suite_dir.resolve().name or "memharness")
     total = sum(len(strategies_for(s, requested)) for s in selected)
     if total == 0:
         raise HarnessError(f"no scenario runs with strategy {', '.join(requested or ())}: each one lists other strategies")
@@ -175,7 +179,8 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise HarnessError(f"{args.benchmark}: cannot read the benchmark file ({exc})") from None
     summary = _evaluate_and_write(args.out, run.results, run.spans, strategies, gates_path=gates_path,
-                                  baseline_dir=args.baseline, meta=_meta(meta), fuzz=fuzz_report, bench=bench)
+                                  baseline_dir=args.baseline, meta=_meta(meta), fuzz=fuzz_report, bench=bench,
+                                  run_id=run_id)
     code = _print_outcome(summary, args.out, run.results, print)
     return code if code or fuzz_report is None or fuzz_report["passed"] else 1
 

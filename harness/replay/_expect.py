@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.replay._protocol import MemoryRecord
-from harness.scenario import CheckStep, FaultStep, Outcome
+from harness.scenario import CheckStep, FaultStep, Outcome, RecallStep
 from memory_core.errors import ModelError
 from memory_core.model import Model, ModelReply, ModelRequest
 
@@ -142,3 +142,36 @@ def _mock(text: str) -> dict[str, Any]:
 
 def glob_match(pattern: str, key: str) -> bool:
     return fnmatch.fnmatchcase(key, pattern)
+
+
+def recall_expectations(check: Check, step: RecallStep, strategy: str, k: int, selected: tuple[str, ...], prompt: str,
+                        covers: list[frozenset[str]], found: list[str], metrics: Mapping[str, float | None],
+                        excluded: list[str]) -> bool:
+    """What a recall step states, plus the contract every system's recall must keep (at most k, no duplicates,
+    nothing excluded, nothing forbidden)."""
+    results = []
+    for key, minimum in step.requirements(strategy).items():
+        value = metrics.get(key)
+        results.append(check(value is not None and value >= minimum,
+                                  f"{key} {value} < required {minimum} for query {step.query!r}"))
+    for text in step.prompt_contains:
+        results.append(check(text in prompt, f"prompt block does not contain {text!r}"))
+    for text in step.prompt_excludes:
+        results.append(check(text not in prompt, f"prompt block contains {text!r}"))
+    # contract checks that hold for every memory system, stated or not (spec §7.1-§7.3)
+    results.append(check(len(selected) <= k, f"selected {len(selected)} memories, more than k={k}"))
+    results.append(check(len(set(selected)) == len(selected),
+                              f"selected the same memory twice: {list(selected)}"))
+    leaked = sorted(set(selected) & set(excluded))
+    results.append(check(not leaked,
+                              f"selected already-surfaced memories it was told to exclude: {leaked}"))
+    forbidden = sorted(set().union(*covers) & set(step.forbid)) if covers else []
+    results.append(check(not forbidden, f"recalled forbidden facts: {', '.join(forbidden)}"))
+    if step.expect_covered is not None:
+        results.append(check(sorted(set(found)) == sorted(step.expect_covered),
+                                  f"selection covers {sorted(found)}, expected exactly {sorted(step.expect_covered)}"))
+    if step.expect_selected is not None:
+        results.append(check(tuple(selected) == step.expect_selected,
+                                  f"selected {list(selected)}, expected exactly {list(step.expect_selected)}"))
+    return all(results)
+

@@ -67,6 +67,10 @@ class RunConfig:
     system: str | None = None
     """``package.module:factory`` of a custom system under test."""
     environ: Mapping[str, str] = field(default_factory=dict)
+    run_id: str = ""
+    """On every span and in summary.json; mixed into trace ids so runs never collide in a backend."""
+    suite: str = "memharness"
+    """The suite's name (the Phoenix project unless MEMHARNESS_PROJECT or OTEL_RESOURCE_ATTRIBUTES says otherwise)."""
 
 
 @dataclass
@@ -130,7 +134,7 @@ class Worker:
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
-        self.setup: TelemetrySetup = build_telemetry(config.environ)
+        self.setup: TelemetrySetup = build_telemetry(config.environ, run_id=config.run_id, suite=config.suite)
         self.factory = load_factory(config.system)
         self.context = ProbeContext()
         self._model: Model | None = None

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
+from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, ConsoleLogRecordExporter
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     ConsoleSpanExporter,
@@ -118,24 +119,98 @@ def _otlp_exporters(environ: Mapping[str, str]) -> tuple[SpanExporter, Any, Any]
             OTLPLogExporter(**_otlp_kwargs(environ, "logs")))
 
 
+class RunAttributes(SpanProcessor):
+    """Stamps the run's identity (run id, git commit, CI run id) on every span when it starts: backends such as
+    Phoenix keep span attributes but drop resource attributes."""
+
+    def __init__(self, attributes: Mapping[str, str]) -> None:
+        self.attributes = {k: v for k, v in attributes.items() if v}
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        span.set_attributes(self.attributes)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        return None
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+
+class _OnceFilter(logging.Filter):
+    """An exporter that cannot deliver (a dead collector, a traces-only backend answering 405 to logs) says so in
+    one warning line per kind of failure, never once per batch; a failed export never fails the run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = f"{record.name}:{str(record.msg)[:60]}"
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.msg = f"telemetry export problem (reported once; the run continues): {record.getMessage()}"
+        record.args = ()
+        record.exc_info = record.exc_text = None
+        return True
+
+
+_ONCE = _OnceFilter()
+
+
+def _quiet_exporters() -> None:
+    for name in ("opentelemetry.exporter.otlp.proto.http.trace_exporter",
+                 "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+                 "opentelemetry.exporter.otlp.proto.http._log_exporter", "opentelemetry.exporter.otlp.proto.http",
+                 "opentelemetry.sdk._shared_internal", "opentelemetry.sdk.trace.export",
+                 "opentelemetry.sdk.metrics._internal.export", "opentelemetry.sdk._logs._internal.export"):
+        logger = logging.getLogger(name)
+        if _ONCE not in logger.filters:
+            logger.addFilter(_ONCE)
+
+
+def run_attributes(environ: Mapping[str, str], run_id: str, suite: str) -> dict[str, str]:
+    """Resource attributes of a run: service name and version, run id, git commit, CI run id, Phoenix project."""
+    from harness import __version__
+
+    ci = environ.get("GITHUB_RUN_ID") or environ.get("CI_PIPELINE_ID") or environ.get("BUILD_ID") or ""
+    return {"service.name": environ.get("OTEL_SERVICE_NAME", "memharness"), sc.SERVICE_VERSION: __version__,
+            sc.RUN_ID: run_id, sc.GIT_COMMIT: environ.get("MEMHARNESS_GIT_COMMIT", ""), sc.CI_RUN_ID: ci,
+            sc.OPENINFERENCE_PROJECT: environ.get("MEMHARNESS_PROJECT", suite)}
+
+
 def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequence[SpanExporter] = (),
-                    metric_readers: Sequence[MetricReader] = ()) -> TelemetrySetup:
+                    metric_readers: Sequence[MetricReader] = (), run_id: str = "",
+                    suite: str = "memharness") -> TelemetrySetup:
     """Providers from the standard ``OTEL_*`` variables, plus the always-on JSONL span exporter.
 
     ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` / ``OTEL_LOGS_EXPORTER`` take ``otlp``, ``console`` or
-    ``none``; setting ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or the per-signal endpoint) turns on OTLP/HTTP for traces.
+    ``none``. An OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT`` or the traces one) turns on OTLP/HTTP for TRACES
+    only: logs and metrics go over OTLP only when their exporter variable says ``otlp`` (many trace backends,
+    Phoenix among them, answer 405 to them). ``OTEL_RESOURCE_ATTRIBUTES`` adds to (and overrides) the run's own
+    resource attributes.
     """
-    resource = Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME", "memharness")})
+    _quiet_exporters()
+    own = run_attributes(environ, run_id, suite)
+    resource = Resource.create({k: v for k, v in own.items() if v}).merge(
+        Resource.create({}) if not environ.get("OTEL_RESOURCE_ATTRIBUTES") else
+        Resource({k.strip(): v.strip() for k, v in (p.split("=", 1) for p in environ["OTEL_RESOURCE_ATTRIBUTES"].split(",")
+                                                      if "=" in p)}))
     ids = DeterministicIds()
     tracer_provider = TracerProvider(resource=resource, id_generator=ids)
+    tracer_provider.add_span_processor(RunAttributes({k: own[k] for k in (sc.RUN_ID, sc.GIT_COMMIT, sc.CI_RUN_ID)}))
     jsonl = JsonLinesSpanExporter()
     tracer_provider.add_span_processor(SimpleSpanProcessor(jsonl))
     for exporter in extra_span_exporters:
         tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     endpoint = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
     traces = environ.get("OTEL_TRACES_EXPORTER", "otlp" if endpoint else "none")
-    metrics_kind = environ.get("OTEL_METRICS_EXPORTER", "otlp" if endpoint else "none")
-    logs_kind = environ.get("OTEL_LOGS_EXPORTER", "otlp" if endpoint else "none")
+    metrics_kind = environ.get("OTEL_METRICS_EXPORTER", "none")
+    logs_kind = environ.get("OTEL_LOGS_EXPORTER", "none")
     readers = list(metric_readers)
     logger_provider = LoggerProvider(resource=resource)
     try:
@@ -157,5 +232,6 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
         log.warning("telemetry: exporter setup failed (%s); continuing with the JSONL file only", exc)
     meter_provider = MeterProvider(resource=resource, metric_readers=readers)
     capture = environ.get(sc.CAPTURE_ENV, "").strip().lower() in ("1", "true", "yes")
-    telemetry = Telemetry(tracer_provider, meter_provider, logger_provider, capture_content=capture, ids=ids)
+    telemetry = Telemetry(tracer_provider, meter_provider, logger_provider, capture_content=capture, ids=ids,
+                          run_id=run_id, suite=suite)
     return TelemetrySetup(telemetry, jsonl, readers)

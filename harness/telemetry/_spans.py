@@ -15,7 +15,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -60,15 +60,66 @@ def _fake_time(moment: datetime) -> str:
 
 @dataclass
 class Operation:
-    """One timed memory operation: the span is current while the system runs; ``duration_ms`` is the system's."""
+    """One timed memory operation. The span is current while the system runs; ``duration_ms`` is the system's.
+    The span stays open after the timed block so the replay can attach what it judged (evaluations, retrieved
+    documents, the status) before ``close()`` ends it at start + the measured duration."""
 
     span: Span
     start_ns: int
+    capture: bool = False
     elapsed_ns: int = 0
+    errors: list[str] = field(default_factory=list)
+    closed: bool = False
 
     @property
     def duration_ms(self) -> float:
         return self.elapsed_ns / 1e6
+
+    def evaluate(self, name: str, *, score: float | None = None, label: str | None = None,
+                 explanation: str = "") -> None:
+        """A ``gen_ai.evaluation.result`` event on the span (semconv: name, score value/label, explanation)."""
+        attrs: dict[str, Any] = {sc.EVALUATION_NAME: name}
+        if score is not None:
+            attrs[sc.EVALUATION_SCORE_VALUE] = float(score)
+        if label is not None:
+            attrs[sc.EVALUATION_SCORE_LABEL] = label
+        if explanation:
+            attrs[sc.EVALUATION_EXPLANATION] = explanation
+        self.span.add_event(sc.EVALUATION_EVENT, attrs, timestamp=self.start_ns + self.elapsed_ns)
+        if label == "fail":
+            self.errors.append(explanation or name)
+
+    def facts(self, expected: Sequence[str], covered: Sequence[str]) -> None:
+        """Gold fact ids (ids, never content) the operation was judged on."""
+        self.span.set_attribute(sc.MEMORY_EXPECTED_FACTS, list(expected))
+        self.span.set_attribute(sc.MEMORY_COVERED_FACTS, list(covered))
+
+    def retrieved(self, ids: Sequence[str], scores: Sequence[float]) -> None:
+        """Retrieved documents as OpenInference sees them. Record ids are file names: with content capture off
+        they are replaced by a stable digest (the events.py promise), so a backend still sees ranks and scores."""
+        for i, rid in enumerate(ids):
+            shown = rid if self.capture else "sha256:" + hashlib.sha256(rid.encode()).hexdigest()[:16]
+            self.span.set_attribute(sc.RETRIEVAL_DOCUMENT_ID.format(i=i), shown)
+            score = scores[i] if i < len(scores) else 1.0 / (i + 1)  # unranked strategies: reciprocal rank
+            self.span.set_attribute(sc.RETRIEVAL_DOCUMENT_SCORE.format(i=i), float(score))
+
+    def fail(self, message: str) -> None:
+        self.errors.append(message)
+
+    def close(self) -> None:
+        """Status (ERROR with the first problem, else OK) and the end time; idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            current = getattr(self.span, "status", None)
+            if self.errors:
+                self.span.set_status(Status(StatusCode.ERROR, "; ".join(self.errors)[:1000]))
+            elif current is None or current.status_code is not StatusCode.ERROR:  # a failed event already said ERROR
+                self.span.set_status(Status(StatusCode.OK))
+            self.span.set_attribute(sc.MEMORY_DURATION_REAL_MS, round(self.duration_ms, 3))
+        finally:
+            self.span.end(end_time=self.start_ns + self.elapsed_ns)
 
 
 @dataclass
@@ -81,6 +132,8 @@ class Telemetry:
     capture_content: bool = False
     ids: DeterministicIds | None = None
     suite: str = "memharness"
+    run_id: str = ""
+    """Mixed into the trace-id seed, so two runs of the same suite never share span ids in a backend."""
     _instruments: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -106,13 +159,15 @@ class Telemetry:
     # -- spans -------------------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def scenario(self, *, case: str, strategy: str, digest: str, start: datetime) -> Iterator[Span]:
-        """The root span of one scenario × strategy (``test.case.name``), with a deterministic trace id."""
+        """The root span of one scenario × strategy (``test.case.name``), with a deterministic trace id. The caller
+        sets the verdict (``set_verdict``) before it ends."""
         if self.ids is not None:
-            self.ids.reseed(f"{case}|{strategy}")
+            self.ids.reseed(f"{self.run_id}|{case}|{strategy}" if self.run_id else f"{case}|{strategy}")
         span = self.tracer.start_span(
             f"scenario {case}", kind=SpanKind.INTERNAL, start_time=time.time_ns(),
             attributes={sc.TEST_SUITE_NAME: self.suite, sc.TEST_CASE_NAME: case, sc.MEMORY_SCENARIO_STRATEGY: strategy,
-                        sc.MEMORY_SCENARIO_HASH: digest, sc.MEMORY_SCENARIO_TIME: _fake_time(start)},
+                        sc.MEMORY_SCENARIO_HASH: digest, sc.MEMORY_SCENARIO_TIME: _fake_time(start),
+                        sc.OPENINFERENCE_SPAN_KIND: "CHAIN"},
         )
         with trace.use_span(span, end_on_exit=False):
             try:
@@ -120,30 +175,39 @@ class Telemetry:
             finally:
                 span.end(end_time=time.time_ns())
 
+    @staticmethod
+    def set_verdict(span: Span, status: str, problems: Sequence[str]) -> None:
+        """``test.case.result.status`` and the span status: ERROR with the first problems, OK, or (skipped) UNSET."""
+        span.set_attribute(sc.TEST_CASE_RESULT, status)
+        if status == "fail":
+            span.set_status(Status(StatusCode.ERROR, "; ".join(problems)[:1000] or "scenario failed"))
+        elif status == "pass":
+            span.set_status(Status(StatusCode.OK))
+
     @contextlib.contextmanager
     def operation(self, op: str, *, step: int, now: datetime, session_id: str = "") -> Iterator[Operation]:
-        """One span per memory operation, named by ``gen_ai.operation.name``, lasting exactly the timed body."""
+        """One span per memory operation, named by ``gen_ai.operation.name``. The timer covers exactly the body;
+        the span stays open until ``Operation.close()`` (the caller's, or here when the body raised)."""
         name = sc.OPERATION_SPAN[op]
         attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: name, sc.MEMORY_OPERATION: op, sc.MEMORY_STEP: step,
-                                 sc.MEMORY_SCENARIO_TIME: _fake_time(now)}
+                                 sc.MEMORY_SCENARIO_TIME: _fake_time(now),
+                                 sc.OPENINFERENCE_SPAN_KIND: "RETRIEVER" if op == "recall" else "CHAIN"}
         if session_id:
             attrs[sc.GEN_AI_CONVERSATION_ID] = session_id
         start_ns = time.time_ns()
         span = self.tracer.start_span(name, kind=SpanKind.INTERNAL, start_time=start_ns, attributes=attrs)
-        handle = Operation(span, start_ns)
+        handle = Operation(span, start_ns, capture=self.capture_content)
         with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
             t0 = time.perf_counter_ns()
             try:
                 yield handle
                 handle.elapsed_ns = time.perf_counter_ns() - t0
-            except Exception as exc:
+            except BaseException as exc:
                 handle.elapsed_ns = time.perf_counter_ns() - t0
                 span.set_attribute(sc.ERROR_TYPE, type(exc).__name__)
-                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                handle.fail(f"{type(exc).__name__}: {exc}")
+                handle.close()
                 raise
-            finally:
-                span.set_attribute(sc.MEMORY_DURATION_REAL_MS, round(handle.duration_ms, 3))
-                span.end(end_time=start_ns + handle.elapsed_ns)
 
     def record_store(self, counts_by_type: dict[str, int], index_bytes: int) -> None:
         """Gauges of the store's state after an operation (never raises)."""
@@ -249,7 +313,8 @@ class TracedModel:
     def query(self, request: ModelRequest) -> ModelReply:
         t = self.telemetry
         provider = self.inner.name.split("/", 1)[0] if "/" in self.inner.name else "unknown"
-        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: "chat", sc.GEN_AI_REQUEST_MODEL: self.inner.name,
+        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: "chat", sc.OPENINFERENCE_SPAN_KIND: "LLM",
+                                 sc.GEN_AI_REQUEST_MODEL: self.inner.name,
                                  sc.GEN_AI_PROVIDER_NAME: provider, sc.MEMORY_LLM_PURPOSE: request.purpose,
                                  sc.MEMORY_PROMPT_VERSION: request.prompt_version}
         if t.capture_content:
@@ -264,6 +329,7 @@ class TracedModel:
                 reply = self.inner.query(request)
             span.set_attributes({sc.GEN_AI_RESPONSE_MODEL: reply.model, sc.GEN_AI_USAGE_INPUT: reply.input_tokens,
                                  sc.GEN_AI_USAGE_OUTPUT: reply.output_tokens, sc.MEMORY_LLM_REPLAYED: reply.replayed})
+            span.set_status(Status(StatusCode.OK))
         except ModelError as exc:
             span.set_attribute(sc.ERROR_TYPE, exc.reason)
             span.set_status(Status(StatusCode.ERROR, str(exc)))

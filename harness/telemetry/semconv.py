@@ -61,3 +61,21 @@ DURATION_BUCKETS: Final = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56,
 TOKEN_BUCKETS: Final = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
 RECORDS_BUCKETS: Final = [0, 1, 2, 3, 5, 8, 13, 21]
 CANDIDATES_BUCKETS: Final = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256]
+
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+"""Phoenix/OpenInference span kind (alongside the GenAI conventions): RETRIEVER for recall, CHAIN for the other
+memory operations and the scenario, LLM for model calls."""
+OPENINFERENCE_PROJECT: Final = "openinference.project.name"
+RETRIEVAL_DOCUMENT_ID: Final = "retrieval.documents.{i}.document.id"
+RETRIEVAL_DOCUMENT_SCORE: Final = "retrieval.documents.{i}.document.score"
+EVALUATION_EVENT: Final = "gen_ai.evaluation.result"
+EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+MEMORY_EXPECTED_FACTS: Final = "memory.eval.expected_facts"
+MEMORY_COVERED_FACTS: Final = "memory.eval.covered_facts"
+RUN_ID: Final = "memharness.run_id"
+GIT_COMMIT: Final = "vcs.ref.head.revision"
+CI_RUN_ID: Final = "cicd.pipeline.run.id"
+SERVICE_VERSION: Final = "service.version"

@@ -29,7 +29,7 @@ from tests.phoenix.conftest import (
 )
 
 RUN_ID_ATTR = "memharness.run_id"  # also summary.json "run_id"
-FAKE_TIME_ATTR = "memharness.scenario.time"  # the scenario's fake clock, now that timestamps are wall-clock
+FAKE_TIME_ATTR = "memory.scenario.time"  # the scenario's fake clock, now that timestamps are wall-clock
 EVAL_EVENT = "gen_ai.evaluation.result"
 SLACK = timedelta(milliseconds=500)  # clock rounding between this process and the run's subprocess
 SCREENSHOT = REPO / "reports" / "phoenix-trace.png"
