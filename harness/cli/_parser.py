@@ -97,6 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
     iloc.add_argument("path", type=Path)
     iloc.add_argument("--out", type=Path, required=True)
     iloc.add_argument("--mode", choices=("turns", "observations"), default="turns")
+    trc = sub.add_parser("traces", help="trace tools")
+    trc_sub = trc.add_subparsers(dest="traces_command", required=True, parser_class=_Parser)
+    push = trc_sub.add_parser("push", help="send a finished run's traces.jsonl to an OTLP/HTTP backend (e.g. Phoenix)")
+    push.add_argument("run_dir", type=Path)
+    push.add_argument("--endpoint", required=True, help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006")
+    push.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
+                      help="an extra HTTP header (repeatable), e.g. x-project-name=my-project")
     cas = sub.add_parser("cassettes", help="cassette tools")
     cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
     st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")

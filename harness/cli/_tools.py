@@ -90,3 +90,15 @@ def cmd_cassettes(args: argparse.Namespace) -> int:
         print(f"  {entry['key'][:16]} {entry['purpose']} ({entry.get('scenario')} step {entry.get('step')}): "
               + "; ".join(changes))
     return 1 if stale else 0
+
+
+def cmd_traces(args: argparse.Namespace) -> int:
+    from harness.tools._push import push
+
+    headers = dict(h.split("=", 1) for h in args.header if "=" in h)
+    bad = [h for h in args.header if "=" not in h]
+    if bad:
+        raise HarnessError(f"--header {bad[0]!r}: expected KEY=VALUE")
+    sent = push(args.run_dir, args.endpoint, headers=headers)
+    print(f"pushed {sent} span(s) from {args.run_dir}/traces.jsonl to {args.endpoint}")
+    return 0

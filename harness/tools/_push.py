@@ -1,0 +1,72 @@
+"""``memharness traces push``: replay a finished run's ``traces.jsonl`` into any OTLP/HTTP backend.
+
+CI keeps the run directory as an artifact; pushing it later puts the run's traces in Phoenix (or any OTLP
+backend) exactly as they were recorded (same ids, times and attributes), so they can be inspected after the fact.
+"""
+
+from __future__ import annotations
+
+import base64
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.reporting import read_jsonl
+
+_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+
+
+def _b64_ids(node: Any) -> Any:
+    """traces.jsonl holds hex ids (OTLP/JSON); protobuf's JSON mapping wants base64."""
+    if isinstance(node, dict):
+        return {k: (base64.b64encode(bytes.fromhex(v)).decode() if k in _ID_FIELDS and isinstance(v, str) and v
+                    else _b64_ids(v)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_b64_ids(v) for v in node]
+    return node
+
+
+def batches(lines: Sequence[Mapping[str, Any]], size: int = 200) -> Iterator[bytes]:
+    """Protobuf ``ExportTraceServiceRequest`` bodies of at most ``size`` spans."""
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    for start in range(0, len(lines), size):
+        request = ExportTraceServiceRequest()
+        for line in lines[start:start + size]:
+            part = ExportTraceServiceRequest()
+            ParseDict(_b64_ids(dict(line)), part)
+            request.resource_spans.extend(part.resource_spans)
+        yield request.SerializeToString()
+
+
+def push(run_dir: Path, endpoint: str, *, headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> int:
+    """POST every span of ``run_dir/traces.jsonl`` to ``endpoint`` (``…/v1/traces`` appended unless given);
+    returns the number of spans sent. Any failure is one ``HarnessError`` line."""
+    path = run_dir / "traces.jsonl"
+    lines = read_jsonl(path)
+    if not lines:
+        raise HarnessError(f"{path}: no spans to push")
+    url = endpoint.rstrip("/")
+    if not url.endswith("/v1/traces"):
+        url += "/v1/traces"
+    sent = 0
+    try:
+        bodies = list(batches(lines))
+    except Exception as exc:
+        raise HarnessError(f"{path}: not OTLP-JSON spans ({type(exc).__name__}: {exc})") from None
+    for body in bodies:
+        request = urllib.request.Request(url, data=body, method="POST", headers={
+            "Content-Type": "application/x-protobuf", **(headers or {})})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                response.read()
+        except urllib.error.HTTPError as exc:
+            raise HarnessError(f"{url}: the backend answered HTTP {exc.code} ({exc.reason})") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise HarnessError(f"{url}: cannot reach the backend ({getattr(exc, 'reason', exc)})") from None
+    sent = sum(len(line.get("resourceSpans", [{}])[0].get("scopeSpans", [{}])[0].get("spans", [])) for line in lines)
+    return sent
