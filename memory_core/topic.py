@@ -4,6 +4,10 @@ A file is a memory doc only when its whole content matches the spec's frontmatte
 frontmatter are ignored, parity). Field values come from YAML when the frontmatter is valid YAML and the value is a
 string; otherwise from the spec's line-based ``^key:\\s*(.+)$`` lookup, because models write ``description: a: b``.
 Values are written through the YAML dumper, so whatever is written reads back identically.
+
+Reading has a fast path for the simple frontmatter ``render_frontmatter`` writes (one ``key: value`` line per
+distinct key, each value a one-line plain or single-quoted scalar of printable characters): it gives exactly what
+the YAML path gives (property-tested against it) without running the YAML parser; anything else goes to YAML.
 """
 
 from __future__ import annotations
@@ -61,7 +65,49 @@ def _line_field(frontmatter: str, key: str) -> str | None:
     return m.group(1).strip() if m else None
 
 
+# One ``key: value`` line whose value YAML reads as exactly that text: a plain scalar that starts with a letter,
+# ``_``, ``(``, ``/`` or a non-ASCII character (never a digit, ``.``, ``+`` or ``-``: numbers and dates resolve to
+# other types, and a malformed one raises), or a one-line single-quoted scalar. Only YAML-printable characters;
+# never a tab, a line or paragraph separator, a BOM, ``: `` or a final ``:`` (a nested mapping), `` #`` (a comment).
+_NOT_PRINTABLE: Final = "\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ufeff\\ud800-\\udfff\\ufffe\\uffff"
+_SIMPLE_LINE: Final = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_]*): +"
+    rf"(?:((?![{_NOT_PRINTABLE}])[A-Za-z_(/\x80-\U0010ffff]"
+    rf"(?:[^{_NOT_PRINTABLE}#: ]|:(?=[^ ])| +(?=[^ #])|(?<=[^ ])#)*) *"
+    rf"|'((?:[^{_NOT_PRINTABLE}']|'')*)' *)"
+)
+_NULLS: Final = frozenset({"~", "null", "Null", "NULL"})
+_WANTED: Final = ("name", "title", "description", "type")
+
+
+def _simple_fields(frontmatter: str) -> dict[str, str] | None:
+    """The fields of a simple frontmatter without the YAML parser, or None when it is not simple."""
+    seen: set[str] = set()
+    out: dict[str, str] = {}
+    for line in frontmatter.split("\n"):
+        m = _SIMPLE_LINE.fullmatch(line)
+        if m is None or m.group(1) in seen:
+            return None  # parity: YAML keeps the last of duplicate keys, the line lookup the first
+        key, plain, quoted = m.groups()
+        seen.add(key)
+        if key not in _WANTED:
+            continue
+        if quoted is not None:
+            out[key] = quoted.replace("''", "'").strip()
+        elif plain not in _NULLS:
+            # a plain scalar is its own text; a non-string one (bool, number, date) is taken from the line: the same
+            out[key] = plain.strip()
+    return out
+
+
 def _fields(frontmatter: str) -> dict[str, str]:
+    simple = _simple_fields(frontmatter)
+    if simple is not None:
+        return simple
+    return _yaml_fields(frontmatter)
+
+
+def _yaml_fields(frontmatter: str) -> dict[str, str]:
     try:
         loaded = _YAML.load(frontmatter)
     except yaml.YAMLError:
