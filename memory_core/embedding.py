@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memory_core.errors import MemoryCoreError
-from memory_core.rankers import Ranked, doc_text, top
+from memory_core.ranking import Ranked, doc_text, top
 from memory_core.topic import TopicDoc
 
 WEIGHTS_SHA256: Final = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -73,7 +73,7 @@ class MiniLMEncoder:
             try:
                 from transformers.utils import logging as hf_logging
 
-                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call,unused-ignore]
             except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
                 pass
             self._model = SentenceTransformer(str(directory), device="cpu")

@@ -15,7 +15,7 @@ from memory_core.events import EventSink, NullSink, RecallEvent
 from memory_core.formats import iso_from_ms, locale_key
 from memory_core.model import Message, Model, ModelRequest, model_or_heuristic
 from memory_core.prompts import render_prompt
-from memory_core.rankers import Ranker
+from memory_core.ranking import Ranker
 from memory_core.scan import DocCache, scan
 from memory_core.store import Store
 from memory_core.topic import MemoryType, TopicDoc
