@@ -70,3 +70,13 @@ def test_parse_topic_of_hand_written_frontmatter(lines: list[tuple[str, str]], b
 def test_what_the_core_writes_takes_the_fast_path(name: str, description: str) -> None:
     fm = render_frontmatter(name=name, description=description, kind="user")
     assert topic._simple_fields(fm) == {"name": name, "description": description, "type": "user"}
+
+
+@given(st.lists(st.sampled_from(["---", "\n", "-", "a", ": ", "\r", "--", "\n---\n", "---\n"]), max_size=12).map("".join))
+@example("---\n\n---")
+@example("---\n---\n")
+@example("---\na: b\n---")
+@example("---\na: b\n---\n\nbody\n---\nmore")
+def test_split_frontmatter_matches_the_spec_regex(text: str) -> None:
+    m = topic._FRONTMATTER.match(text)
+    assert topic.split_frontmatter(text) == (None if m is None else (m.group(1), m.group(2)))
