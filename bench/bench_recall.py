@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import NOW, QUERIES, build_store, dedupe_docs, memory_store
+from bench_corpus import NOW, QUERIES, build_store, dedupe_docs, memory_store
 from naive_upstream import recall_naive
 
 from memory_core.dedupe import plan_dedupe
@@ -103,10 +103,10 @@ def p95(samples: Sequence[float]) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
 
 
-def recall_contenders(store: FileStore) -> dict[str, Callable[[int], object]]:
+def recall_contenders(store: FileStore, *, checks: int) -> dict[str, Callable[[int], object]]:
     root = os.fspath(store.root)
     warm, docs = RecallCache(), DocCache()
-    for q in QUERIES:  # warm up, and check every path selects what the naive one does
+    for q in QUERIES[:checks]:  # warm up, and check every path selects what the naive one does
         expected = [d.relative_path for d in recall_naive(root, q, now=NOW)[1]]
         for cache in (warm, docs, RecallCache()):
             got = recall(store, q, now=NOW, cache=cache)
@@ -195,9 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--patch-budget", type=float, default=60.0, help="seconds allowed for the larger patch run")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, few rounds: checks the script works")
     args = parser.parse_args(argv)
-    sizes = [40, 120] if args.quick else sorted(int(s) for s in args.sizes.split(","))
+    sizes = [30, 90] if args.quick else sorted(int(s) for s in args.sizes.split(","))
     rounds = 3 if args.quick else args.rounds
-    patch_sizes = (20, 200) if args.quick else tuple(int(s) for s in args.patches.split(","))
+    patch_sizes = (10, 100) if args.quick else tuple(int(s) for s in args.patches.split(","))
     if len(sizes) < 2 or len(patch_sizes) != 2:
         parser.error("--sizes needs at least two sizes and --patches exactly two")
     recall_p50: dict[int, float] = {}
@@ -205,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stores = {n: build_store(Path(tmp) / f"m{n}", n) for n in sizes}
         for n in sizes:
             scaled = max(3, round(rounds * sizes[0] / n)) if n > sizes[0] else rounds
-            timings = interleaved(recall_contenders(stores[n]), scaled)
+            timings = interleaved(recall_contenders(stores[n], checks=2 if args.quick else len(QUERIES)), scaled)
             print_recall_table(n, timings)
             recall_p50[n] = p50(timings["recall warm"])
         scaling(stores, recall_p50, sizes, rounds, (patch_sizes[0], patch_sizes[1]), args.patch_budget)
