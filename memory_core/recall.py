@@ -223,7 +223,7 @@ def recall(
     t0 = monotonic_ms()
     fast = cache if isinstance(cache, RecallCache) else None
     result = cached_scan(store, fast) if fast is not None else scan(store, cache=cache)
-    docs = [d for d in result.docs if d.relative_path not in excluded]
+    docs = [d for d in result.docs if d.relative_path not in excluded] if excluded else list(result.docs)
     selected: list[TopicDoc] = []
     scores: tuple[float, ...] = ()
     strategy, fallback = "none", None
