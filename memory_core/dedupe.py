@@ -58,43 +58,49 @@ def dedupe_entries(entries: Sequence[Entry]) -> list[Entry]:
 
 @dataclass(slots=True)
 class _Doc:
-    """One doc during planning: its entries by lower-cased summary, and a lazy min-heap of their sort keys."""
+    """One doc during planning: its entries by lower-cased summary, sorted until it absorbs another doc, then with
+    a lazy min-heap of their sort keys."""
 
     kind: str
     original: str
     entries: dict[str, Entry]
-    heap: list[tuple[tuple[str, str], str]]
+    ordered: list[Entry] | None
+    """The entries in ``dedupe_entries`` order while the doc is untouched."""
+    heap: list[tuple[tuple[str, str], str]] | None = None
 
     def first_key(self) -> str | None:
         """The lower-cased summary of the entry that sorts first (``dedupe_entries`` order), or None if empty."""
-        heap, entries = self.heap, self.entries
+        if self.ordered is not None:
+            return self.ordered[0].summary.lower() if self.ordered else None
+        heap, entries = self._heap(), self.entries
         while heap and entries[heap[0][1]].summary != heap[0][0][1]:
             heapq.heappop(heap)  # stale: that entry's summary changed when it was combined
         return heap[0][1] if heap else None
 
+    def sorted_entries(self) -> list[Entry]:
+        if self.ordered is None:
+            self.ordered = sorted(self.entries.values(), key=lambda e: locale_key(e.summary))
+        return self.ordered
+
+    def _heap(self) -> list[tuple[tuple[str, str], str]]:
+        if self.heap is None:
+            self.heap = [(locale_key(e.summary), k) for k, e in self.entries.items()]
+            heapq.heapify(self.heap)
+        return self.heap
+
     def absorb(self, other: _Doc) -> int:
         """Fold ``other``'s entries in after this doc's (``dedupe_entries(mine + theirs)``); returns entries folded."""
-        mine, theirs = self.entries, other.entries
+        big, small = (other, self) if len(other.entries) > len(self.entries) else (self, other)
+        into, heap = big.entries, big._heap()
         folded = 0
-        if len(theirs) > len(mine):  # small into large; combine_entries keeps (existing=mine, later=theirs)
-            for key, entry in mine.items():
-                if key in theirs:
-                    theirs[key] = combine_entries(entry, theirs[key])
-                    folded += 1
-                    heapq.heappush(other.heap, (locale_key(theirs[key].summary), key))
-                else:
-                    theirs[key] = entry
-                    heapq.heappush(other.heap, (locale_key(entry.summary), key))
-            self.entries, self.heap = theirs, other.heap
-        else:
-            for key, entry in theirs.items():
-                if key in mine:
-                    mine[key] = combine_entries(mine[key], entry)
-                    folded += 1
-                    heapq.heappush(self.heap, (locale_key(mine[key].summary), key))
-                else:
-                    mine[key] = entry
-                    heapq.heappush(self.heap, (locale_key(entry.summary), key))
+        for key, entry in small.entries.items():
+            if key in into:  # combine_entries keeps (existing = this doc's, later = the other's) either way round
+                into[key] = combine_entries(entry, into[key]) if big is other else combine_entries(into[key], entry)
+                folded += 1
+            else:
+                into[key] = entry
+            heapq.heappush(heap, (locale_key(into[key].summary), key))
+        self.entries, self.heap, self.ordered = into, heap, None
         return folded
 
 
@@ -121,9 +127,8 @@ def plan_dedupe(docs: Sequence[TopicDoc]) -> DedupePlan:
         entries = parse_entries(doc.body)
         merged = _fold(entries)
         removed += len(entries) - len(merged)
-        heap = [(locale_key(e.summary), k) for k, e in merged.items()]
-        heapq.heapify(heap)
-        state[doc.relative_path] = _Doc(doc.type, doc.body, merged, heap)
+        ordered = sorted(merged.values(), key=lambda e: locale_key(e.summary))
+        state[doc.relative_path] = _Doc(doc.type, doc.body, merged, ordered)
     paths = list(state)
     docs_at = [state[p] for p in paths]
     live = [True] * len(paths)
@@ -171,7 +176,7 @@ def plan_dedupe(docs: Sequence[TopicDoc]) -> DedupePlan:
     new_bodies: dict[str, str] = {}
     for i, path in enumerate(paths):
         if live[i]:
-            rendered = render_entries(sorted(docs_at[i].entries.values(), key=lambda e: locale_key(e.summary)))
+            rendered = render_entries(docs_at[i].sorted_entries())
             if rendered != docs_at[i].original:
                 new_bodies[path] = rendered
     touched = {state[p].kind for p in [*new_bodies, *deletes]}
