@@ -126,13 +126,15 @@ def print_recall_table(files: int, timings: Timings) -> None:
     stat, read, naive = (p50(timings[k]) for k in ("stat floor", "read floor", "naive upstream"))
     rounds = len(timings["stat floor"])
     print(f"\nrecall over {files:,} topic files (~4 KB), {rounds} interleaved rounds, milliseconds")
-    print(f"{'contender':<17}{'p50':>10}{'p95':>10}{'/ stat':>9}{'/ read':>9}{'/ naive':>9}")
+    print(f"{'contender':<17}{'min':>10}{'p50':>10}{'p95':>10}{'/ stat':>9}{'/ read':>9}{'/ naive':>9}")
     for name, samples in timings.items():
         mid = p50(samples)
-        print(f"{name:<17}{mid:>10.3f}{p95(samples):>10.3f}{mid / stat:>9.2f}{mid / read:>9.2f}{mid / naive:>9.3f}")
+        print(f"{name:<17}{min(samples):>10.3f}{mid:>10.3f}{p95(samples):>10.3f}{mid / stat:>9.2f}{mid / read:>9.2f}"
+              f"{mid / naive:>9.3f}")
     warm, cold = p50(timings["recall warm"]), p50(timings["recall cold"])
-    print(f"warm recall / stat floor {warm / stat:.2f} (target <= 2.5); cold recall {naive / cold:.1f}x faster than "
-          f"naive upstream (target >= 2); warm {naive / warm:.0f}x")
+    best = min(timings["recall warm"]) / min(timings["stat floor"])
+    print(f"warm recall / stat floor {warm / stat:.2f} (target <= 2.5; {best:.2f} on the fastest runs); cold recall "
+          f"{naive / cold:.1f}x faster than naive upstream (target >= 2); warm {naive / warm:.0f}x")
 
 
 def patches_for(n: int) -> list[Patch]:

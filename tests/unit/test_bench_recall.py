@@ -23,7 +23,7 @@ def test_quick_run_prints_the_tables(capsys: pytest.CaptureFixture[str], monkeyp
     out = capsys.readouterr().out
     number = r"\s+-?\d+\.\d+"
     for contender in ("stat floor", "read floor", "naive upstream", "recall DocCache", "recall cold", "recall warm"):
-        assert re.search(rf"^{contender}({number}){{5}}$", out, re.MULTILINE), contender
+        assert re.search(rf"^{contender}({number}){{6}}$", out, re.MULTILINE), contender
     assert re.search(r"warm recall / stat floor \d+\.\d+", out)
     for step in ("warm recall", "dedupe planning", "index rebuild", "patch application"):
         assert re.search(rf"^{step} \(\w+\)\s+[\d,]+ -> [\d,]+\s+[\d.]+ -> [\d.]+{number}", out, re.MULTILINE), step
