@@ -25,6 +25,7 @@ from memory_core.snapshot import Derived
 from memory_core.topic import MEMORY_TYPES, MemoryType, TopicDoc
 
 TYPE_ORDER: Final = tuple(sorted(MEMORY_TYPES, key=locale_key))
+_MEMO_LIMIT: Final = 4096
 
 
 def _add(planes: list[int], mask: int, weight: int) -> None:
@@ -90,6 +91,8 @@ class HeuristicIndex:
                 end = vocabulary.find(b"\n", at)
                 mask |= postings[vocabulary[start:end]]
                 at = vocabulary.find(needle, end)
+            if len(self.memo) >= _MEMO_LIMIT:
+                self.memo.clear()
             self.memo[token] = mask
         return mask
 

@@ -182,5 +182,8 @@ def cached_scan(store: Store, cache: RecallCache) -> ScanResult:
     if any(d.reason.startswith("unreadable") for d in result.dropped):
         signature = None  # an unreadable file may become readable without a new mtime: always rescan then
     cache.signature, cache.source, cache.result, cache.uses, cache.index = signature, source, result, 0, None
+    live = {d.relative_path for d in result.docs}
+    for gone in [p for p in cache.derived if p not in live]:
+        del cache.derived[gone]
     cache.scans += 1
     return result
