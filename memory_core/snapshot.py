@@ -169,7 +169,7 @@ def _scan_files(root: str, files: Signature, cache: RecallCache) -> ScanResult |
 
 def cached_scan(store: Store, cache: RecallCache) -> ScanResult:
     """``scan(store, cache=cache)``, but without rescanning (or re-stat-ing through ``pathlib``) an unchanged store."""
-    fast = isinstance(store, FileStore)
+    fast = type(store) is FileStore  # a subclass may override reading: it goes through the protocol
     root = os.fspath(store.root) if isinstance(store, FileStore) else ""
     source = root if fast else store
     signature = _walk(root) if fast else _store_signature(store)
