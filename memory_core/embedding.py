@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memory_core.errors import MemoryCoreError
-from memory_core.rankers import Ranked, doc_text, top
+from memory_core.ranking import Ranked, doc_text, top
 from memory_core.topic import TopicDoc
 
 WEIGHTS_SHA256: Final = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"

@@ -22,6 +22,7 @@ _TOP_FIELD: Final = re.compile(
     r"^(?:\*\*)?(Why|How to apply|How_to_apply)(?::\*\*|(?:\*\*)?:)[ \t]*(\S.*)$", re.IGNORECASE
 )
 _BULLET: Final = re.compile(r"^[-*]\s+")
+_FIELD_FIRST: Final = frozenset("*WwHh")  # every character ``_TOP_FIELD`` (case-insensitive) can start with
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +55,13 @@ def parse_entries(body: str) -> list[Entry]:
         trimmed = line.strip()
         if not trimmed or trimmed == NO_ENTRIES or trimmed.startswith("# "):
             continue
-        if current is not None and (m := _INDENTED_FIELD.match(line.rstrip("\r"))):
+        # the first-character tests only skip regexes that cannot match (cheap on the common summary line)
+        if current is not None and line[0] in "\t " and (m := _INDENTED_FIELD.match(line.rstrip("\r"))):
             value = collapse_ws(m.group(2))
             if value:
                 current = _assign(current, m.group(1), value)
             continue
-        if m := _TOP_FIELD.match(trimmed):
+        if trimmed[0] in _FIELD_FIRST and (m := _TOP_FIELD.match(trimmed)):
             value = collapse_ws(m.group(2))
             if current is not None and value:
                 current = _assign(current, m.group(1), value)
@@ -67,7 +69,7 @@ def parse_entries(body: str) -> list[Entry]:
             continue
         if current is not None:
             entries.append(current)
-        summary = _BULLET.sub("", trimmed, count=1) if _BULLET.match(trimmed) else trimmed
+        summary = _BULLET.sub("", trimmed, count=1) if trimmed[0] in "-*" and _BULLET.match(trimmed) else trimmed
         current = Entry(collapse_ws(summary))
     if current is not None:
         entries.append(current)

@@ -1,66 +1,35 @@
-"""Ranked recall strategies beyond the spec's heuristic: Okapi BM25 and reciprocal-rank fusion (pure).
+"""Ranked recall strategies beyond the spec's heuristic: Okapi BM25, reciprocal-rank fusion, the factory (pure).
 
-A ranker scores docs for a query and returns the top ``limit`` with scores, dropping docs below its abstention
-threshold, so it can answer "nothing relevant". The embedding ranker lives in ``memory_core.embedding``.
+The shared vocabulary (``Ranked``, ``Ranker``, ``top``, ``tokens`` …) lives in the leaf ``memory_core.ranking`` and
+is re-exported here; the MiniLM ranker lives in ``memory_core.embedding``. A ``DenseCache`` holds the one MiniLM
+ranker (and its embedding cache) that callers share explicitly, instead of a process-global.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Final
 
+from memory_core.embedding import EmbeddingRanker, model_dir
+from memory_core.ranking import (
+    STOPWORDS,
+    Ranked,
+    Ranker,
+    doc_text,
+    reciprocal_rank_fusion,
+    tokens,
+    top,
+)
+from memory_core.recall import score_doc, select_heuristic, tokenize
 from memory_core.topic import TopicDoc
 
-# NLTK's English stopword list (179 words), the list most BM25 baselines use.
-STOPWORDS: Final = frozenset(
-    """
-    i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him his
-    himself she she's her hers herself it it's its itself they them their theirs themselves what which who whom this
-    that that'll these those am is are was were be been being have has had having do does did doing a an the and but
-    if or because as until while of at by for with about against between into through during before after above below
-    to from up down in out on off over under again further then once here there when where why how all any both each
-    few more most other some such no nor not only own same so than too very s t can will just don don't should
-    should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't
-    haven haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't
-    weren weren't won won't wouldn wouldn't
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-_TOKEN: Final = re.compile(r"[a-z0-9]+")
-
-
-@dataclass(frozen=True, slots=True)
-class Ranked:
-    """A doc and its score under one ranker."""
-
-    doc: TopicDoc
-    score: float
-
-
-class Ranker(Protocol):
-    """Ranks docs for a query."""
-
-    @property
-    def name(self) -> str:
-        """The strategy name this ranker reports."""
-        ...
-
-    def rank(self, query: str, docs: Sequence[TopicDoc], *, limit: int) -> list[Ranked]:
-        """The top ``limit`` docs above the ranker's threshold, best first."""
-        ...
-
-
-def doc_text(doc: TopicDoc) -> str:
-    """What rankers read: name, description and body."""
-    return " ".join((doc.title, doc.description, doc.normalized_body))
-
-
-def tokens(text: str, *, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
-    """Lower-case ``[a-z0-9]+`` tokens without stopwords."""
-    return [t for t in _TOKEN.findall(text.lower()) if t not in stopwords]
+__all__ = [
+    "RANKED_STRATEGIES", "STOPWORDS", "BM25Index", "BM25Ranker", "DenseCache", "HeuristicRanker", "HybridRanker",
+    "Ranked", "Ranker", "doc_text", "make_ranker", "make_rankers", "reciprocal_rank_fusion", "tokens", "top",
+]
 
 
 @dataclass
@@ -101,34 +70,40 @@ class BM25Index:
         return out
 
 
-def top(scores: Sequence[float], docs: Sequence[TopicDoc], *, limit: int, threshold: float) -> list[Ranked]:
-    """Docs with score > threshold, best first, ties in input order, cut to ``limit``."""
-    order = sorted(range(len(docs)), key=lambda i: (-scores[i], i))
-    return [Ranked(docs[i], scores[i]) for i in order if scores[i] > threshold][:limit]
-
-
 @dataclass(frozen=True)
 class BM25Ranker:
-    """BM25 over name + description + body; abstains when no query term occurs in any doc."""
+    """BM25 over name + description + body; abstains when no query term occurs in any doc.
+
+    Token lists are kept per doc (a ``TopicDoc`` is immutable, so it is its own cache key) and the index of the last
+    doc list is reused while the same docs come back, so an unchanged memory costs only the query.
+    """
 
     name: str = "bm25"
     threshold: float = 0.0
+    _tokens: dict[TopicDoc, list[str]] = field(default_factory=dict, compare=False, repr=False)
+    _last: list[tuple[tuple[TopicDoc, ...], BM25Index]] = field(default_factory=list, compare=False, repr=False)
+
+    def index(self, docs: Sequence[TopicDoc]) -> BM25Index:
+        """The BM25 index of ``docs`` (cached)."""
+        key = tuple(docs)
+        if self._last and self._last[0][0] == key:
+            return self._last[0][1]
+        if len(self._tokens) > 2 * len(key) + 256:  # keep the cache to about the live docs
+            live = set(key)
+            for stale in [d for d in self._tokens if d not in live]:
+                del self._tokens[stale]
+        lists = []
+        for d in key:
+            toks = self._tokens.get(d)
+            if toks is None:
+                toks = self._tokens[d] = tokens(doc_text(d))
+            lists.append(toks)
+        built = BM25Index(lists)
+        self._last[:] = [(key, built)]
+        return built
 
     def rank(self, query: str, docs: Sequence[TopicDoc], *, limit: int) -> list[Ranked]:
-        index = BM25Index([tokens(doc_text(d)) for d in docs])
-        return top(index.scores(tokens(query)), docs, limit=limit, threshold=self.threshold)
-
-
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[Ranked]], *, k: int = 60) -> list[Ranked]:
-    """RRF: score(d) = Σ 1 / (k + rank); a doc absent from a ranking contributes nothing for it."""
-    fused: dict[str, float] = {}
-    first: dict[str, TopicDoc] = {}
-    for ranking in rankings:
-        for rank, r in enumerate(ranking, 1):
-            fused[r.doc.relative_path] = fused.get(r.doc.relative_path, 0.0) + 1.0 / (k + rank)
-            first.setdefault(r.doc.relative_path, r.doc)
-    order = sorted(fused, key=lambda p: -fused[p])
-    return [Ranked(first[p], fused[p]) for p in order]
+        return top(self.index(docs).scores(tokens(query)), docs, limit=limit, threshold=self.threshold)
 
 
 @dataclass(frozen=True)
@@ -154,20 +129,40 @@ class HeuristicRanker:
     name: str = "heuristic"
 
     def rank(self, query: str, docs: Sequence[TopicDoc], *, limit: int) -> list[Ranked]:
-        from memory_core.recall import score_doc, select_heuristic, tokenize
-
         toks = tokenize(query)
         return [Ranked(d, float(score_doc(toks, d))) for d in select_heuristic(query, docs, limit=limit)]
+
+
+@dataclass
+class DenseCache:
+    """The MiniLM ranker shared by the rankers built with this object, created (weights verified) on first need.
+
+    Create one where sharing should end (a run, a benchmark) and pass it to ``make_rankers``/``make_ranker``; its
+    embedding cache lives as long as the object, not the process.
+    """
+
+    abstain: bool = True
+    """False keeps every doc (threshold -1), for benchmarks."""
+    _ranker: Ranker | None = field(default=None, repr=False)
+
+    def ranker(self) -> Ranker:
+        """The shared MiniLM ranker; raises ``EmbeddingUnavailable`` with the install hint when it cannot load."""
+        if self._ranker is None:
+            model_dir()  # fail fast with the install hint
+            self._ranker = EmbeddingRanker() if self.abstain else EmbeddingRanker(threshold=-1.0)
+        return self._ranker
 
 
 RANKED_STRATEGIES: Final = ("heuristic", "bm25", "embedding", "hybrid")
 
 
 def make_rankers(names: Sequence[str], *, abstain: bool = True, hybrid_depth: int = 50,
-                 dense: Ranker | None = None) -> dict[str, Ranker]:
-    """Rankers by strategy name. ``embedding`` and ``hybrid`` share one MiniLM ranker, built on first need (its
-    weights verified at once) unless ``dense`` is given; ``abstain=False`` keeps every doc (benchmarks)."""
+                 dense: Ranker | DenseCache | None = None) -> dict[str, Ranker]:
+    """Rankers by strategy name. ``embedding`` and ``hybrid`` share one MiniLM ranker: ``dense`` itself, the one a
+    ``DenseCache`` holds, or a new one built on first need (weights verified at once); ``abstain=False`` keeps
+    every doc (benchmarks)."""
     bm25 = BM25Ranker() if abstain else BM25Ranker(threshold=-1.0)
+    shared = DenseCache(abstain) if dense is None else dense
     out: dict[str, Ranker] = {}
     for name in names:
         if name == "heuristic":
@@ -175,12 +170,13 @@ def make_rankers(names: Sequence[str], *, abstain: bool = True, hybrid_depth: in
         elif name == "bm25":
             out[name] = bm25
         elif name in ("embedding", "hybrid"):
-            if dense is None:
-                from memory_core.embedding import EmbeddingRanker, model_dir
-
-                model_dir()  # fail fast with the install hint
-                dense = EmbeddingRanker() if abstain else EmbeddingRanker(threshold=-1.0)
-            out[name] = dense if name == "embedding" else HybridRanker(bm25, dense, depth=hybrid_depth)
+            model = shared.ranker() if isinstance(shared, DenseCache) else shared
+            out[name] = model if name == "embedding" else HybridRanker(bm25, model, depth=hybrid_depth)
         else:
             raise ValueError(f"unknown ranked strategy {name!r}; expected one of {', '.join(RANKED_STRATEGIES)}")
     return out
+
+
+def make_ranker(strategy: str, *, dense: DenseCache) -> Ranker:
+    """The ranker behind one ranked strategy, its MiniLM ranker (and embedding cache) taken from ``dense``."""
+    return make_rankers([strategy], dense=dense)[strategy]

@@ -15,8 +15,10 @@ from memory_core.events import EventSink, NullSink, RecallEvent
 from memory_core.formats import iso_from_ms, locale_key
 from memory_core.model import Message, Model, ModelRequest, model_or_heuristic
 from memory_core.prompts import render_prompt
-from memory_core.rankers import Ranker
+from memory_core.ranking import Ranker
+from memory_core.recall_index import HeuristicIndex
 from memory_core.scan import DocCache, scan
+from memory_core.snapshot import RecallCache, cached_scan
 from memory_core.store import Store
 from memory_core.topic import MemoryType, TopicDoc
 
@@ -67,6 +69,22 @@ def select_heuristic(query: str, docs: Sequence[TopicDoc], *, limit: int = DEFAU
     return [d for _, _, d in ranked[:limit]]
 
 
+_REFERENCE_SCORE: Final = score_doc
+"""The scoring ``HeuristicIndex`` implements; a replaced ``score_doc`` (mutation tests) takes the plain path."""
+
+
+def _select_cached(query: str, docs: Sequence[TopicDoc], *, cache: RecallCache, excluded: Collection[str],
+                   limit: int) -> list[TopicDoc]:
+    """``select_heuristic`` through the cache's query index (built on the second query of an unchanged scan)."""
+    result = cache.result
+    cache.uses += 1
+    if result is None or cache.uses < 2 or score_doc is not _REFERENCE_SCORE:
+        return select_heuristic(query, docs, limit=limit)
+    if not isinstance(cache.index, HeuristicIndex):
+        cache.index = HeuristicIndex.build(result.docs, cache.derive)
+    return cache.index.select(tokenize(query), keywords=TYPE_KEYWORDS, excluded=excluded, limit=limit)
+
+
 def build_manifest(docs: Sequence[TopicDoc]) -> str:
     """``- [type] path (ISO mtime): description`` per doc, in input order (spec §7.4)."""
     lines = []
@@ -77,12 +95,17 @@ def build_manifest(docs: Sequence[TopicDoc]) -> str:
 
 
 def recall_request(
-    query: str, docs: Sequence[TopicDoc], *, limit: int, timeout_s: float, recent_tools: Sequence[str] = ()
+    query: str, docs: Sequence[TopicDoc], *, limit: int, timeout_s: float, recent_tools: Sequence[str] = (),
+    manifest: str | None = None,
 ) -> ModelRequest:
-    """The selector side-query of spec §7.4: system instruction, ``Query:`` message, exact schema."""
+    """The selector side-query of spec §7.4: system instruction, ``Query:`` message, exact schema.
+
+    ``manifest`` is ``build_manifest(docs)`` when the caller has it already.
+    """
     system = render_prompt("recall_system", limit=limit)
     user = render_prompt(
-        "recall_user", query=query.strip(), manifest=build_manifest(docs), recent_tools=list(recent_tools)
+        "recall_user", query=query.strip(), manifest=build_manifest(docs) if manifest is None else manifest,
+        recent_tools=list(recent_tools),
     )
     paths = sorted({d.relative_path for d in docs})
     grammar = {**RECALL_SCHEMA, "properties": {"selected_memories": {
@@ -105,6 +128,7 @@ def select_by_model(
     limit: int = DEFAULT_RECALL_LIMIT,
     timeout_s: float = RECALL_TIMEOUT_S,
     recent_tools: Sequence[str] = (),
+    manifest: str | None = None,
 ) -> list[TopicDoc]:
     """Ask the model which docs help; validate per spec §7.4; result in the model's order.
 
@@ -113,7 +137,8 @@ def select_by_model(
     """
     if not docs or limit <= 0 or not query.strip():
         return []
-    reply = model.query(recall_request(query, docs, limit=limit, timeout_s=timeout_s, recent_tools=recent_tools))
+    reply = model.query(recall_request(query, docs, limit=limit, timeout_s=timeout_s, recent_tools=recent_tools,
+                                       manifest=manifest))
     picked = reply.data.get("selected_memories")
     if not isinstance(picked, list):
         raise ModelError("Recall selector must return selected_memories array", reason="schema")
@@ -191,10 +216,14 @@ def recall(
 
     With a model: an empty model answer is strategy ``none`` with no fallback (parity); any model error falls
     back to the heuristic and the outcome names the reason. Exactly one event is emitted per call.
+
+    A ``RecallCache`` (a ``DocCache``) makes repeated calls cheap: an unchanged store is not rescanned, and from
+    the second call on the heuristic ranks through a query index; the outcome is the same as with any cache.
     """
     t0 = monotonic_ms()
-    result = scan(store, cache=cache)
-    docs = [d for d in result.docs if d.relative_path not in excluded]
+    fast = cache if isinstance(cache, RecallCache) else None
+    result = cached_scan(store, fast) if fast is not None else scan(store, cache=cache)
+    docs = [d for d in result.docs if d.relative_path not in excluded] if excluded else list(result.docs)
     selected: list[TopicDoc] = []
     scores: tuple[float, ...] = ()
     strategy, fallback = "none", None
@@ -203,10 +232,12 @@ def recall(
         selected, scores = [r.doc for r in ranked], tuple(round(r.score, 6) for r in ranked)
         strategy = ranker.name if selected else "none"
     elif query.strip() and docs and limit > 0:
+        manifest = "\n".join(fast.derive(d).manifest_line for d in docs) if fast and model else None
         selected, used_model, fallback = model_or_heuristic(
             (lambda: select_by_model(query, docs, model=model, limit=limit, timeout_s=timeout_s,
-                                     recent_tools=recent_tools)) if model is not None else None,
-            lambda: select_heuristic(query, docs, limit=limit),
+                                     recent_tools=recent_tools, manifest=manifest)) if model is not None else None,
+            (lambda: _select_cached(query, docs, cache=fast, excluded=excluded, limit=limit)) if fast
+            else (lambda: select_heuristic(query, docs, limit=limit)),
         )
         # parity: spec §7.2 — an empty model answer is strategy none, with no heuristic fallback
         strategy = ("model" if used_model else "heuristic") if selected else "none"

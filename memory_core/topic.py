@@ -4,6 +4,10 @@ A file is a memory doc only when its whole content matches the spec's frontmatte
 frontmatter are ignored, parity). Field values come from YAML when the frontmatter is valid YAML and the value is a
 string; otherwise from the spec's line-based ``^key:\\s*(.+)$`` lookup, because models write ``description: a: b``.
 Values are written through the YAML dumper, so whatever is written reads back identically.
+
+Reading has a fast path for the simple frontmatter ``render_frontmatter`` writes (one ``key: value`` line per
+distinct key, each value a one-line plain or single-quoted scalar of printable characters): it gives exactly what
+the YAML path gives (property-tested against it) without running the YAML parser; anything else goes to YAML.
 """
 
 from __future__ import annotations
@@ -61,7 +65,52 @@ def _line_field(frontmatter: str, key: str) -> str | None:
     return m.group(1).strip() if m else None
 
 
+# A simple line is ``key: value`` with an identifier key and a value that YAML reads as exactly that text: a plain
+# scalar that starts with a letter, ``_``, ``(``, ``/`` or a non-ASCII character (never a digit, ``.``, ``+``, ``-``:
+# numbers and dates resolve to other types, and a malformed one raises) and holds no ``: ``, final ``:`` or `` #``,
+# or a one-line single-quoted scalar. Only characters Python calls printable (all of them YAML-printable too; no
+# tab, no line or paragraph separator, no BOM).
+_PLAIN_HEAD: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_(/")
+_NULLS: Final = frozenset({"~", "null", "Null", "NULL"})
+_WANTED: Final = ("name", "title", "description", "type")
+
+
+def _simple_fields(frontmatter: str) -> dict[str, str] | None:
+    """The fields of a simple frontmatter without the YAML parser, or None when it is not simple."""
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    for line in frontmatter.split("\n"):
+        key, sep, rest = line.partition(": ")
+        value = rest.strip(" ")
+        if not sep or not value or key in seen or not (key.isascii() and key.isidentifier()):
+            return None  # parity: YAML keeps the last of duplicate keys, the line lookup the first
+        seen.add(key)
+        if value[0] == "'":
+            inner = value[1:-1]
+            if len(value) < 2 or value[-1] != "'" or "'" in inner.replace("''", "") or not inner.isprintable():
+                return None
+            if key in _WANTED:
+                out[key] = inner.replace("''", "'").strip()
+        elif (
+            value.isprintable() and (value[0] in _PLAIN_HEAD or value[0] >= "\x80")
+            and ": " not in value and " #" not in value and value[-1] != ":"
+        ):
+            # a plain scalar is its own text; a non-string one (a bool) is read from the line, the same text
+            if key in _WANTED and value not in _NULLS:
+                out[key] = value.strip()
+        else:
+            return None
+    return out
+
+
 def _fields(frontmatter: str) -> dict[str, str]:
+    simple = _simple_fields(frontmatter)
+    if simple is not None:
+        return simple
+    return _yaml_fields(frontmatter)
+
+
+def _yaml_fields(frontmatter: str) -> dict[str, str]:
     try:
         loaded = _YAML.load(frontmatter)
     except yaml.YAMLError:
@@ -79,12 +128,24 @@ def _fields(frontmatter: str) -> dict[str, str]:
     return out
 
 
+def split_frontmatter(text: str) -> tuple[str, str] | None:
+    """(frontmatter, rest) exactly as ``_FRONTMATTER`` matches them, without running the regex over the body."""
+    if not text.startswith("---\n"):
+        return None
+    end = text.find("\n---", 4)  # the regex's lazy group stops at the first closing fence
+    if end < 0:
+        return None
+    body_at = end + 5 if text.startswith("\n", end + 4) else end + 4
+    return text[4:end], text[body_at:]
+
+
 def parse_topic(text: str, *, relative_path: str, mtime_ms: float = 0.0) -> TopicDoc | None:
     """Parse a topic file, or None when it is not a memory doc (no frontmatter, bad or missing type)."""
-    m = _FRONTMATTER.match(text)
-    if m is None:
+    parts = split_frontmatter(text)
+    if parts is None:
         return None
-    fields = _fields(m.group(1))
+    frontmatter, rest = parts
+    fields = _fields(frontmatter)
     kind = fields.get("type")
     if kind not in MEMORY_TYPES:
         return None
@@ -93,9 +154,9 @@ def parse_topic(text: str, *, relative_path: str, mtime_ms: float = 0.0) -> Topi
         relative_path=relative_path,
         title=fields.get("name") or fields.get("title") or kind,
         description=fields.get("description", ""),
-        body=m.group(2).strip(),
+        body=rest.strip(),
         mtime_ms=mtime_ms,
-        frontmatter=m.group(1),
+        frontmatter=frontmatter,
     )
 
 
@@ -112,7 +173,7 @@ def render_topic(*, name: str, description: str, kind: MemoryType, body: str) ->
 
 def replace_body(text: str, new_body: str) -> str | None:
     """The file text with its body replaced and frontmatter kept byte-for-byte; None when it is no doc."""
-    m = _FRONTMATTER.match(text)
-    if m is None:
+    parts = split_frontmatter(text)
+    if parts is None:
         return None
-    return f"---\n{m.group(1)}\n---\n\n{new_body}\n"
+    return f"---\n{parts[0]}\n---\n\n{new_body}\n"

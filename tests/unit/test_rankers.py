@@ -64,3 +64,51 @@ def test_hybrid_fuses_both_rankers() -> None:
     docs = [doc(p, "") for p in ("a.md", "b.md", "c.md")]
     hybrid = HybridRanker(_Fixed(["a.md", "b.md"]), _Fixed(["b.md", "c.md"]))  # type: ignore[arg-type]
     assert [r.doc.relative_path for r in hybrid.rank("q", docs, limit=2)] == ["b.md", "a.md"]
+
+
+def _imports(module: str) -> set[str]:
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec(module)
+    assert spec is not None
+    assert spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_no_import_circle_between_ranking_modules() -> None:
+    ranking_modules = {"memory_core.rankers", "memory_core.recall", "memory_core.embedding"}
+    assert not _imports("memory_core.ranking") & ranking_modules  # the leaf
+    assert not _imports("memory_core.embedding") & {"memory_core.rankers", "memory_core.recall"}
+    assert "memory_core.rankers" not in _imports("memory_core.recall")
+
+
+def test_dense_cache_shares_one_ranker_between_rankers() -> None:
+    from memory_core.rankers import DenseCache, make_ranker, make_rankers
+
+    dense = HybridRanker(BM25Ranker(), BM25Ranker(name="fake-dense"))  # any Ranker stands in for MiniLM
+    cache = DenseCache()
+    cache._ranker = dense
+    made = make_rankers(["embedding", "hybrid", "bm25"], dense=cache)
+    assert made["embedding"] is dense
+    hybrid = made["hybrid"]
+    assert isinstance(hybrid, HybridRanker)
+    assert hybrid.dense is dense
+    assert make_ranker("embedding", dense=cache) is dense
+    assert make_ranker("bm25", dense=DenseCache()).name == "bm25"  # bm25 never builds the MiniLM ranker
+
+
+def test_bm25_cached_index_gives_the_same_ranking() -> None:
+    docs = [doc(f"d{i}.md", f"kiln vase {'race ' * i}") for i in range(6)]
+    ranker = BM25Ranker()
+    first = ranker.rank("race kiln", docs, limit=3)
+    assert ranker.rank("race kiln", docs, limit=3) == first
+    assert ranker.rank("race kiln", docs[1:], limit=3) == BM25Ranker().rank("race kiln", docs[1:], limit=3)
