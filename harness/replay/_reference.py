@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,24 +36,15 @@ from memory_core.formats import to_ms
 from memory_core.history import ChatMessage, ToolCall
 from memory_core.index import rebuild_index, truncate_index_for_prompt
 from memory_core.model import Model
-from memory_core.rankers import Ranker, make_rankers
+from memory_core.rankers import DenseCache, Ranker, make_ranker
 from memory_core.recall import recall
 from memory_core.scan import DocCache, scan
 from memory_core.sessions import ChatDirSessions
+from memory_core.snapshot import RecallCache
 from memory_core.store import INDEX_KEY, LOCK_KEY, FileStore
 from memory_core.topic import TopicDoc, render_topic
 
 DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
-_SHARED_DENSE: dict[str, Ranker] = {}
-
-
-def make_ranker(strategy: str) -> Ranker:
-    """The ranker behind a ranked strategy; the MiniLM ranker (and its embedding cache) is shared per process."""
-    if strategy != "bm25" and "dense" not in _SHARED_DENSE:
-        _SHARED_DENSE["dense"] = make_rankers(["embedding"])["embedding"]
-    return make_rankers([strategy], dense=_SHARED_DENSE.get("dense"))[strategy]
-
-
 def session_uuid(session: str) -> str:
     """A stable UUID for a scenario session name, so session files match the scanner's pattern (spec §6.2)."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memharness:{session}"))
@@ -72,7 +63,9 @@ class ReferenceSystem:
     histories: dict[str, list[ChatMessage]] = field(default_factory=dict)
     _extract: ExtractScheduler = field(init=False)
     _dream: DreamScheduler = field(init=False)
-    _cache: DocCache = field(default_factory=DocCache)
+    dense: DenseCache = field(default_factory=DenseCache)
+    """The MiniLM ranker and its embedding cache, shared by every system one factory builds (``factory_for``)."""
+    _cache: DocCache = field(default_factory=RecallCache)
     _rankers: dict[str, Ranker] = field(default_factory=dict)
     capabilities: frozenset[Capability] = ALL_CAPABILITIES - {Capability.SYSTEM_CHECKS}
     name: str = "reference"
@@ -144,7 +137,7 @@ class ReferenceSystem:
         if strategy not in RANKED_STRATEGIES:
             return None
         if strategy not in self._rankers:
-            self._rankers[strategy] = make_ranker(strategy)
+            self._rankers[strategy] = make_ranker(strategy, dense=self.dense)
         return self._rankers[strategy]
 
     def _model_for(self, strategy: str) -> Model | None:
@@ -219,6 +212,17 @@ def _record(doc: TopicDoc) -> MemoryRecord:
                         updated_at=datetime.fromtimestamp(doc.mtime_ms / 1000, UTC))
 
 
-def reference_factory(workdir: Path, clock: FixedClock, model: Model | None, events: EventSink) -> ReferenceSystem:
-    """The default system under test: the reference core."""
-    return ReferenceSystem(workdir, clock, model, events)
+def factory_for(variant: str = "") -> Callable[[Path, FixedClock, Model | None, EventSink], ReferenceSystem]:
+    """A reference-core factory with its own ``DenseCache`` (one per worker process: the MiniLM model loads once)."""
+    if variant:
+        raise ValueError(f"the reference system has no variant {variant!r}")
+    dense = DenseCache()
+
+    def factory(workdir: Path, clock: FixedClock, model: Model | None, events: EventSink) -> ReferenceSystem:
+        return ReferenceSystem(workdir, clock, model, events, dense=dense)
+
+    return factory
+
+
+reference_factory = factory_for()
+"""The default system under test: the reference core (its DenseCache shared by everything it builds)."""

@@ -329,9 +329,9 @@ def replay(
     sink = RecordingSink(telemetry)
     t0 = monotonic_ms()
     skipped: str | None = None
-    with tempfile.TemporaryDirectory(prefix="memharness-") as tmp, telemetry.scenario(
-        case=scenario.id, strategy=strategy, digest=scenario.digest, start=scenario.clock
-    ) as root:
+    # the root span covers the whole replay, the temporary directory's creation and removal included
+    with telemetry.scenario(case=scenario.id, strategy=strategy, digest=scenario.digest, start=scenario.clock) as root, \
+            tempfile.TemporaryDirectory(prefix="memharness-") as tmp:
         trace_id = f"{root.get_span_context().trace_id:032x}"
         system = system_factory(Path(tmp), clock, counter, sink)
         caps = capabilities_of(system)

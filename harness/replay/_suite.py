@@ -17,7 +17,7 @@ from harness.replay._cassette import Cassette, CassetteModel, Mode, read_meta
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._protocol import SystemFactory
 from harness.replay._records import ScenarioResult
-from harness.replay._reference import reference_factory
+from harness.replay._reference import factory_for
 from harness.replay._replay import replay
 from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, Scenario
 from harness.telemetry import TelemetrySetup, build_telemetry
@@ -81,7 +81,7 @@ class SuiteRun:
 
 
 SYSTEMS: dict[str, str] = {
-    "reference": "harness.replay._reference:reference_factory",
+    "reference": "harness.replay._reference:factory_for",
     "sqlite": "harness.replay._sqlite:factory_for",
 }
 """Built-in systems by name. ``NAME`` or ``NAME:VARIANT`` (e.g. ``sqlite:seed``); a built-in whose entry ends in
@@ -92,7 +92,7 @@ def load_factory(spec: str | None) -> SystemFactory:
     """The system factory: a built-in name (``reference``, ``sqlite``, ``sqlite:seed``) or ``module:attr`` of your
     own (default: the reference core)."""
     if not spec:
-        return reference_factory
+        return factory_for()
     name, _, variant = spec.partition(":")
     if name in SYSTEMS:
         target = _import(SYSTEMS[name], spec)
