@@ -105,23 +105,18 @@ def test_model_fallback_visible_in_spans(otel: OTel, write_scenario: Callable[[s
 
 
 def test_failing_operation_marks_span_error(otel: OTel, write_scenario: Callable[[str, str], Path]) -> None:
-    text = LIFECYCLE.replace("  - dream: {force: true}\n", "  - dream: {force: true, expect_status: skipped}\n")
+    # every write of the dream fails (a full disk), injected as a scenario step through the store
+    text = LIFECYCLE.replace("  - dream: {force: true}\n", "  - fault: {io: write_error, match: '*meta.json', times: 100}\n"
+                                                            "  - dream: {force: true, expect_status: skipped}\n")
     scenario = load_scenario(write_scenario("broken.yaml", text))
-
-    def factory(workdir: Path, clock: Any, model: Any, events: Any) -> Any:
-        from harness.replay import ReferenceSystem
-
-        system = ReferenceSystem(workdir, clock, model, events)
-        system.store.write("../meta.json", "{corrupt")  # the dream cannot read its metadata
-        return system
-
-    result = replay(scenario, strategy="heuristic", telemetry=otel.telemetry, system_factory=factory)
+    result = replay(scenario, strategy="heuristic", telemetry=otel.telemetry)
     dream = next(s for s in _spans(otel)["upsert_memory"] if s.attributes["memory.operation"] == "dream")
     assert dream.status.status_code == StatusCode.ERROR
     assert dream.attributes["memory.status"] == "failed"
-    assert dream.attributes["error.type"] == "StoreError"
+    assert dream.attributes["error.type"]
+    assert "injected fault: write failed" in (dream.status.description or "")
     assert any("expected status skipped, got failed" in f for f in result.failures)
-    assert "step 1 (dream, line 11)" in result.failures[0]
+    assert "step 2 (dream, line 12)" in result.failures[0]
 
 
 def test_content_capture_is_opt_in(otel: OTel, write_scenario: Callable[[str, str], Path]) -> None:
