@@ -134,6 +134,8 @@ class Telemetry:
     suite: str = "memharness"
     run_id: str = ""
     """Mixed into the trace-id seed, so two runs of the same suite never share span ids in a backend."""
+    fake_now: str = ""
+    """The scenario's fake time of the current operation (put on model-call spans too)."""
     _instruments: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -163,6 +165,7 @@ class Telemetry:
         sets the verdict (``set_verdict``) before it ends."""
         if self.ids is not None:
             self.ids.reseed(f"{self.run_id}|{case}|{strategy}" if self.run_id else f"{case}|{strategy}")
+        self.fake_now = _fake_time(start)
         span = self.tracer.start_span(
             f"scenario {case}", kind=SpanKind.INTERNAL, start_time=time.time_ns(),
             attributes={sc.TEST_SUITE_NAME: self.suite, sc.TEST_CASE_NAME: case, sc.MEMORY_SCENARIO_STRATEGY: strategy,
@@ -189,6 +192,7 @@ class Telemetry:
         """One span per memory operation, named by ``gen_ai.operation.name``. The timer covers exactly the body;
         the span stays open until ``Operation.close()`` (the caller's, or here when the body raised)."""
         name = sc.OPERATION_SPAN[op]
+        self.fake_now = _fake_time(now)
         attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: name, sc.MEMORY_OPERATION: op, sc.MEMORY_STEP: step,
                                  sc.MEMORY_SCENARIO_TIME: _fake_time(now),
                                  sc.OPENINFERENCE_SPAN_KIND: "RETRIEVER" if op == "recall" else "CHAIN"}
@@ -314,6 +318,7 @@ class TracedModel:
         t = self.telemetry
         provider = self.inner.name.split("/", 1)[0] if "/" in self.inner.name else "unknown"
         attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: "chat", sc.OPENINFERENCE_SPAN_KIND: "LLM",
+                                 sc.MEMORY_SCENARIO_TIME: t.fake_now,
                                  sc.GEN_AI_REQUEST_MODEL: self.inner.name,
                                  sc.GEN_AI_PROVIDER_NAME: provider, sc.MEMORY_LLM_PURPOSE: request.purpose,
                                  sc.MEMORY_PROMPT_VERSION: request.prompt_version}
