@@ -36,9 +36,10 @@ def _git_commit() -> str:
 
 def _meta(extra: Mapping[str, Any]) -> dict[str, Any]:
     from memory_core.prompts import all_prompt_versions
+    from memory_core.sqlite.templates import all_prompt_versions as sqlite_prompt_versions
 
     return {"memharness": __version__, "python": platform.python_version(), "platform": platform.platform(),
-            "git_commit": _git_commit(), "bootstrap_seed": 20_260_302, "prompt_templates": all_prompt_versions(),
+            "git_commit": _git_commit(), "bootstrap_seed": 20_260_302, "prompt_templates": {**all_prompt_versions(), **sqlite_prompt_versions()},
             **extra}
 
 
