@@ -20,16 +20,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
-from harness.replay._protocol import (
-    Capability,
-    DreamResult,
-    ExtractResult,
-    ForgetResult,
-    MemoryRecord,
-    RecallResult,
-)
+from harness.replay._protocol import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
 from harness.scenario import SeedMemory, Turn
-from memory_core.sqlite import Quirks, SqliteMemory, SqliteMemoryError
+from memory_core.sqlite import Quirks, SqliteMemory
 
 RECALL_LIMIT: Final = 20
 """Spec §4.2: ``retrieve_candidates(…, limit=20)``."""
@@ -199,5 +192,3 @@ def factory_for(variant: str) -> Callable[[Path, Any, Any, Any], SqliteSystem]:
         return SqliteSystem(workdir, clock, model, events, quirks)
     return factory
 
-
-__all__ = ["SqliteMemoryError", "SqliteSystem", "factory_for"]
