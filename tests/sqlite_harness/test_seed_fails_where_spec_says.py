@@ -20,6 +20,7 @@ QUIRK_OF: dict[str, str] = {
     "bad-importance": "q9_importance_drops_batch",           # Q9: one non-numeric importance loses the batch
     "cjk-recall": "q3_cjk_unsegmented",                      # Q3: a CJK run is one unicode61 token
     "decay-thresholds": "q1_decay_priority_case",            # Q1: decay selects 'SHORT_TERM', rows store 'short_term'
+    "decompose-cache-context": "q21_decompose_cache_ignores_context",  # Q21: cache keyed by query[:200] only
     "dedupe-with-expiry": "q6_dedupe_ignores_expiry",        # Q6: the expired duplicate is the keeper
     "demoted-expires": "q8_demotion_keeps_expiry",           # Q8 (and Q1): a demoted row never expires
     "english-punctuation": "q2_fts_sanitiser",               # Q2: ? . ' - + \ AND OR NOT break MATCH
@@ -75,5 +76,16 @@ def test_each_scenario_fails_through_its_own_quirk(scenario_id: str) -> None:
     worker = Worker(RunConfig(strategies=None, system=f"sqlite:fixed+{QUIRK_OF[scenario_id]}"))
     try:  # the fixed mode passes it (test above), so this one switch is what fails it
         assert not worker.run_one(scenario, strategy).passed
+    finally:
+        worker.shutdown()
+
+
+def test_access_tracking_is_caught_once_decay_works() -> None:
+    """Q13 is masked by Q1 at the seed (decay never runs); with decay fixed, dead access tracking deletes the
+    memory that was recalled twice."""
+    scenario = load_all([SUITE / "access-protects-from-decay.yaml"])[0]
+    worker = Worker(RunConfig(strategies=None, system="sqlite:fixed+q13_access_tracking_dead"))
+    try:
+        assert not worker.run_one(scenario, "heuristic").passed
     finally:
         worker.shutdown()
