@@ -37,10 +37,11 @@ def _git_commit() -> str:
 
 def _meta(extra: Mapping[str, Any]) -> dict[str, Any]:
     from memory_core.prompts import all_prompt_versions
+    from memory_core.sqlite.templates import all_prompt_versions as sqlite_prompt_versions
 
     return {"memharness": __version__, "python": platform.python_version(), "platform": platform.platform(),
-            "git_commit": _git_commit(), "bootstrap_seed": 20_260_302, "prompt_templates": all_prompt_versions(),
-            **extra}
+            "git_commit": _git_commit(), "bootstrap_seed": 20_260_302,
+            "prompt_templates": {**all_prompt_versions(), **sqlite_prompt_versions()}, **extra}
 
 
 def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]],

@@ -25,6 +25,7 @@ from memory_core.errors import ModelError
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model, ModelReply, ModelRequest, parse_json_lenient, validate_schema
 from memory_core.prompts import all_prompt_versions
+from memory_core.sqlite.templates import all_prompt_versions as sqlite_prompt_versions
 
 CASSETTE_FILE: Final = "cassette.jsonl"
 Mode = Literal["replay", "record", "live"]
@@ -84,7 +85,7 @@ class Cassette:
 
     def stale(self) -> Iterator[tuple[dict[str, Any], list[str]]]:
         """Entries recorded with a prompt template version that no longer matches the templates on disk."""
-        current = all_prompt_versions()
+        current = {**all_prompt_versions(), **sqlite_prompt_versions()}  # both reference systems' templates
         for entry in self.entries.values():
             changed = []
             for part in str(entry.get("prompt_version", "")).split("+"):

@@ -26,7 +26,7 @@ from memory_core.sqlite.retrieval import (
     typed_search,
 )
 from memory_core.sqlite.session import ExtractResult, Sessions, Turn, run_extractor
-from memory_core.sqlite.tables import search_turns
+from memory_core.sqlite.tables import enqueue, list_episodes, queue_rows, search_turns
 
 STRATEGIES: Final = ("heuristic", "model", "bm25")
 """``heuristic``: rule decomposition; ``model``: LLM decomposition; ``bm25``: path B alone (FTS, bm25 order)."""
@@ -248,6 +248,26 @@ class SqliteMemory:
             write_atomic(self.identity_dir / "USER.md", profile, backup=not self.quirks.q19_user_md_chinese_subject)
             user_written = 1
         return memory_written, user_written
+
+    # -------------------------------------------------------------------------------------------------- fixtures
+    def plant_queue_row(self, session_id: str, content: str, *, status: str, last_attempted_at: datetime) -> None:
+        """A fixture: an extraction-queue row in ``pending`` or ``processing`` (a crashed worker), last tried then."""
+        if status not in ("pending", "processing"):
+            raise ValueError(f"queue row status must be pending or processing, got {status!r}")
+        index = sum(1 for r in queue_rows(self.db) if r["session_id"] == session_id)
+        enqueue(self.db, session_id, index, content)
+        with self.db.guard("plant queue row") as conn:
+            conn.execute("UPDATE extraction_queue SET status=?, last_attempted_at=? WHERE session_id=? AND turn_index=?",
+                         (status, iso(last_attempted_at), session_id, index))
+            conn.commit()
+
+    def queue_count(self, status: str) -> int:
+        """Extraction-queue rows with ``status``."""
+        return sum(1 for r in queue_rows(self.db) if r["status"] == status)
+
+    def episode_count(self) -> int:
+        """Episodes stored."""
+        return len(list_episodes(self.db))
 
     # ------------------------------------------------------------------------------------------------------- reads
     def recall(self, query: str, k: int = 20, strategy: str = "heuristic", *, path: str = "candidates",
