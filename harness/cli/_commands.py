@@ -64,7 +64,8 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
     gates = load_gates(gates_path) if gates_path else []
     summary = evaluate_run(results, strategies, gates=gates, baseline=baseline,
                            meta={**meta, "gates_file": str(gates_path) if gates_path else None,
-                                 "baseline_refused": str(refused) if refused else None}, fuzz=fuzz, run_id=run_id)
+                                 "baseline_refused": str(refused) if refused else None}, fuzz=fuzz, run_id=run_id,
+                           system=_system_name(meta.get("system")))
     write_run(out, summary=summary, results=results, spans=spans, html=render_report(summary, results, spans, bench=bench))
     if refused is not None:  # the outputs are written (marked incomplete); the comparison is what is refused
         raise refused
@@ -236,11 +237,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.max_drop is not None:
         gates.append(Gate("recall.f1", max_drop=args.max_drop, vs="baseline"))
     failed = False
-    for g in evaluate(gates, cand_summary.strategies, baseline=info):
+    for g in evaluate(gates, cand_summary.strategies, baseline=info, system=_system_name(cand_summary.meta.get("system"))):
         if not g.skipped:
             print(f"gate {g.name}: {'pass' if g.passed else 'FAIL'} {g.detail}".rstrip())
         failed |= not g.passed
     return 1 if failed else 0
+
+
+def _system_name(spec: Any) -> str:
+    """``sqlite:seed`` → ``sqlite``; a built-in name as is; anything else (a module:factory) as given."""
+    from harness.replay._suite import SYSTEMS
+
+    text = str(spec or "reference")
+    name = text.split(":", 1)[0]
+    return name if name in SYSTEMS else text
 
 
 def _suite_gates(meta: Mapping[str, Any]) -> Path | None:

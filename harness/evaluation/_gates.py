@@ -18,7 +18,16 @@ if TYPE_CHECKING:
 LOWER_IS_BETTER: Final = frozenset({"dedupe.residual_duplicates", "index.max_line_chars", "index.max_lines",
                                     "index.max_bytes", "latency.recall_ms.p50", "latency.recall_ms.p95"})
 
-GATE_KEYS: Final = frozenset({"metric", "strategy", "min", "max", "max_drop", "vs", "name"})
+GATE_KEYS: Final = frozenset({"metric", "strategy", "min", "max", "max_drop", "vs", "name", "system"})
+KNOWN_METRICS: Final = frozenset({
+    "recall.precision", "recall.recall", "recall.f1", "recall.mrr", "recall.ndcg", "recall.abstention_accuracy",
+    "recall.probes", "recall.fallbacks", "dedupe.residual_duplicates", "dedupe.retention", "dedupe.dreams_run",
+    "forget.precision", "forget.recall", "index.max_lines", "index.max_bytes", "index.max_line_chars",
+    "index.within_limits", "latency.recall_ms.p50", "latency.recall_ms.p95", "llm.calls", "llm.tokens.input",
+    "llm.tokens.output", "llm.replayed", "llm.cost_usd", "harness.system_ms", "harness.overhead_ms",
+    "scenarios.total", "scenarios.passed", "scenarios.failed", "scenarios.errors", "scenarios.skipped",
+})
+"""Every metric a gate may name (a misspelt metric would otherwise be 'not measured' forever)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +42,8 @@ class Gate:
     vs: str | None = None
     """``baseline`` or a strategy name (for ``max_drop``)."""
     name: str | None = None
+    system: str | None = None
+    """Apply only when the system under test has this name (``reference``, ``sqlite``…)."""
 
     @property
     def label(self) -> str:
@@ -91,6 +102,8 @@ def load_gates(path: Path) -> list[Gate]:
             raise GateFileError(f"{where}: unknown key {sorted(extra)[0]!r}; expected {', '.join(sorted(GATE_KEYS))}")
         if not isinstance(raw.get("metric"), str):
             raise GateFileError(f"{where}: 'metric' must be a string like \"recall.precision\"")
+        if raw["metric"] not in KNOWN_METRICS:
+            raise GateFileError(f"{where}: unknown metric {raw['metric']!r}; expected one of {', '.join(sorted(KNOWN_METRICS))}")
         for key in ("min", "max", "max_drop"):
             if key in raw and (not isinstance(raw[key], (int, float)) or isinstance(raw[key], bool)):
                 raise GateFileError(f"{where}: {key!r} must be a number, got {raw[key]!r}")
@@ -100,7 +113,7 @@ def load_gates(path: Path) -> list[Gate]:
         elif "min" not in raw and "max" not in raw:
             raise GateFileError(f"{where}: expected 'min', 'max' or 'max_drop'")
         gates.append(Gate(raw["metric"], raw.get("strategy"), _f(raw.get("min")), _f(raw.get("max")),
-                          _f(raw.get("max_drop")), raw.get("vs"), raw.get("name")))
+                          _f(raw.get("max_drop")), raw.get("vs"), raw.get("name"), raw.get("system")))
     return gates
 
 
@@ -112,7 +125,8 @@ FLIP_GATE: Final = Gate("baseline.flips", max=0, vs="baseline", name="no check f
 
 
 def evaluate(gates: Sequence[Gate], strategies: Mapping[str, StrategySummary], *,
-             comparisons: Sequence[Comparison] = (), baseline: BaselineComparison | None = None) -> list[GateResult]:
+             comparisons: Sequence[Comparison] = (), baseline: BaselineComparison | None = None,
+             system: str = "reference") -> list[GateResult]:
     """Evaluate every gate (a gate without ``strategy`` applies to each strategy of the run). With a baseline,
     a built-in gate fails on any scenario or probe that passed in the baseline and fails now."""
     out: list[GateResult] = []
@@ -122,20 +136,25 @@ def evaluate(gates: Sequence[Gate], strategies: Mapping[str, StrategySummary], *
                            + f" now {f.now}" for f in flips[:10]) + (f" (+{len(flips) - 10} more)" if len(flips) > 10 else "")
         out.append(GateResult(FLIP_GATE, passed=not flips, value=float(len(flips)), detail=detail))
     for gate in gates:
+        if gate.system and gate.system != system:
+            out.append(GateResult(gate, passed=True, value=None, skipped=True,
+                                  detail=f"skipped: for system {gate.system}, this run is {system}"))
+            continue
         if gate.strategy and gate.strategy not in strategies:
             out.append(GateResult(gate, passed=True, value=None, skipped=True,
                                   detail=f"skipped: strategy {gate.strategy} is not in this run"))
             continue
         targets = [gate.strategy] if gate.strategy else list(strategies)
         for strategy in targets:
-            bound = Gate(gate.metric, strategy, gate.min, gate.max, gate.max_drop, gate.vs, gate.name)
+            bound = Gate(gate.metric, strategy, gate.min, gate.max, gate.max_drop, gate.vs, gate.name, gate.system)
             if gate.max_drop is not None:
                 out.append(_regression(bound, comparisons, baseline))
                 continue
             value = strategies[strategy].metric(gate.metric)
-            if value is None or math.isnan(value):
-                detail = f"no value for {gate.metric} in strategy {strategy}"
-                out.append(GateResult(bound, passed=False, value=None, detail=detail))
+            if value is None or math.isnan(value):  # nothing in this run measures it (no such probes, or the
+                # system lacks the capability, e.g. no index): reported as skipped, never as passing on a value
+                detail = f"not measured: no probe of strategy {strategy} produced {gate.metric}"
+                out.append(GateResult(bound, passed=True, value=None, skipped=True, detail=detail))
                 continue
             ok = (gate.min is None or value >= gate.min) and (gate.max is None or value <= gate.max)
             out.append(GateResult(bound, passed=ok, value=round(value, 6)))

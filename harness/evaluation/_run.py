@@ -105,10 +105,11 @@ def compare_runs(base_results: Sequence[ScenarioResult], cand_results: Sequence[
 
 def evaluate_run(results: Sequence[ScenarioResult], strategies: Sequence[str], *, gates: Sequence[Gate] = (),
                  baseline: BaselineComparison | None = None, meta: Mapping[str, Any] | None = None,
-                 fuzz: Mapping[str, Any] | None = None, run_id: str | None = None) -> RunSummary:
+                 fuzz: Mapping[str, Any] | None = None, run_id: str | None = None,
+                 system: str = "reference") -> RunSummary:
     """The run's summary: metrics per strategy, comparisons, gate results, the verdict."""
     block, comparisons = summarize(results, strategies)
-    gate_results = evaluate(gates, block, comparisons=comparisons, baseline=baseline)
+    gate_results = evaluate(gates, block, comparisons=comparisons, baseline=baseline, system=system)
     incomplete = tuple(f"{r.scenario} [{r.strategy}]" for r in results if r.status == "error")
     passed = all(g.passed for g in gate_results) and not incomplete
     return RunSummary(
