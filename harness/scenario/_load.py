@@ -18,13 +18,11 @@ from harness.scenario import _load_more as more
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
     AdvanceStep,
-    CheckStep,
     DreamStep,
     Fact,
     ForgetStep,
     LockStep,
     Outcome,
-    RecallStep,
     Scenario,
     SeedMemory,
     SessionStep,
@@ -85,7 +83,7 @@ def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact], clock: d
             facts=ctx.fact_ids(f["facts"], f"memories[{i}].facts", facts) if "facts" in f else (),
             age=ctx.duration(f["age"], f"memories[{i}].age") if "age" in f else timedelta(0),
             raw=ctx.text(f["raw"], f"memories[{i}].raw") if "raw" in f else None,
-            system=_system_fields(ctx, f["system"], f"memories[{i}].system") if "system" in f else {},
+            system=more.system_fields(ctx, f["system"], f"memories[{i}].system") if "system" in f else {},
         )
         repeat = ctx.integer(f["repeat"], f"memories[{i}].repeat", minimum=1, maximum=lim.MAX_REPEAT) \
             if "repeat" in f else None
@@ -157,7 +155,7 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
             if "expect_reason" in d else None,
         )
     if kind == "recall":
-        return _recall(ctx, value, here, facts)
+        return more.recall(ctx, value, here, facts)
     if kind == "forget":
         f = ctx.mapping(value, here, ("query", "expect_removed", "strategy", *more.OUTCOME_KEYS, "expect_removed_count"))
         if "query" not in f:
@@ -179,7 +177,7 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
             age=ctx.duration(lk["age"], f"{here}.age") if "age" in lk else timedelta(0),
         )
     if kind == "check":
-        return _check(ctx, value, here, facts)
+        return more.check(ctx, value, here, facts)
     if kind == "fault":
         return more.fault(ctx, value, here)
     raise ctx.fail(node, field, f"unknown step kind {kind!r}")  # unreachable: `present` is checked above
@@ -205,103 +203,6 @@ def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field
         expect_reason=reason,
         queued_behind=ctx.boolean(top["queued_behind"], f"{field}.queued_behind") if "queued_behind" in top else False,
         outcome=extra,
-    )
-
-
-_RECALL_KEYS: Final = ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "prompt_excludes",
-                       "strategy",
-                       "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered", "measure",
-                       "expect_event")
-REQUIRE_METRICS: Final = ("precision", "recall", "f1", "mrr", "ndcg", "abstention")
-
-
-def _requirement(ctx: NodeReader, node: yaml.Node, field: str, metric: str, expect: tuple[str, ...]) -> float:
-    value = ctx.number(node, field)
-    if metric == "abstention" and expect:
-        raise ctx.fail(node, field, "abstention applies only to probes that expect nothing (expect: [])")
-    if metric in ("mrr", "ndcg") and not expect:
-        raise ctx.fail(node, field, f"{metric} is undefined when nothing is expected; use abstention")
-    return value
-
-
-def _recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) -> RecallStep:
-    r = ctx.mapping(value, here, _RECALL_KEYS)
-    if "query" not in r:
-        raise ctx.fail(value, here, "expected a 'query'")
-    require: dict[str, float] = {}
-    require_by: dict[str, dict[str, float]] = {}
-    expect = ctx.fact_ids(r["expect"], f"{here}.expect", facts) if "expect" in r else ()
-    if "require" in r:
-        for key, v in ctx.mapping(r["require"], f"{here}.require", (*REQUIRE_METRICS, *STRATEGIES)).items():
-            if key in STRATEGIES:
-                require_by[key] = {m: _requirement(ctx, x, f"{here}.require.{key}.{m}", m, expect)
-                                   for m, x in ctx.mapping(v, f"{here}.require.{key}", REQUIRE_METRICS).items()}
-            else:
-                require[key] = _requirement(ctx, v, f"{here}.require.{key}", key, expect)
-    return RecallStep(
-        query=ctx.text(r["query"], f"{here}.query"),
-        expect=expect,
-        k=ctx.integer(r["k"], f"{here}.k", minimum=1) if "k" in r else None,
-        require=require,
-        require_by=require_by,
-        measure=ctx.boolean(r["measure"], f"{here}.measure") if "measure" in r else False,
-        outcome=Outcome(event=more.event(ctx, r["expect_event"], f"{here}.expect_event")) if "expect_event" in r else Outcome(),
-        exclude_surfaced=ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
-        prompt_contains=ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
-        prompt_excludes=ctx.strings(r["prompt_excludes"], f"{here}.prompt_excludes") if "prompt_excludes" in r else (),
-        strategy=ctx.string(r["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in r else None,
-        expect_selected=ctx.strings(r["expect_selected"], f"{here}.expect_selected") if "expect_selected" in r else None,
-        expect_strategy=ctx.string(r["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)
-        if "expect_strategy" in r else None,
-        expect_fallback=ctx.text(r["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in r else None,
-        forbid=ctx.fact_ids(r["forbid"], f"{here}.forbid", facts) if "forbid" in r else (),
-        expect_covered=ctx.fact_ids(r["expect_covered"], f"{here}.expect_covered", facts) if "expect_covered" in r else None,
-    )
-
-
-_CHECK_KEYS: Final = ("facts_present", "facts_absent", "index_within_limits", "max_entries_per_fact", "files_present",
-                      "files_absent", "index_contains", "index_lines", "no_stray_files", "loaded_index_contains", "system",
-                      "only_files", "index_order", "entries", "lock_held")
-
-
-def _system_fields(ctx: NodeReader, node: yaml.Node, field: str) -> dict[str, str | int | float | bool]:
-    """A mapping of names to scalars, passed to the system under test untouched."""
-    out: dict[str, str | int | float | bool] = {}
-    for key, value in ctx.mapping(node, field, None).items():
-        scalar = ctx.scalar(value, f"{field}.{key}")
-        if not isinstance(scalar, (str, int, float, bool)):
-            raise ctx.fail(value, f"{field}.{key}", f"expected text, a number or true/false, got {scalar!r}")
-        out[key] = scalar
-    return out
-
-
-def _check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) -> CheckStep:
-    c = ctx.mapping(value, here, _CHECK_KEYS)
-
-    def texts(key: str) -> tuple[str, ...]:
-        return ctx.strings(c[key], f"{here}.{key}") if key in c else ()
-
-    def fact_ids(key: str) -> tuple[str, ...]:
-        return ctx.fact_ids(c[key], f"{here}.{key}", facts) if key in c else ()
-
-    return CheckStep(
-        facts_present=fact_ids("facts_present"),
-        facts_absent=fact_ids("facts_absent"),
-        index_within_limits=ctx.boolean(c["index_within_limits"], f"{here}.index_within_limits")
-        if "index_within_limits" in c else None,
-        max_entries_per_fact=ctx.integer(c["max_entries_per_fact"], f"{here}.max_entries_per_fact", minimum=1)
-        if "max_entries_per_fact" in c else None,
-        files_present=texts("files_present"),
-        files_absent=texts("files_absent"),
-        index_contains=texts("index_contains"),
-        index_lines=ctx.integer(c["index_lines"], f"{here}.index_lines") if "index_lines" in c else None,
-        no_stray_files=ctx.boolean(c["no_stray_files"], f"{here}.no_stray_files") if "no_stray_files" in c else False,
-        loaded_index_contains=texts("loaded_index_contains"),
-        system=_system_fields(ctx, c["system"], f"{here}.system") if "system" in c else {},
-        only_files=texts("only_files") if "only_files" in c else None,
-        index_order=texts("index_order"),
-        entries=more.entries(ctx, c["entries"], f"{here}.entries") if "entries" in c else (),
-        lock_held=ctx.boolean(c["lock_held"], f"{here}.lock_held") if "lock_held" in c else None,
     )
 
 

@@ -6,9 +6,11 @@ from typing import Final
 
 import yaml
 
-from harness.scenario._registry import OUTCOME_STRATEGIES
-from harness.scenario._types import EntryExpect, FaultStep, Outcome, Scalar
+from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
+from harness.scenario._types import CheckStep, EntryExpect, Fact, FaultStep, Outcome, RecallStep, Scalar
 from harness.scenario._yaml import NodeReader
+
+STRATEGIES: Final = STRATEGY_NAMES
 
 MODEL_FAULTS: Final = ("timeout", "connection", "rate_limit", "server_error", "malformed")
 IO_FAULTS: Final = ("write_error", "vanish")
@@ -68,3 +70,100 @@ def entries(ctx: NodeReader, node: yaml.Node, here: str) -> tuple[EntryExpect, .
         return EntryExpect(**{k: ctx.text(v, f"{field}.{k}") for k, v in e.items()})
 
     return tuple(ctx.seq(node, here, one))
+
+
+_RECALL_KEYS: Final = ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "prompt_excludes",
+                       "strategy",
+                       "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered", "measure",
+                       "expect_event")
+REQUIRE_METRICS: Final = ("precision", "recall", "f1", "mrr", "ndcg", "abstention")
+
+
+def _requirement(ctx: NodeReader, node: yaml.Node, field: str, metric: str, expect: tuple[str, ...]) -> float:
+    value = ctx.number(node, field)
+    if metric == "abstention" and expect:
+        raise ctx.fail(node, field, "abstention applies only to probes that expect nothing (expect: [])")
+    if metric in ("mrr", "ndcg") and not expect:
+        raise ctx.fail(node, field, f"{metric} is undefined when nothing is expected; use abstention")
+    return value
+
+
+def recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) -> RecallStep:
+    r = ctx.mapping(value, here, _RECALL_KEYS)
+    if "query" not in r:
+        raise ctx.fail(value, here, "expected a 'query'")
+    require: dict[str, float] = {}
+    require_by: dict[str, dict[str, float]] = {}
+    expect = ctx.fact_ids(r["expect"], f"{here}.expect", facts) if "expect" in r else ()
+    if "require" in r:
+        for key, v in ctx.mapping(r["require"], f"{here}.require", (*REQUIRE_METRICS, *STRATEGIES)).items():
+            if key in STRATEGIES:
+                require_by[key] = {m: _requirement(ctx, x, f"{here}.require.{key}.{m}", m, expect)
+                                   for m, x in ctx.mapping(v, f"{here}.require.{key}", REQUIRE_METRICS).items()}
+            else:
+                require[key] = _requirement(ctx, v, f"{here}.require.{key}", key, expect)
+    return RecallStep(
+        query=ctx.text(r["query"], f"{here}.query"),
+        expect=expect,
+        k=ctx.integer(r["k"], f"{here}.k", minimum=1) if "k" in r else None,
+        require=require,
+        require_by=require_by,
+        measure=ctx.boolean(r["measure"], f"{here}.measure") if "measure" in r else False,
+        outcome=Outcome(event=event(ctx, r["expect_event"], f"{here}.expect_event")) if "expect_event" in r else Outcome(),
+        exclude_surfaced=ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
+        prompt_contains=ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
+        prompt_excludes=ctx.strings(r["prompt_excludes"], f"{here}.prompt_excludes") if "prompt_excludes" in r else (),
+        strategy=ctx.string(r["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in r else None,
+        expect_selected=ctx.strings(r["expect_selected"], f"{here}.expect_selected") if "expect_selected" in r else None,
+        expect_strategy=ctx.string(r["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)
+        if "expect_strategy" in r else None,
+        expect_fallback=ctx.text(r["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in r else None,
+        forbid=ctx.fact_ids(r["forbid"], f"{here}.forbid", facts) if "forbid" in r else (),
+        expect_covered=ctx.fact_ids(r["expect_covered"], f"{here}.expect_covered", facts) if "expect_covered" in r else None,
+    )
+
+
+_CHECK_KEYS: Final = ("facts_present", "facts_absent", "index_within_limits", "max_entries_per_fact", "files_present",
+                      "files_absent", "index_contains", "index_lines", "no_stray_files", "loaded_index_contains", "system",
+                      "only_files", "index_order", "entries", "lock_held")
+
+
+def system_fields(ctx: NodeReader, node: yaml.Node, field: str) -> dict[str, str | int | float | bool]:
+    """A mapping of names to scalars, passed to the system under test untouched."""
+    out: dict[str, str | int | float | bool] = {}
+    for key, value in ctx.mapping(node, field, None).items():
+        scalar = ctx.scalar(value, f"{field}.{key}")
+        if not isinstance(scalar, (str, int, float, bool)):
+            raise ctx.fail(value, f"{field}.{key}", f"expected text, a number or true/false, got {scalar!r}")
+        out[key] = scalar
+    return out
+
+
+def check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) -> CheckStep:
+    c = ctx.mapping(value, here, _CHECK_KEYS)
+
+    def texts(key: str) -> tuple[str, ...]:
+        return ctx.strings(c[key], f"{here}.{key}") if key in c else ()
+
+    def fact_ids(key: str) -> tuple[str, ...]:
+        return ctx.fact_ids(c[key], f"{here}.{key}", facts) if key in c else ()
+
+    return CheckStep(
+        facts_present=fact_ids("facts_present"),
+        facts_absent=fact_ids("facts_absent"),
+        index_within_limits=ctx.boolean(c["index_within_limits"], f"{here}.index_within_limits")
+        if "index_within_limits" in c else None,
+        max_entries_per_fact=ctx.integer(c["max_entries_per_fact"], f"{here}.max_entries_per_fact", minimum=1)
+        if "max_entries_per_fact" in c else None,
+        files_present=texts("files_present"),
+        files_absent=texts("files_absent"),
+        index_contains=texts("index_contains"),
+        index_lines=ctx.integer(c["index_lines"], f"{here}.index_lines") if "index_lines" in c else None,
+        no_stray_files=ctx.boolean(c["no_stray_files"], f"{here}.no_stray_files") if "no_stray_files" in c else False,
+        loaded_index_contains=texts("loaded_index_contains"),
+        system=system_fields(ctx, c["system"], f"{here}.system") if "system" in c else {},
+        only_files=texts("only_files") if "only_files" in c else None,
+        index_order=texts("index_order"),
+        entries=entries(ctx, c["entries"], f"{here}.entries") if "entries" in c else (),
+        lock_held=ctx.boolean(c["lock_held"], f"{here}.lock_held") if "lock_held" in c else None,
+    )
