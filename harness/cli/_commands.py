@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.cli._parser import DEFAULT_SCENARIOS, build_parser
+from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, run_fuzz
 from harness.errors import HarnessError
 from harness.scenario import STRATEGIES, load_all
@@ -234,6 +235,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         commands: dict[str, Callable[[argparse.Namespace], int]] = {
             "validate": cmd_validate, "report": cmd_report, "compare": cmd_compare, "merge": cmd_merge,
             "fuzz": cmd_fuzz, "bench": cmd_bench, "import": cmd_import, "cassettes": cmd_cassettes,
+            "sensitivity": cmd_sensitivity,
         }
         return commands[args.command](args)
     except HarnessError as exc:
