@@ -52,6 +52,9 @@ def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
     sens = sub.add_parser("sensitivity", help="mutation analysis: which injected faults the scenario suite catches")
     sens.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
     sens.add_argument("--system", help="package.module:factory of your own MemorySystem (default: the reference core)")
+    sens.add_argument("--tag", action="append", dest="tags", metavar="TAG",
+                      help="replay only scenarios with this tag (as `memharness run --tag`)")
+    sens.add_argument("--gates", type=Path, help="gates TOML for every run (default: the suite's own gates.toml)")
     sens.add_argument("--target", default="memory_core", help="the package whose copy gets mutated (default: memory_core)")
     sens.add_argument("--catalogue", type=Path,
                       help="spec-mutant TOML (default: the shipped catalogue when --target is memory_core)")

@@ -35,12 +35,19 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     if not mutants:
         raise HarnessError(f"no mutants: give --catalogue FILE or --generated N for --target {target.name}")
     mutants = select(mutants, only=only, subset=args.subset)
-    oracle = Oracle(tuple(paths), target, args.strategy, args.system)
+    tags = tuple(t.strip() for tag in args.tags or [] for t in tag.split(",") if t.strip())
+    gates = args.gates.resolve() if args.gates else None
+    if gates is not None:
+        from harness.evaluation import load_gates
+
+        load_gates(gates)  # a malformed gates file is a usage error, before any run
+    oracle = Oracle(tuple(paths), target, args.strategy, args.system, tags, gates)
     report = run_sensitivity(
         mutants, oracle, jobs=args.jobs, timeout_s=args.timeout, min_kill_rate=args.min_kill_rate,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
         meta={"catalogue": str(catalogue) if catalogue else None, "generated": args.generated, "seed": args.seed,
-              "subset": args.subset, "only": only, "system": args.system or "reference"},
+              "subset": args.subset, "only": only, "system": args.system or "reference",
+              "tags": list(tags), "gates": str(gates) if gates else None},
     )
     write_report(args.out, report)
     for line in format_lines(report):

@@ -53,23 +53,42 @@ def _cosmic_ray() -> tuple[Any, Any, Any, Any]:
     return operators, get_ast, ast_nodes, mutate_code
 
 
+def _equivalent(tree: Any, ast_nodes: Any) -> set[int]:
+    """Ids of nodes whose mutation cannot change behaviour: annotations (never evaluated under ``from __future__
+    import annotations``) and the bare ``*``/``/`` markers of a parameter list (cosmic-ray reads them as operators)."""
+    roots: list[Any] = []
+    for node in ast_nodes(tree):
+        if node.type == "tfpdef":
+            roots += node.children[2:]
+        elif node.type == "funcdef" and node.annotation is not None:
+            roots.append(node.annotation)
+        elif node.type == "annassign":
+            roots.append(node.children[1])
+        elif node.type == "operator" and node.value in ("*", "**", "/") and node.parent.type in ("parameters", "param"):
+            roots.append(node)
+    return {id(n) for root in roots for n in ast_nodes(root)}
+
+
 def _sites(target: Target, operators: dict[str, Any], get_ast: Any, ast_nodes: Any) -> Iterator[Site]:
     for rel in target.modules():
         tree = get_ast(target.module_path(rel).read_text(encoding="utf-8"))
         nodes = list(ast_nodes(tree))
+        skip = _equivalent(tree, ast_nodes)
         for name, op in operators.items():
             occurrence = 0
             for node in nodes:  # the same pre-order walk and count as cosmic-ray's MutationVisitor
                 for (start_line, _), _end in op.mutation_positions(node):
-                    yield Site(rel, name, occurrence, int(start_line))
+                    if id(node) not in skip:
+                        yield Site(rel, name, occurrence, int(start_line))
                     occurrence += 1
 
 
 def generated_mutants(target: Target, count: int, *, seed: int) -> list[Mutant]:
     """``count`` mutants sampled (fixed ``seed``) from every cosmic-ray site in the target, in sample order.
 
-    Sites whose mutant does not compile, or whose text equals the original, are skipped and replaced by the next
-    sampled site, so the list has ``count`` mutants unless the target has fewer usable sites.
+    Annotations and parameter-list markers are not sites (equivalent mutants). Sites whose mutant does not compile,
+    or whose text equals the original, are skipped and replaced by the next sampled site, so the list has ``count``
+    mutants unless the target has fewer usable sites.
     """
     if count <= 0:
         return []

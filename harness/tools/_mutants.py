@@ -7,10 +7,12 @@ come from ``harness.tools._generated`` and share the same record.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
+from importlib.machinery import PathFinder
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -85,7 +87,8 @@ def resolve_target(name: str) -> Target:
     if name == "harness":
         raise HarnessError("--target: cannot mutate the harness itself (it is the oracle)")
     try:
-        spec = find_spec(name)
+        # installed or on sys.path; else the current directory, which `memharness run --system` also imports from
+        spec = find_spec(name) or PathFinder.find_spec(name, [os.getcwd()])
     except (ImportError, ValueError):
         spec = None
     if spec is None:

@@ -175,11 +175,17 @@ class Oracle:
     target: Target
     strategies: str = "heuristic,model"
     system: str | None = None
+    tags: tuple[str, ...] = ()
+    """Run only scenarios with one of these tags (``memharness run --tag``)."""
+    gates: Path | None = None
+    """A gates file instead of the suite's own ``gates.toml``."""
+    workdir: Path = field(default_factory=Path.cwd)
+    """Importable after the copy (as the current directory is for ``memharness run``), for ``--system``."""
     live: _Live = field(default_factory=_Live)
 
     def command(self, out: Path) -> list[str]:
         cmd = [sys.executable, "-P", "-c", BOOT, "run", *map(str, self.suite), "--strategy", self.strategies,
-               "--out", str(out)]
+               "--out", str(out), *(f"--tag={t}" for t in self.tags), *(["--gates", str(self.gates)] if self.gates else [])]
         return [*cmd, "--system", self.system] if self.system else cmd
 
     def _copy(self, root: Path, mutant: Mutant | None) -> Path:
@@ -202,7 +208,9 @@ class Oracle:
             root = Path(tmp)
             dest = self._copy(root, mutant)
             env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join([str(dest.parent), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+            # the mutated copy first, then the caller's directory (for --system modules), then any PYTHONPATH
+            extra = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
+            env["PYTHONPATH"] = os.pathsep.join([str(dest.parent), str(self.workdir.resolve()), *extra])
             env.update({"PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1", ENV_TARGET: self.target.name,
                         ENV_COPY: str(dest)})
             env.pop("MEMHARNESS_DEBUG", None)

@@ -204,6 +204,14 @@ def test_the_oracle_refuses_when_the_target_is_not_imported_from_the_mutated_cop
         Oracle((WORKED,), Target("memory_core", decoy), "heuristic").run(None, timeout_s=120)
 
 
+def test_the_oracle_command_runs_the_suite_with_its_strategies_tags_gates_and_system(tmp_path: Path) -> None:
+    oracle = Oracle((WORKED,), CORE, "heuristic,model", "pkg.mod:make", ("portable", "recall"), tmp_path / "g.toml")
+    cmd = oracle.command(tmp_path / "out")
+    assert cmd[1:3] == ["-P", "-c"]
+    assert cmd[4:] == ["run", str(WORKED), "--strategy", "heuristic,model", "--out", str(tmp_path / "out"),
+                       "--tag=portable", "--tag=recall", "--gates", str(tmp_path / "g.toml"), "--system", "pkg.mod:make"]
+
+
 # --- usage errors -------------------------------------------------------------------------------------------------
 
 
@@ -231,9 +239,9 @@ TINY = '''"""A tiny module to mutate."""
 LIMIT = 5
 
 
-def pick(xs):
-    out = [x for x in xs if x > 2 and x != 7]
-    return out[:LIMIT]
+def pick(xs: list[int] | None, *, k: int = LIMIT) -> list[int] | None:
+    out = [x for x in xs or [] if x > 2 and x != 7]
+    return out[:k]
 '''
 
 
@@ -260,6 +268,11 @@ def test_generated_mutants_are_sampled_deterministically_and_name_their_line(tmp
         compile(m.mutated, m.file, "exec")
         assert m.before == lines[m.line - 1].strip()
         assert m.after != m.before
+    every = generated_mutants(target, 1000, seed=0)
+    assert 10 < len(every) < 1000
+    assert "gen-__init__-3-NumberReplacer-0" in {m.name for m in every}
+    # annotations and the bare `*` of the signature are never mutated (equivalent mutants)
+    assert not [m.name for m in every if m.line == 6]
 
 
 def test_the_shipped_catalogue_is_package_data() -> None:
