@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.cli._parser import DEFAULT_SCENARIOS, build_parser
+from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, cmd_traces, run_fuzz
 from harness.errors import HarnessError, one_line
 from harness.scenario import STRATEGIES, load_all, strict_problems
@@ -303,6 +304,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             "validate": cmd_validate, "report": cmd_report, "compare": cmd_compare, "merge": cmd_merge,
             "fuzz": cmd_fuzz, "bench": cmd_bench, "import": cmd_import, "cassettes": cmd_cassettes,
             "traces": cmd_traces,
+            "sensitivity": cmd_sensitivity,
         }
         return commands[args.command](args)
     except HarnessError as exc:

@@ -28,6 +28,49 @@ def _shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
+    sens = sub.add_parser("sensitivity", help="mutation analysis: which injected faults the scenario suite catches")
+    sens.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
+    sens.add_argument("--system", help="package.module:factory of your own MemorySystem (default: the reference core)")
+    sens.add_argument("--tag", action="append", dest="tags", metavar="TAG",
+                      help="replay only scenarios with this tag (as `memharness run --tag`)")
+    sens.add_argument("--gates", type=Path, help="gates TOML for every run (default: the suite's own gates.toml)")
+    sens.add_argument("--target", default="memory_core", help="the package whose copy gets mutated (default: memory_core)")
+    sens.add_argument("--catalogue", type=Path,
+                      help="spec-mutant TOML (default: the shipped catalogue when --target is memory_core)")
+    sens.add_argument("--no-catalogue", action="store_true", help="run no spec mutants (only --generated ones)")
+    sens.add_argument("--generated", type=int, default=0, metavar="N",
+                      help="also run N cosmic-ray mutants of the target, sampled with --seed (needs the mutation extra)")
+    sens.add_argument("--seed", type=int, default=0, help="sampling seed for --generated (default 0)")
+    sens.add_argument("--only", action="append", metavar="NAME", help="run only these mutants (repeatable; commas allowed)")
+    sens.add_argument("--subset", help="run only the catalogue's named subset (e.g. ci)")
+    sens.add_argument("--strategy", default="heuristic,model", help="strategies of each suite run (default heuristic,model)")
+    sens.add_argument("--jobs", type=_positive, default=2, help="mutants run in parallel (default 2)")
+    sens.add_argument("--timeout", type=float, help="seconds per mutant run (default: max(120, 6 x the baseline run))")
+    sens.add_argument("--min-kill-rate", type=_rate, default=0.9, help="exit 1 below this kill rate (default 0.9)")
+    sens.add_argument("--out", type=Path, default=Path("reports/sensitivity"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="memharness", description="Replay memory scenarios, measure recall/dedupe/index quality, gate CI.")
     p.add_argument("--version", action="version", version=f"memharness {__version__}")
@@ -104,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--endpoint", required=True, help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006")
     push.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
                       help="an extra HTTP header (repeatable), e.g. x-project-name=my-project")
+    _add_sensitivity(sub)
     cas = sub.add_parser("cassettes", help="cassette tools")
     cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
     st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")

@@ -1,0 +1,56 @@
+"""``memharness sensitivity``: spec mutants (and optionally cosmic-ray mutants) against the scenario suite."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.cli._parser import DEFAULT_SCENARIOS
+from harness.errors import HarnessError
+from harness.scenario import load_all
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    """Exit 0 when the kill rate reaches ``--min-kill-rate``, 1 below it, 2 for usage errors."""
+    from harness.tools._generated import generated_mutants
+    from harness.tools._mutants import default_catalogue, load_catalogue, resolve_target, select
+    from harness.tools._sensitivity import Oracle, exit_code, format_lines, run_sensitivity, write_report
+
+    paths = [p.resolve() for p in (args.paths or [DEFAULT_SCENARIOS])]
+    for p in paths:
+        if not p.exists():
+            raise HarnessError(f"{p}: no such scenario file or directory")
+    if not load_all(paths):
+        raise HarnessError(f"no scenario files under {', '.join(map(str, paths))}")
+    if args.generated < 0:
+        raise HarnessError("--generated: expected N >= 0")
+    if args.timeout is not None and args.timeout <= 0:
+        raise HarnessError("--timeout: expected seconds > 0")
+    target = resolve_target(args.target)
+    catalogue = None if args.no_catalogue else args.catalogue or (
+        default_catalogue() if target.name == "memory_core" else None)
+    mutants = load_catalogue(catalogue, target) if catalogue is not None else []
+    mutants += generated_mutants(target, args.generated, seed=args.seed)
+    only = [n.strip() for item in args.only or [] for n in item.split(",") if n.strip()] or None
+    if not mutants:
+        raise HarnessError(f"no mutants: give --catalogue FILE or --generated N for --target {target.name}")
+    mutants = select(mutants, only=only, subset=args.subset)
+    tags = tuple(t.strip() for tag in args.tags or [] for t in tag.split(",") if t.strip())
+    gates = args.gates.resolve() if args.gates else None
+    if gates is not None:
+        from harness.evaluation import load_gates
+
+        load_gates(gates)  # a malformed gates file is a usage error, before any run
+    oracle = Oracle(tuple(paths), target, args.strategy, args.system, tags, gates)
+    report = run_sensitivity(
+        mutants, oracle, jobs=args.jobs, timeout_s=args.timeout, min_kill_rate=args.min_kill_rate,
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+        meta={"catalogue": str(catalogue) if catalogue else None, "generated": args.generated, "seed": args.seed,
+              "subset": args.subset, "only": only, "system": args.system or "reference",
+              "tags": list(tags), "gates": str(gates) if gates else None},
+    )
+    write_report(args.out, report)
+    for line in format_lines(report):
+        print(line)
+    print(f"wrote {args.out}/sensitivity.json and sensitivity.md")
+    return exit_code(report)

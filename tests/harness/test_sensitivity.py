@@ -1,0 +1,280 @@
+"""``memharness sensitivity``: the spec-mutant catalogue stays valid, the oracle kills a rule-breaking mutant by the
+scenario that checks the rule, a no-op mutant survives with its line, and the kill-rate floor decides the exit code."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import main
+from harness.errors import HarnessError
+from harness.tools._mutants import Mutant, Target, default_catalogue, describe_change, load_catalogue, resolve_target, select
+from harness.tools._sensitivity import MutantResult, Oracle, SensitivityReport, exit_code
+from tests.harness.conftest import REPO, SCENARIOS
+
+WORKED = SCENARIOS / "recall" / "parity-worked-example.yaml"
+CORE = resolve_target("memory_core")
+
+
+def _catalogue(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "mutants.toml"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+# --- the catalogue ------------------------------------------------------------------------------------------------
+
+
+def test_every_shipped_mutant_applies_exactly_once_to_the_current_core() -> None:
+    mutants = load_catalogue(default_catalogue(), CORE)
+    assert len(mutants) >= 40
+    assert len({m.name for m in mutants}) == len(mutants)
+    assert len({m.rule for m in mutants}) >= 20
+    assert 10 <= len(select(mutants, only=None, subset="ci")) <= 15
+    for m in mutants:
+        original = (CORE.path / m.file).read_text(encoding="utf-8").splitlines()
+        assert m.before.split(" ⏎ ")[0] == original[m.line - 1].strip(), m.name
+        assert m.mutated != "\n".join(original)
+
+
+def test_the_rules_the_issue_names_are_covered_on_both_sides_of_each_boundary() -> None:
+    names = {m.name for m in load_catalogue(default_catalogue(), CORE)}
+    for pair in [("recall-limit-4", "recall-limit-6"), ("scan-cap-199", "scan-cap-201"),
+                 ("index-lines-199", "index-lines-201"), ("index-chars-24999", "index-chars-25001"),
+                 ("index-line-chars-149", "index-line-chars-151"), ("extract-min-length-11", "extract-min-length-13"),
+                 ("dream-min-hours-23", "dream-min-hours-25"), ("dream-min-sessions-4", "dream-min-sessions-6"),
+                 ("lock-stale-59min", "lock-stale-61min"), ("recall-body-cap-1199", "recall-body-cap-1201")]:
+        assert set(pair) <= names
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ('find = "processed_offset=next_offset, now=now)"', "find: occurs 3 times in memory_core/extract.py (expected exactly 1)"),
+    ('find = "no such code"', "find: occurs 0 times"),
+    ('pattern = "MAX_INDEX_\\\\w+: Final"', "pattern: matches 3 times in memory_core/index.py"),
+])
+def test_a_snippet_that_is_not_unique_is_an_error_naming_the_catalogue_line(tmp_path: Path, entry: str,
+                                                                              message: str) -> None:
+    file = "extract.py" if "offset" in entry else "index.py"
+    cat = _catalogue(tmp_path, f'# header\n\n[[mutant]]\nname = "bad"\nfile = "{file}"\n{entry}\n'
+                               'replace = "x"\nrule = "§0"\n')
+    with pytest.raises(HarnessError) as err:
+        load_catalogue(cat, CORE)
+    assert f"{cat}:4: mutant 'bad': {message}" in str(err.value)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ('name = "a"\nfile = "recall.py"\nfind = "DEFAULT_RECALL_LIMIT: Final = 5"\nreplace = "DEFAULT_RECALL_LIMIT: Final = 5"\n'
+     'rule = "r"', "replace: the mutant is identical"),
+    ('name = "a"\nfile = "recall.py"\nfind = "DEFAULT_RECALL_LIMIT: Final = 5"\nreplace = "DEFAULT_RECALL_LIMIT: = 5"\n'
+     'rule = "r"', "does not compile"),
+    ('name = "a"\nfile = "nope.py"\nfind = "x"\nreplace = "y"\nrule = "r"', "file: nope.py is not a module of memory_core"),
+    ('name = "a"\nfile = "recall.py"\nfind = "x"\nreplace = "y"\nrule = "r"\ncolour = "red"', "colour: unknown key"),
+    ('name = "a"\nfile = "recall.py"\nreplace = "y"\nrule = "r"', "find/pattern: expected exactly one"),
+])
+def test_malformed_entries_are_errors(tmp_path: Path, body: str, message: str) -> None:
+    with pytest.raises(HarnessError, match=r"mutants\.toml:4: mutant 'a': ") as err:
+        load_catalogue(_catalogue(tmp_path, f"\n\n[[mutant]]\n{body}\n"), CORE)
+    assert message in str(err.value)
+
+
+def test_duplicate_names_are_an_error(tmp_path: Path) -> None:
+    entry = ('[[mutant]]\nname = "{}"\nfile = "recall.py"\nfind = "RECALL_BODY_CHARS: Final = 1200"\n'
+             'replace = "RECALL_BODY_CHARS: Final = 1"\nrule = "r"\n')
+    cat = _catalogue(tmp_path, entry.format("one") + entry.format("two") + entry.format("one"))
+    with pytest.raises(HarnessError, match=r"mutant 'one': name: duplicate of the mutant on line 2"):
+        load_catalogue(cat, CORE)
+
+
+def test_describe_change_names_the_first_changed_line() -> None:
+    assert describe_change("a\nb\nc\n", "a\nB\nc\n") == (2, "b", "B")
+    assert describe_change("a\nb\nc\n", "a\nb\nx\ny\nc\n") == (3, "", "x ⏎ y")
+
+
+# --- the oracle, end to end ---------------------------------------------------------------------------------------
+
+KILL_AND_NOOP = """
+[[mutant]]
+name = "no-body-bonus"
+file = "recall.py"
+find = "return score + (1 if body else 0)"
+replace = "return score"
+rule = "§7.3 +1 once for a non-empty body"
+
+[[mutant]]
+name = "comment-only"
+file = "recall.py"
+find = "DEFAULT_RECALL_LIMIT: Final = 5"
+replace = "DEFAULT_RECALL_LIMIT: Final = 5  # a comment changes nothing"
+rule = "none (an equivalent mutant)"
+"""
+
+
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One real sensitivity run: baseline + a rule-breaking mutant + a no-op mutant, two at a time."""
+    tmp = tmp_path_factory.mktemp("sensitivity")
+    cat = tmp / "mutants.toml"
+    cat.write_text(KILL_AND_NOOP, encoding="utf-8")
+    code, out, err = _cli("sensitivity", str(WORKED), "--strategy", "heuristic", "--catalogue", str(cat),
+                          "--out", str(tmp / "out"), "--jobs", "2", "--min-kill-rate", "0.9")
+    report = json.loads((tmp / "out" / "sensitivity.json").read_text(encoding="utf-8"))
+    return {"code": code, "out": out, "err": err, "report": report,
+            "md": (tmp / "out" / "sensitivity.md").read_text(encoding="utf-8")}
+
+
+def test_a_mutant_breaking_a_checked_rule_is_killed_by_the_scenario_that_checks_it(e2e: dict[str, Any]) -> None:
+    kill = e2e["report"]["results"][0]
+    assert kill["name"] == "no-body-bonus"
+    assert kill["status"] == "killed"
+    assert kill["exit_code"] == 1
+    assert kill["killed_by"] == ["parity-worked-example [heuristic]"]
+    assert "expected exactly ['reference.md', 'user.md', 'project.md']" in kill["details"][0]
+    assert "KILLED" in e2e["out"]
+    assert "by parity-worked-example [heuristic]" in e2e["out"]
+
+
+def test_a_no_op_mutant_survives_and_is_listed_with_its_source_line(e2e: dict[str, Any]) -> None:
+    noop = e2e["report"]["results"][1]
+    assert noop["status"] == "survived"
+    assert noop["killed_by"] == []
+    assert (noop["file"], noop["line"]) == ("recall.py", 23)
+    assert noop["before"] == "DEFAULT_RECALL_LIMIT: Final = 5"
+    assert "memory_core/recall.py:23 comment-only" in e2e["out"]
+    assert "      - DEFAULT_RECALL_LIMIT: Final = 5" in e2e["out"]
+    assert "| comment-only | `memory_core/recall.py:23` |" in e2e["md"]
+
+
+def test_the_run_reports_the_kill_rate_and_exits_1_below_the_floor(e2e: dict[str, Any]) -> None:
+    report = e2e["report"]
+    assert (report["mutants"], report["killed"], report["survived"], report["kill_rate"]) == (2, 1, 1, 0.5)
+    assert report["passed"] is False
+    assert e2e["code"] == 1
+    assert "kill rate 0.500 (1/2 killed, 1 survived; floor 0.9: BELOW the floor)" in e2e["out"]
+    assert "baseline passed" in e2e["err"]
+
+
+def _report(killed: int, survived: int, floor: float) -> SensitivityReport:
+    mutant = Mutant("m", "spec", "recall.py", 1, "a", "b", "r", "")
+    results = [MutantResult(mutant, "killed", ("s [heuristic]",))] * killed + [MutantResult(mutant, "survived")] * survived
+    return SensitivityReport("memory_core", ("scenarios",), "heuristic", tuple(results), 1.0, 60.0, floor, 2.0)
+
+
+@pytest.mark.parametrize(("killed", "survived", "floor", "code"), [
+    (9, 1, 0.9, 0), (8, 2, 0.9, 1), (17, 3, 0.85, 0), (16, 4, 0.85, 1), (0, 3, 0.0, 0), (10, 0, 1.0, 0), (9, 1, 1.0, 1),
+])
+def test_the_kill_rate_floor_decides_the_exit_code(killed: int, survived: int, floor: float, code: int) -> None:
+    assert exit_code(_report(killed, survived, floor)) == code
+
+
+def test_a_timeout_counts_as_killed() -> None:
+    mutant = Mutant("m", "spec", "recall.py", 1, "a", "b", "r", "")
+    report = SensitivityReport("memory_core", (), "heuristic", (MutantResult(mutant, "timeout", ("timeout",)),),
+                               1.0, 1.0, 1.0, 1.0)
+    assert report.kill_rate == 1.0
+
+
+def test_a_hanging_mutant_is_stopped_at_the_timeout(tmp_path: Path) -> None:
+    cat = _catalogue(tmp_path, '[[mutant]]\nname = "hang"\nfile = "recall.py"\nfind = "DEFAULT_RECALL_LIMIT: Final = 5"\n'
+                               'replace = "DEFAULT_RECALL_LIMIT: Final = __import__(\'time\').sleep(600) or 5"\nrule = "r"\n')
+    oracle = Oracle((WORKED,), CORE, "heuristic")
+    t0 = time.monotonic()
+    status, by, _, _, code = oracle.run(load_catalogue(cat, CORE)[0], timeout_s=1.5)
+    assert (status, by, code) == ("timeout", ["timeout"], None)
+    assert time.monotonic() - t0 < 30
+
+
+def test_the_oracle_refuses_when_the_target_is_not_imported_from_the_mutated_copy(tmp_path: Path) -> None:
+    decoy = tmp_path / "decoy"  # copied as src/decoy, so `import memory_core` finds the installed core instead
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("", encoding="utf-8")
+    with pytest.raises(HarnessError, match=r"memory_core was imported from .*, not from the mutated copy"):
+        Oracle((WORKED,), Target("memory_core", decoy), "heuristic").run(None, timeout_s=120)
+
+
+def test_the_oracle_command_runs_the_suite_with_its_strategies_tags_gates_and_system(tmp_path: Path) -> None:
+    oracle = Oracle((WORKED,), CORE, "heuristic,model", "pkg.mod:make", ("portable", "recall"), tmp_path / "g.toml")
+    cmd = oracle.command(tmp_path / "out")
+    assert cmd[1:3] == ["-P", "-c"]
+    assert cmd[4:] == ["run", str(WORKED), "--strategy", "heuristic,model", "--out", str(tmp_path / "out"),
+                       "--tag=portable", "--tag=recall", "--gates", str(tmp_path / "g.toml"), "--system", "pkg.mod:make"]
+
+
+# --- usage errors -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--only", "no-such-mutant"], "--only: unknown mutant 'no-such-mutant'"),
+    (["--subset", "nightly"], "--subset: no mutant is in subset 'nightly' (known: ci)"),
+    (["--min-kill-rate", "1.5"], "expected a number between 0 and 1"),
+    (["--jobs", "0"], "expected a positive integer"),
+    (["--target", "harness"], "cannot mutate the harness itself"),
+    (["--target", "no_such_pkg_xyz"], "no importable package or module named 'no_such_pkg_xyz'"),
+])
+def test_usage_errors_exit_2_with_one_line(argv: list[str], message: str) -> None:
+    code, out, err = _cli("sensitivity", str(WORKED), "--out", "/nonexistent/never-written", *argv)
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert message in err
+    assert "Traceback" not in err
+
+
+# --- library-generated mutants (cosmic-ray) -----------------------------------------------------------------------
+
+TINY = '''"""A tiny module to mutate."""
+
+LIMIT = 5
+
+
+def pick(xs: list[int] | None, *, k: int = LIMIT) -> list[int] | None:
+    out = [x for x in xs or [] if x > 2 and x != 7]
+    return out[:k]
+'''
+
+
+def test_generated_mutants_are_sampled_deterministically_and_name_their_line(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("cosmic_ray")
+    from harness.tools._generated import generated_mutants
+
+    (tmp_path / "tinycore").mkdir()
+    (tmp_path / "tinycore" / "__init__.py").write_text(TINY, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    target = resolve_target("tinycore")
+    first = generated_mutants(target, 6, seed=3)
+    again = generated_mutants(target, 6, seed=3)
+    assert [m.name for m in first] == [m.name for m in again]
+    assert len(first) == 6
+    assert len({m.name for m in first}) == 6
+    assert [m.name for m in generated_mutants(target, 6, seed=4)] != [m.name for m in first]
+    lines = TINY.splitlines()
+    for m in first:
+        assert m.kind == "generated"
+        assert m.rule.startswith("cosmic-ray ")
+        assert m.mutated != TINY
+        compile(m.mutated, m.file, "exec")
+        assert m.before == lines[m.line - 1].strip()
+        assert m.after != m.before
+    every = generated_mutants(target, 1000, seed=0)
+    assert 10 < len(every) < 1000
+    assert "gen-__init__-3-NumberReplacer-0" in {m.name for m in every}
+    # annotations and the bare `*` of the signature are never mutated (equivalent mutants)
+    assert not [m.name for m in every if m.line == 6]
+
+
+def test_the_shipped_catalogue_is_package_data() -> None:
+    assert default_catalogue().is_file()
+    assert '"harness.tools" = ["spec_mutants.toml"]' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
