@@ -8,6 +8,7 @@ from typing import Any, Final
 
 from harness.evaluation import RunSummary
 from harness.replay import ScenarioResult
+from harness.reporting._view import effect_words, flips, verdict
 
 HEADLINE: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "recall.ndcg",
                    "recall.abstention_accuracy", "dedupe.residual_duplicates", "dedupe.retention", "index.within_limits",
@@ -51,20 +52,46 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def summary_markdown(summary: RunSummary) -> str:
-    """A compact Markdown summary for CI step summaries."""
+def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()) -> str:
+    """A compact Markdown summary for CI step summaries: verdict, metrics, comparisons, baseline deltas and flips,
+    failed expectations, gates."""
     strategies = list(summary.strategies)
     lines = [f"## memharness — {'PASSED' if summary.passed else 'FAILED'}", ""]
+    if results:
+        v = verdict(summary, results)
+        lines += [f"**{v.line}**", ""] + [f"- {d}" for d in v.details] + ([""] if v.details else [])
     lines += ["| metric | " + " | ".join(strategies) + " |", "|---|" + "---:|" * len(strategies)]
     counts = [summary.strategies[s].scenarios for s in strategies]
     lines.append("| scenarios passed | " + " | ".join(f"{c.passed}/{c.total}" for c in counts) + " |")
     for metric in HEADLINE:
         lines.append(f"| {metric} | " + " | ".join(_fmt(summary.strategies[s].metric(metric)) for s in strategies) + " |")
     if summary.comparisons:
-        lines += ["", "| comparison | delta | 95% CI | p | W/T/L | n |", "|---|---:|---|---:|---|---:|"]
+        lines += ["", "| comparison | delta | 95% CI | p | W/T/L | n | in words |", "|---|---:|---|---:|---|---:|---|"]
         for c in summary.comparisons:
             lines.append(f"| {c.b} − {c.a} {c.metric} | {c.delta:+.3f} | [{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}] | "
-                         f"{c.p_value:.3g} | {c.wins}/{c.ties}/{c.losses} | {c.n} |")
+                         f"{c.p_value:.3g} | {c.wins}/{c.ties}/{c.losses} | {c.n} | "
+                         f"{'significant' if c.significant else 'not significant'} |")
+    if summary.baseline is not None:
+        lines += ["", f"### Against baseline `{summary.baseline.dir}`", "",
+                  "| strategy | metric | baseline | now | delta | 95% CI | in words |", "|---|---|---:|---:|---:|---|---|"]
+        for c in summary.baseline.comparisons:
+            lines.append(f"| {c.b} | {c.metric} | {c.mean_a:.3g} | {c.mean_b:.3g} | {c.delta:+.3g} | "
+                         f"[{c.ci95[0]:+.3g}, {c.ci95[1]:+.3g}] | {effect_words(c).split(':')[0]} |")
+        if summary.baseline.changed:
+            lines += ["", f"{len(summary.baseline.changed)} probe(s) changed against the baseline:", ""]
+            lines += [f"- `{p.scenario}` step {p.step} [{p.strategy}] {p.query!r}: F1 {_fmt(p.f1_base)} → {_fmt(p.f1_cand)}"
+                      for p in summary.baseline.changed[:30]]
+    flipped = flips(results, strategies) if results else []
+    if flipped:
+        lines += ["", f"{len(flipped)} recall probe(s) flip between strategies:", ""]
+        lines += [f"- `{f.scenario}` step {f.step} {f.query!r}: {f.a} {'found all' if f.a_ok else 'missed'}, "
+                  f"{f.b} {'found all' if f.b_ok else 'missed'}" for f in flipped[:30]]
+    bad = [r for r in results if r.status in ("failed", "error")]
+    if bad:
+        lines += ["", "### Failed scenarios", ""]
+        for r in bad:
+            lines.append(f"- `{r.scenario}` [{r.strategy}] ({r.path or 'no file'}): "
+                         + "; ".join(r.failures or ((r.error or "").splitlines()[:1])))
     lines += ["", "| gate | value | result |", "|---|---:|---|"]
     for g in summary.gates:
         lines.append(f"| {g.name} | {_fmt(g.value)} | {'pass' if g.passed else '**FAIL** ' + g.detail} |")
