@@ -38,14 +38,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def find_cassettes(start: Path, root: Path) -> Path | None:
-    """The nearest ``cassettes/`` directory holding a cassette, from ``start`` up to ``root`` (inclusive)."""
+    """The nearest ``cassettes/`` directory holding a cassette, from ``start`` upwards (stopping at ``root`` when
+    ``start`` lies under it)."""
     here = start.resolve()
     stop = root.resolve()
     while True:
         candidate = here / "cassettes"
         if (candidate / "cassette.jsonl").exists() or (candidate / "cassette-meta.json").exists():
             return candidate
-        if here == stop or here.parent == here or not here.is_relative_to(stop):
+        if here == stop or here.parent == here:
             return None
         here = here.parent
 

@@ -56,9 +56,10 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
     """A compact Markdown summary for CI step summaries: verdict, metrics, comparisons, baseline deltas and flips,
     failed expectations, gates."""
     strategies = list(summary.strategies)
-    lines = [f"## memharness — {'PASSED' if summary.passed else 'FAILED'}", ""]
-    if results:
-        v = verdict(summary, results)
+    v = verdict(summary, results) if results else None
+    word = v.line.split(" — ")[0] if v else "PASSED" if summary.passed else "FAILED"
+    lines = [f"## memharness — {word}", ""]
+    if v:
         lines += [f"**{v.line}**", ""] + [f"- {d}" for d in v.details] + ([""] if v.details else [])
     lines += ["| metric | " + " | ".join(strategies) + " |", "|---|" + "---:|" * len(strategies)]
     counts = [summary.strategies[s].scenarios for s in strategies]
