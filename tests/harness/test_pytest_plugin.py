@@ -27,7 +27,8 @@ def test_scenarios_become_test_items_with_trace_ids(pytester: pytest.Pytester) -
     junit = pytester.path / "junit.xml"
     result = pytester.runpytest_inprocess("--memharness", "-p", "no:cacheprovider", str(suite), f"--junitxml={junit}")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*bad.yaml: scenario suite/bad ?heuristic? failed:", "  step 0 (check, line 4): fact t is still covered"])
+    result.stdout.fnmatch_lines(["*bad.yaml: scenario suite/bad ?heuristic? failed:",
+                                 "  step 0 (check, line 4): fact t is still covered"])
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     props = {p.get("name"): p.get("value") for p in cases["suite/ok[heuristic]"].iter("property")}
     assert len(props["otel.trace_id"]) == 32
