@@ -89,7 +89,7 @@ def cli_markdown(parser: argparse.ArgumentParser) -> str:
     Usage lines are wrapped at 100 columns whatever the terminal (the output must not depend on $COLUMNS)."""
 
     def fixed(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=100)  # type: ignore[assignment,misc]
+        p.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=100)
         return p
 
     fixed(parser)
