@@ -160,3 +160,44 @@ def test_verdict_is_incomplete_when_a_scenario_errors_and_fail_when_one_fails() 
     v = verdict(evaluate_run([ok, err], ["heuristic"]), [ok, err])
     assert v.status == "incomplete"
     assert v.line.startswith("INCOMPLETE — 1/2 scenario runs passed")
+
+
+def _recall_results(strategy: str, hits: list[bool]) -> list[ScenarioResult]:
+    probes = tuple(_probe(i, strategy, ("a.md",), ("f",) if hit else (), 1.0 if hit else 0.0) for i, hit in enumerate(hits))
+    probes = tuple(Probe(p.scenario, p.step, "recall", strategy, query=p.query, selected=p.selected, expected=p.expected,
+                         covered=p.covered, metrics={**p.metrics, "f1": p.metrics["recall"]}) for p in probes)
+    return [ScenarioResult("s", strategy, True, (), probes, "t", path="s.yaml")]
+
+
+def test_verdict_against_a_baseline_says_better_worse_or_no_change_in_words() -> None:
+    from harness.evaluation import compare_runs
+    from harness.reporting import summary_markdown
+
+    base = _recall_results("heuristic", [False] * 20)
+    same = compare_runs(base, base)
+    v = verdict(evaluate_run(base, ["heuristic"], baseline=same), base)
+    assert "heuristic against the baseline: no detectable change: recall.f1 +0 " in v.details[0]
+    assert "not significant" in v.details[0]
+    better = _recall_results("heuristic", [True] * 20)
+    summary = evaluate_run(better, ["heuristic"], baseline=compare_runs(base, better))
+    assert verdict(summary, better).details[0].startswith("heuristic against the baseline: better: recall.f1 +1")
+    md = summary_markdown(summary, better)
+    assert "### Against baseline" in md
+    assert "| heuristic | recall.f1 | 0 | 1 | +1 |" in md
+    assert "probe(s) changed against the baseline" in md
+    html = render_report(summary, better, [])
+    assert 'class="delta up"' in html
+    worse = compare_runs(better, base)
+    assert verdict(evaluate_run(base, ["heuristic"], baseline=worse), base).details[0].startswith(
+        "heuristic against the baseline: worse")
+
+
+def test_outputs_follow_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        assert main(["run", str(SCENARIOS / "recall" / "type-user.yaml"), "--out", str(tmp_path / "run"), "--no-gates"],
+                    environ={}) == 0
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "run" / "report.html", tmp_path / "run" / "summary.md", tmp_path / "history.sqlite"):
+        assert path.stat().st_mode & 0o777 == 0o640, path
