@@ -46,7 +46,7 @@ def junit_xml(results: Sequence[ScenarioResult]) -> str:
 
 def _fmt(value: Any) -> str:
     if value is None:
-        return "–"
+        return "no data"
     if isinstance(value, float):
         return f"{value:.3f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
     return str(value)
