@@ -1,25 +1,54 @@
 """pytest plugin: ``pytest --memharness scenarios/`` turns each scenario × strategy into a test item.
 
-A failing item's message is the failed expectation (naming the step and YAML line); the trace id is recorded as
-the JUnit property ``otel.trace_id``. ``--memharness-gates FILE`` evaluates gates over the session's results and
-fails the session (exit 1) when one fails. The plugin does nothing unless ``--memharness`` is given.
+- The model strategy replays the shipped cassettes by default: the nearest ``cassettes/`` directory at or above
+  the scenario's folder (``--memharness-cassettes DIR`` overrides it). Nothing reaches a network.
+- A scenario that does not run with a requested strategy (its ``strategies:`` list) is reported as SKIPPED with
+  the reason, never dropped; so is one whose system lacks a capability.
+- A failing item shows the failed expectations (step, YAML line, message) in a few lines, no traceback; the trace
+  id is recorded as the JUnit property ``otel.trace_id``.
+- At the end a terminal summary prints the metrics per strategy, the comparisons in words and the gates
+  (``--memharness-gates FILE``; a failing gate fails the session with exit 1).
+- Under pytest-xdist (``-n auto``) each worker replays its share and sends its results to the controller
+  (``workeroutput``), which evaluates the whole session once.
+
+The plugin does nothing unless ``--memharness`` is given.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+_WORKER_KEY = "memharness_results"
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("memharness")
     group.addoption("--memharness", action="store_true", default=False, help="collect scenario YAML files as tests")
-    group.addoption("--memharness-strategy", default="heuristic", help="comma-separated strategies (default heuristic)")
-    group.addoption("--memharness-cassettes", default=None, help="cassette directory for the model strategy")
+    group.addoption("--memharness-strategy", default="heuristic",
+                    help="comma-separated strategies, e.g. heuristic,model (default heuristic)")
+    group.addoption("--memharness-cassettes", default=None,
+                    help="cassette directory for the model strategy (default: the nearest cassettes/ at or above "
+                         "each scenario's folder)")
     group.addoption("--memharness-gates", default=None, help="gates TOML evaluated over the session's results")
+
+
+def find_cassettes(start: Path, root: Path) -> Path | None:
+    """The nearest ``cassettes/`` directory holding a cassette, from ``start`` upwards (stopping at ``root`` when
+    ``start`` lies under it)."""
+    here = start.resolve()
+    stop = root.resolve()
+    while True:
+        candidate = here / "cassettes"
+        if (candidate / "cassette.jsonl").exists() or (candidate / "cassette-meta.json").exists():
+            return candidate
+        if here == stop or here.parent == here:
+            return None
+        here = here.parent
 
 
 class _State:
@@ -27,15 +56,19 @@ class _State:
         self.config = config
         self.results: list[Any] = []
         self.workers: dict[str, Any] = {}
+        self.summary: Any = None
+        self.error: str | None = None
 
     def worker(self, suite_dir: Path) -> Any:
         """One public ``harness.replay.Worker`` per cassette directory."""
         from harness.replay import ModelSpec, RunConfig, Worker
 
-        cassettes = self.config.getoption("--memharness-cassettes") or str(suite_dir / "cassettes")
-        if cassettes not in self.workers:
-            self.workers[cassettes] = Worker(RunConfig(None, ModelSpec(Path(cassettes))))
-        return self.workers[cassettes]
+        chosen = self.config.getoption("--memharness-cassettes")
+        found = Path(chosen) if chosen else find_cassettes(suite_dir, Path(str(self.config.rootpath)))
+        key = str(found or suite_dir / "cassettes")
+        if key not in self.workers:
+            self.workers[key] = Worker(RunConfig(None, ModelSpec(Path(key))))
+        return self.workers[key]
 
 
 _STATE_KEY = pytest.StashKey[_State]()
@@ -56,18 +89,28 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 class ScenarioFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
+        from harness.errors import HarnessError
         from harness.scenario import load_scenario
 
-        scenario = load_scenario(self.path, suite_root=Path(str(self.config.rootpath)))
+        try:
+            root = Path(str(self.config.rootpath))
+            cassettes = find_cassettes(self.path.parent, root)
+            # ids as the CLI names them: relative to the suite folder (the one holding cassettes/), else rootdir
+            scenario = load_scenario(self.path, suite_root=cassettes.parent if cassettes else root)
+        except HarnessError as exc:
+            raise self.CollectError(str(exc)) from None
         strategies = [s.strip() for s in self.config.getoption("--memharness-strategy").split(",") if s.strip()]
         for strategy in strategies:
-            if not scenario.strategies or strategy in scenario.strategies:
-                yield ScenarioItem.from_parent(self, name=f"{scenario.id}[{strategy}]", scenario=scenario,
-                                               strategy=strategy)
+            item = ScenarioItem.from_parent(self, name=f"{scenario.id}[{strategy}]", scenario=scenario,
+                                            strategy=strategy)
+            if scenario.strategies and strategy not in scenario.strategies:
+                item.add_marker(pytest.mark.skip(
+                    reason=f"{scenario.id} runs only with strategies {', '.join(scenario.strategies)} (not {strategy})"))
+            yield item
 
 
 class ScenarioFailure(Exception):
-    """A scenario expectation did not hold."""
+    """A scenario expectation did not hold (or the scenario could not run)."""
 
 
 class ScenarioItem(pytest.Item):
@@ -77,43 +120,100 @@ class ScenarioItem(pytest.Item):
         self.strategy = strategy
 
     def runtest(self) -> None:
+        from harness.errors import HarnessError
+
         state = self.config.stash[_STATE_KEY]
-        worker = state.worker(self.scenario.path.parent)
-        result = worker.run_one(self.scenario, self.strategy)
-        worker.setup.jsonl.take()
+        try:
+            worker = state.worker(self.scenario.path.parent)
+            result = worker.run_one(self.scenario, self.strategy)
+            worker.setup.jsonl.take()
+        except HarnessError as exc:
+            raise ScenarioFailure(f"could not run: {exc}") from None
         state.results.append(result)
         self.user_properties.append(("otel.trace_id", result.trace_id))
+        if result.skipped:
+            pytest.skip(result.skipped)
         if result.error:
-            raise ScenarioFailure(result.error)
+            raise ScenarioFailure(result.error.strip().splitlines()[0])
         if result.failures:
             raise ScenarioFailure("\n".join(result.failures))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ScenarioFailure):
-            return f"{self.scenario.path}: {excinfo.value}"
+            lines = str(excinfo.value).splitlines()
+            shown = "\n".join(f"  {line}" for line in lines[:8])
+            more = f"\n  … and {len(lines) - 8} more" if len(lines) > 8 else ""
+            return f"{self.scenario.path}: scenario {self.scenario.id} [{self.strategy}] failed:\n{shown}{more}"
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.scenario.path, 0, f"scenario {self.scenario.id} [{self.strategy}]"
 
 
+def _rows(results: list[Any]) -> str:
+    return json.dumps([{"result": r.to_row(), "probes": [p.to_row() for p in r.probes]} for r in results])
+
+
+def _from_rows(text: str) -> list[Any]:
+    from harness.replay import Probe, ScenarioResult
+
+    return [ScenarioResult.from_row(d["result"], tuple(Probe.from_row(p) for p in d["probes"])) for d in json.loads(text)]
+
+
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist controller: collect a worker's results."""
+    config = node.config
+    if _STATE_KEY in config.stash and _WORKER_KEY in getattr(node, "workeroutput", {}):
+        config.stash[_STATE_KEY].results += _from_rows(node.workeroutput[_WORKER_KEY])
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _STATE_KEY not in session.config.stash:
         return
     state = session.config.stash[_STATE_KEY]
-    gates_path = session.config.getoption("--memharness-gates")
     for worker in state.workers.values():
         worker.shutdown()
-    if not gates_path or not state.results:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: hand the results to the controller, evaluate nothing here
+        workeroutput[_WORKER_KEY] = _rows(state.results)
         return
+    if not state.results:
+        return
+    from harness.errors import HarnessError
     from harness.evaluation import evaluate_run, load_gates
 
-    strategies = list(dict.fromkeys(r.strategy for r in state.results))
-    summary = evaluate_run(state.results, strategies, gates=load_gates(Path(gates_path)))
-    failed = [g for g in summary.gates if not g.passed]
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    for g in failed:
-        if reporter is not None:
-            reporter.write_line(f"memharness GATE FAILED: {g.name} (value {g.value}) {g.detail}".rstrip(), red=True)
-    if failed and session.exitstatus == 0:
+    gates_path = session.config.getoption("--memharness-gates")
+    order = [s.strip() for s in session.config.getoption("--memharness-strategy").split(",") if s.strip()]
+    results = sorted(state.results, key=lambda r: (r.scenario, order.index(r.strategy) if r.strategy in order else 99))
+    strategies = [s for s in order if any(r.strategy == s for r in results)]
+    try:
+        gates = load_gates(Path(gates_path)) if gates_path else []
+    except HarnessError as exc:
+        state.error = str(exc)
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        return
+    state.summary = evaluate_run(results, strategies, gates=gates)
+    state.results = results
+    if any(not g.passed for g in state.summary.gates) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if _STATE_KEY not in config.stash:
+        return
+    state = config.stash[_STATE_KEY]
+    if state.error:
+        terminalreporter.write_line(f"memharness: {state.error}", red=True)
+    if state.summary is None:
+        return
+    from harness.reporting import closing_table
+
+    terminalreporter.section("memharness summary")
+    for line in closing_table(state.summary, state.results):
+        terminalreporter.write_line(line)
+    for g in state.summary.gates:
+        if g.passed:
+            terminalreporter.write_line(f"memharness gate passed: {g.name} (value {g.value})", green=True)
+        else:
+            terminalreporter.write_line(f"memharness GATE FAILED: {g.name} (value {g.value}) {g.detail}".rstrip(),
+                                        red=True)

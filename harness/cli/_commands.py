@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.cli._parser import DEFAULT_SCENARIOS, build_parser
+from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_schema
 from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, cmd_traces, run_fuzz
 from harness.errors import HarnessError, one_line
@@ -51,7 +52,7 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
                         bench: Mapping[str, Any] | None = None, run_id: str | None = None) -> RunSummary:
     """Evaluation (summary, baseline, gates) then reporting (every output file)."""
     from harness.evaluation import IncompleteComparison, compare_runs, evaluate_run, load_gates
-    from harness.reporting import read_run, render_report, write_run
+    from harness.reporting import read_run, record_history, render_report, write_run
 
     baseline = refused = None
     if baseline_dir is not None:
@@ -67,7 +68,9 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
                            meta={**meta, "gates_file": str(gates_path) if gates_path else None,
                                  "baseline_refused": str(refused) if refused else None}, fuzz=fuzz, run_id=run_id,
                            system=_system_name(meta.get("system")))
-    write_run(out, summary=summary, results=results, spans=spans, html=render_report(summary, results, spans, bench=bench))
+    history = record_history(out, summary)  # appends this run to the SQLite history; never fails the run
+    write_run(out, summary=summary, results=results, spans=spans,
+              html=render_report(summary, results, spans, bench=bench, history=history))
     if refused is not None:  # the outputs are written (marked incomplete); the comparison is what is refused
         raise refused
     return summary
@@ -75,23 +78,25 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
 
 def _print_outcome(summary: RunSummary, out: Path, results: Sequence[ScenarioResult],
                    echo: Callable[[str], None]) -> int:
+    from harness.reporting import closing_table, github_outputs
+
     for r in results:
         if r.status in ("failed", "error"):
-            echo(f"{r.status.upper()}: {r.scenario} [{r.strategy}]: {r.error or '; '.join(r.failures)}")
+            first = (r.error or "").splitlines()[0] if r.error else r.failures[0] if r.failures else ""
+            more = f" (+{len(r.failures) - 1} more)" if len(r.failures) > 1 else ""
+            echo(f"{r.status.upper()}: {r.scenario} [{r.strategy}] {r.path + ': ' if r.path else ''}{first}{more}")
     if summary.incomplete:
         echo(f"INCOMPLETE: {len(summary.incomplete)} of {len(results)} scenario runs could not finish "
-             f"(e.g. {summary.incomplete[0]}); the metrics below cover a partial suite and are not comparable")
-    partial = " (PARTIAL SUITE)" if summary.incomplete else ""
+             f"(e.g. {summary.incomplete[0]}); the metrics below cover a PARTIAL SUITE and are not comparable")
     for v in summary.baseline.verdicts if summary.baseline else ():
         echo(f"vs baseline: {v.text}")
-    for strategy, block in summary.strategies.items():
-        m, c = block.metrics, block.scenarios
-        echo(f"{strategy}{partial}: {c.passed}/{c.total} scenarios passed; recall P={m.get('recall.precision')} "
-             f"R={m.get('recall.recall')} F1={m.get('recall.f1')} MRR={m.get('recall.mrr')}; "
-             f"residual duplicates {m.get('dedupe.residual_duplicates')}; retention {m.get('dedupe.retention')}")
+    for line in closing_table(summary, results):
+        echo(line)
     failed = [g for g in summary.gates if not g.passed]
     for g in failed:
         echo(f"GATE FAILED: {g.name} (value {g.value}) {g.detail}".rstrip())
+    for line in github_outputs(summary, results, out, os.environ):
+        echo(line)
     echo(f"wrote {out}/report.html")
     if any(r.status == "error" for r in results):
         return 2
@@ -100,20 +105,47 @@ def _print_outcome(summary: RunSummary, out: Path, results: Sequence[ScenarioRes
 
 
 def _progress(total: int) -> tuple[Callable[[ScenarioResult], None], Callable[[], None]]:
+    """A rich progress bar on a TTY; otherwise nothing while replaying and one line per strategy at the end."""
+    import time
+
+    counts: dict[str, dict[str, int]] = {}
+    started = time.monotonic()
+
+    def count(r: ScenarioResult) -> None:
+        by = counts.setdefault(r.strategy, {})
+        by[r.status] = by.get(r.status, 0) + 1
+
+    def lines() -> list[str]:
+        took = time.monotonic() - started
+        return [f"replayed {strategy}: {sum(by.values())} scenario run(s), "
+                + ", ".join(f"{n} {status}" for status, n in sorted(by.items())) + f" ({took:.3g} s)"
+                for strategy, by in counts.items()]
+
     if sys.stderr.isatty():
-        from rich.progress import Progress
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        bar = Progress(transient=True)
-        task = bar.add_task("replaying", total=total)
+        bar = Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                       TimeElapsedColumn(), transient=True)
+        task = bar.add_task("", total=total)
         bar.start()
-        return (lambda r: bar.advance(task)), bar.stop
-    done = [0]
 
-    def line(r: ScenarioResult) -> None:
-        done[0] += 1
-        print(f"[{done[0]}/{total}] {r.status:6} {r.scenario} [{r.strategy}]", file=sys.stderr)
+        def advance(r: ScenarioResult) -> None:
+            count(r)
+            failed = sum(by.get("failed", 0) + by.get("error", 0) for by in counts.values())
+            bar.update(task, advance=1, description=f"{r.strategy} {r.scenario}" + (f" · {failed} failed" if failed else ""))
 
-    return line, lambda: None
+        def stop() -> None:
+            bar.stop()
+            for line in lines():
+                print(line, file=sys.stderr)
+
+        return advance, stop
+
+    def stop_plain() -> None:
+        for line in lines():
+            print(line, file=sys.stderr)
+
+    return count, stop_plain
 
 
 def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
@@ -200,11 +232,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.reporting import atomic_write, read_run, render_report
+    from harness.reporting import atomic_write, history_path, read_history, read_run, render_report
 
     summary, results, spans = read_run(args.run_dir)
     target = args.output or args.run_dir / "report.html"
-    atomic_write(target, render_report(summary, results, spans))
+    atomic_write(target, render_report(summary, results, spans, history=read_history(history_path(args.run_dir))))
     print(f"wrote {target}")
     return 0
 
@@ -303,8 +335,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         commands: dict[str, Callable[[argparse.Namespace], int]] = {
             "validate": cmd_validate, "report": cmd_report, "compare": cmd_compare, "merge": cmd_merge,
             "fuzz": cmd_fuzz, "bench": cmd_bench, "import": cmd_import, "cassettes": cmd_cassettes,
-            "traces": cmd_traces,
-            "sensitivity": cmd_sensitivity,
+            "traces": cmd_traces, "sensitivity": cmd_sensitivity,
+            "history": cmd_history, "schema": cmd_schema, "docs": cmd_docs,
         }
         return commands[args.command](args)
     except HarnessError as exc:

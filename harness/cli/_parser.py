@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness import __version__
+from harness.cli._report_cmds import add_report_commands
 from harness.errors import HarnessError
 from harness.scenario import STRATEGY_NAMES
 
@@ -89,12 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--record", action="store_true", help="call the real model for unrecorded calls and store them")
     mode.add_argument("--live", action="store_true", help="call the real model every time; store nothing")
     run.add_argument("--timeout-scale", type=float, default=1.0, help="multiply the spec's model timeouts (CPU models)")
-    run.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    run.add_argument("--out", type=Path, default=DEFAULT_OUT, help="run directory to write (default: reports/latest)")
     run.add_argument("--gates", type=Path, help="gates TOML (default: <first path>/gates.toml when present)")
     run.add_argument("--no-gates", action="store_true", help="ignore the default gates file")
     run.add_argument("--baseline", type=Path, help="a previous run directory to compare against")
-    run.add_argument("--jobs", type=int, default=1)
-    run.add_argument("--shard", type=_shard)
+    run.add_argument("--jobs", type=int, default=1, help="scenario × strategy runs replayed in parallel processes")
+    run.add_argument("--shard", type=_shard, metavar="I/N",
+                     help="run only the I-th of N slices of the scenarios (merge the shards with `memharness merge`)")
     run.add_argument("--system", help="package.module:factory of your own MemorySystem (default: the reference core)")
     run.add_argument("--benchmark", type=Path, help="a benchmark.json from `memharness bench` to include in the report")
     run.add_argument("--fuzz-examples", type=int, default=0,
@@ -114,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     mer = sub.add_parser("merge", help="merge shard run directories into one")
     mer.add_argument("out", type=Path)
     mer.add_argument("shards", nargs="+", type=Path)
-    mer.add_argument("--gates", type=Path)
+    mer.add_argument("--gates", type=Path, help="gates TOML evaluated over the merged results")
     fz = sub.add_parser("fuzz", help="run the memory property suite; write shrunk failures as regression scenarios")
     fz.add_argument("--profile", choices=("dev", "ci"), default="ci",
                     help="dev: 50 examples, random; ci: 200 examples, derandomized (default)")
@@ -130,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
     loc = bench_sub.add_parser("locomo", help="LoCoMo turn-level evidence retrieval for every offline strategy")
-    loc.add_argument("path", type=Path, help="locomo10.json (e.g. ../shared/datasets/locomo/locomo10.json)")
+    loc.add_argument("path", type=Path, help="path to locomo10.json (how to download it: docs/locomo.md)")
     loc.add_argument("--strategy", default="heuristic,bm25,embedding,hybrid")
     loc.add_argument("--mode", choices=("turns", "observations"), default="turns")
     loc.add_argument("--out", type=Path, default=Path("reports/locomo"))
@@ -152,4 +154,5 @@ def build_parser() -> argparse.ArgumentParser:
     cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
     st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")
     st.add_argument("directory", type=Path)
+    add_report_commands(sub)
     return p

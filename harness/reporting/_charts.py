@@ -1,121 +1,122 @@
-"""Small inline-SVG charts for the report (no JS library, no network)."""
+"""Chart specifications for the report, drawn in the browser by the vendored Chart.js (inlined, no network).
+
+Each function returns a JSON-serialisable Chart.js config with axis titles, a legend and tooltips. ``None`` stands
+for "no data" and is never drawn as 0: bars are simply absent and the category label says "no data".
+The span waterfall stays a small inline SVG (with a time axis).
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import cache
 from html import escape
+from importlib import resources
 from typing import Any
 
 PALETTE = ("#3b6fd6", "#e07b39", "#3aa57a", "#a155c6", "#c9455a", "#7d8a99")
+ChartSpec = dict[str, Any]
 
 
-def grouped_bars(rows: Sequence[tuple[str, Mapping[str, float | None]]], series: Sequence[str], *,
-                 title: str, max_value: float = 1.0, width: int = 860) -> str:
-    """Horizontal grouped bars: one group per row label, one bar per series (values 0..max_value)."""
-    bar_h, gap, label_w, top = 9, 8, 250, 44
-    group_h = bar_h * len(series) + gap
-    height = top + group_h * len(rows) + 20
-    plot_w = width - label_w - 60
-    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
-           f'width="100%" xmlns="http://www.w3.org/2000/svg">',
-           f'<text x="4" y="16" class="ct">{escape(title)}</text>']
-    for k, name in enumerate(series):
-        out.append(f'<rect x="{label_w + 120 * k}" y="22" width="10" height="10" fill="{PALETTE[k % 6]}"/>'
-                   f'<text x="{label_w + 14 + 120 * k}" y="31" class="cl">{escape(name)}</text>')
-    for i, (label, values) in enumerate(rows):
-        y0 = top + i * group_h
-        out.append(f'<text x="{label_w - 6}" y="{y0 + group_h / 2}" text-anchor="end" class="cl">{escape(label[:42])}</text>')
-        for k, name in enumerate(series):
-            v = values.get(name)
-            w = 0 if v is None else max(0.0, min(1.0, v / max_value)) * plot_w
-            y = y0 + k * bar_h
-            out.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h - 1}" fill="{PALETTE[k % 6]}">'
-                       f'<title>{escape(label)} · {escape(name)}: {"n/a" if v is None else f"{v:.3f}"}</title></rect>')
-    for t in (0, 0.5, 1.0):
-        x = label_w + t * plot_w
-        out.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 16}" class="grid"/>'
-                   f'<text x="{x:.1f}" y="{height - 4}" text-anchor="middle" class="cl">{t * max_value:g}</text>')
-    out.append("</svg>")
-    return "".join(out)
+@cache
+def chartjs_source() -> str:
+    """The vendored Chart.js UMD bundle (its source-map comment dropped: nothing is fetched from file://)."""
+    text = resources.files("harness.reporting").joinpath("vendor/chart.umd.min.js").read_text(encoding="utf-8")
+    return "\n".join(line for line in text.splitlines() if not line.startswith("//# sourceMappingURL"))
 
 
-def histogram(values_by_series: Mapping[str, Sequence[float]], *, title: str, unit: str, bins: int = 24,
-              width: int = 860, height: int = 210) -> str:
-    """Side-by-side histograms on a log10 axis (latencies span orders of magnitude), p50/p95 markers per series."""
+def _axis(title: str, **extra: Any) -> dict[str, Any]:
+    return {"title": {"display": True, "text": title}, **extra}
+
+
+def _base(kind: str, title: str, labels: Sequence[str], datasets: list[dict[str, Any]], *, x: dict[str, Any],
+          y: dict[str, Any], horizontal: bool = False) -> ChartSpec:
+    return {"type": kind, "data": {"labels": list(labels), "datasets": datasets},
+            "options": {"indexAxis": "y" if horizontal else "x", "maintainAspectRatio": False, "animation": False,
+                        "plugins": {"title": {"display": True, "text": title}, "legend": {"display": True},
+                                    "tooltip": {"enabled": True}},
+                        "scales": {"x": x, "y": y}}}
+
+
+def per_scenario_bars(rows: Sequence[tuple[str, Mapping[str, float | None]]], series: Sequence[str], *,
+                      metric: str) -> ChartSpec:
+    """Horizontal grouped bars: one category per scenario, one bar per strategy, 0..1."""
+    labels = []
+    for label, values in rows:
+        missing = [s for s in series if values.get(s) is None]
+        labels.append(f"{label} ({', '.join(missing)}: no data)" if missing else label)
+    datasets = [{"label": name, "backgroundColor": PALETTE[k % 6], "minBarLength": 2,
+                 "data": [values.get(name) for _, values in rows]}
+                for k, name in enumerate(series)]
+    return _base("bar", f"Recall {metric} per scenario (mean over its recall probes)", labels, datasets,
+                 x=_axis(f"recall {metric} (0–1)", min=0, max=1), y=_axis("scenario", ticks={"autoSkip": False}),
+                 horizontal=True)
+
+
+def latency_histogram(values_by_series: Mapping[str, Sequence[float]], *, unit: str = "ms",
+                      bins: int = 16) -> ChartSpec | None:
+    """Counts of recall probes per log-spaced latency bin, one dataset per strategy; None without data."""
     allv = [max(v, 1e-3) for vs in values_by_series.values() for v in vs]
     if not allv:
-        return f'<p class="muted">{escape(title)}: no data</p>'
+        return None
     lo, hi = math.log10(min(allv)), math.log10(max(allv))
     hi = hi if hi > lo else lo + 1
     step = (hi - lo) / bins
-    plot_w, plot_h, left = width - 60, height - 60, 40
-
-    def x_of(value: float) -> float:
-        return left + (math.log10(max(value, 1e-3)) - lo) / (hi - lo) * plot_w
-
-    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" width="100%" '
-           f'xmlns="http://www.w3.org/2000/svg"><text x="4" y="16" class="ct">{escape(title)}</text>']
-    counts_all = []
-    for vs in values_by_series.values():
+    edges = [10 ** (lo + b * step) for b in range(bins + 1)]
+    labels = [f"{edges[b]:.3g}–{edges[b + 1]:.3g}" for b in range(bins)]
+    datasets = []
+    for k, (name, values) in enumerate(values_by_series.items()):
         counts = [0] * bins
-        for v in vs:
+        for v in values:
             counts[min(bins - 1, int((math.log10(max(v, 1e-3)) - lo) / step))] += 1
-        counts_all.append(counts)
-    peak = max(max(c) for c in counts_all) or 1
-    bw = plot_w / bins
-    n = len(counts_all)
-    for k, (name, counts) in enumerate(zip(values_by_series, counts_all, strict=True)):
-        color = PALETTE[k % 6]
-        for b, c in enumerate(counts):
-            h = c / peak * plot_h
-            a, z = 10 ** (lo + b * step), 10 ** (lo + (b + 1) * step)
-            out.append(f'<rect x="{left + b * bw + k * bw / n:.1f}" y="{26 + plot_h - h:.1f}" '
-                       f'width="{max(bw / n - 1, 1):.1f}" height="{h:.1f}" fill="{color}" opacity="0.85">'
-                       f'<title>{escape(name)}: {c} probes in [{a:.3g}, {z:.3g}) {unit}</title></rect>')
-        ordered = sorted(values_by_series[name])
-        for q, dash in ((0.5, "4 2"), (0.95, "1 2")):
-            if not ordered:
-                continue
-            v = ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
-            out.append(f'<line x1="{x_of(v):.1f}" y1="26" x2="{x_of(v):.1f}" y2="{26 + plot_h}" stroke="{color}" '
-                       f'stroke-dasharray="{dash}"><title>{escape(name)} p{int(q * 100)} = {v:.3g} {unit}</title></line>')
-        out.append(f'<rect x="{left + 150 * k}" y="{height - 14}" width="10" height="10" fill="{color}"/>'
-                   f'<text x="{left + 14 + 150 * k}" y="{height - 5}" class="cl">{escape(name)}</text>')
-    for decade in range(math.floor(lo), math.ceil(hi) + 1):
-        x = left + (decade - lo) / (hi - lo) * plot_w
-        if left - 1 <= x <= left + plot_w + 1:
-            out.append(f'<line x1="{x:.1f}" y1="26" x2="{x:.1f}" y2="{28 + plot_h}" class="grid"/>'
-                       f'<text x="{x:.1f}" y="{40 + plot_h}" text-anchor="middle" class="cl">{10.0 ** decade:g} {unit}</text>')
-    out.append(f'<text x="{width - 10}" y="{height - 5}" text-anchor="end" class="cl">log scale; dashed = p50, '
-               f'dotted = p95</text></svg>')
-    return "".join(out)
+        ordered = sorted(values)
+        p50 = ordered[len(ordered) // 2] if ordered else None
+        p95 = ordered[min(len(ordered) - 1, int(0.95 * (len(ordered) - 1) + 0.5))] if ordered else None
+        stats = f" (p50 {p50:.3g} {unit}, p95 {p95:.3g} {unit})" if p50 is not None and p95 is not None else " (no data)"
+        datasets.append({"label": name + stats, "backgroundColor": PALETTE[k % 6], "data": counts})
+    return _base("bar", "Recall latency distribution (real wall clock, log-spaced bins)", labels, datasets,
+                 x=_axis(f"latency bin ({unit}, log scale)"), y=_axis("recall probes", beginAtZero=True,
+                                                                     ticks={"precision": 0}))
 
 
-def cap_bars(rows: Sequence[tuple[str, float]], *, cap: float, title: str, unit: str, width: int = 860) -> str:
-    """Bars against a cap line (index size against its caps)."""
+def index_against_cap(rows: Sequence[tuple[str, float, bool | None]], *, cap: float, unit: str,
+                      what: str) -> ChartSpec | None:
+    """Bars of the index size per scenario with the cap as a line. A bar is red only when the scenario's own
+    ``index.within_limits`` metric (what the gate reads) says the loaded index is over its limits; a file longer
+    than the cap but truncated to it on load stays blue and says so in its tooltip label."""
     if not rows:
-        return f'<p class="muted">{escape(title)}: no data</p>'
-    label_w, bar_h = 250, 12
-    height = 30 + len(rows) * (bar_h + 3) + 24
-    top = max(cap * 1.1, max(v for _, v in rows))
-    plot_w = width - label_w - 40
-    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" width="100%" '
-           f'xmlns="http://www.w3.org/2000/svg"><text x="4" y="16" class="ct">{escape(title)}</text>']
-    for i, (label, v) in enumerate(rows):
-        y = 28 + i * (bar_h + 3)
-        color = "#c9455a" if v > cap else "#3b6fd6"
-        out.append(f'<text x="{label_w - 6}" y="{y + bar_h - 2}" text-anchor="end" class="cl">{escape(label[:42])}</text>'
-                   f'<rect x="{label_w}" y="{y}" width="{v / top * plot_w:.1f}" height="{bar_h}" fill="{color}">'
-                   f'<title>{escape(label)}: {v:g} {unit}</title></rect>')
-    x = label_w + cap / top * plot_w
-    out.append(f'<line x1="{x:.1f}" y1="24" x2="{x:.1f}" y2="{height - 18}" stroke="#c9455a" stroke-dasharray="5 3"/>'
-               f'<text x="{x:.1f}" y="{height - 4}" text-anchor="middle" class="cl">cap {cap:g} {unit}</text></svg>')
-    return "".join(out)
+        return None
+    labels = [label + (" (file over cap, loaded truncated)" if v > cap and within else "") for label, v, within in rows]
+    colors = ["#c9455a" if within is False else "#3b6fd6" for _, _, within in rows]
+    datasets: list[dict[str, Any]] = [
+        {"type": "bar", "label": f"MEMORY.md {what} at the end", "data": [v for _, v, _ in rows],
+         "backgroundColor": colors, "order": 2},
+        {"type": "line", "label": f"cap ({cap:g} {unit})", "data": [cap] * len(rows), "borderColor": "#c9455a",
+         "borderDash": [6, 4], "pointRadius": 0, "fill": False, "order": 1},
+    ]
+    return _base("bar", f"MEMORY.md {what} against the cap (largest {len(rows)})", labels, datasets,
+                 x=_axis(f"{what} ({unit})", beginAtZero=True), y=_axis("scenario", ticks={"autoSkip": False}),
+                 horizontal=True)
+
+
+def trend(runs: Sequence[Mapping[str, Any]], strategies: Sequence[str], metrics: Sequence[str]) -> ChartSpec | None:
+    """Headline metrics over the last runs (oldest left), one line per strategy × metric."""
+    if not runs:
+        return None
+    labels = [f"{str(r['created_at'])[:16].replace('T', ' ')} {r['git_commit'][:7]}".strip() for r in runs]
+    dashes: tuple[list[int], ...] = ([], [6, 3], [2, 3], [10, 3, 2, 3])
+    datasets = []
+    for k, strategy in enumerate(strategies):
+        for j, metric in enumerate(metrics):
+            datasets.append({"label": f"{strategy} {metric}", "borderColor": PALETTE[k % 6],
+                             "backgroundColor": PALETTE[k % 6], "borderDash": dashes[j % 4], "spanGaps": False,
+                             "data": [r["metrics"].get(strategy, {}).get(metric) for r in runs]})
+    return _base("line", f"Trend over the last {len(runs)} run(s)", labels, datasets,
+                 x=_axis("run (UTC time, commit)"), y=_axis("metric value (0–1)", min=0, max=1))
 
 
 def waterfall(spans: Sequence[Mapping[str, Any]], *, width: int = 860) -> str:
-    """A span waterfall for one trace: bars on the logical timeline, indented by depth."""
+    """A span waterfall for one trace: bars on the logical timeline, indented by depth, with a time axis."""
     if not spans:
         return '<p class="muted">no spans recorded for this trace</p>'
     starts = [int(s["startTimeUnixNano"]) for s in spans]
@@ -126,16 +127,16 @@ def waterfall(spans: Sequence[Mapping[str, Any]], *, width: int = 860) -> str:
 
     def depth(s: Mapping[str, Any]) -> int:
         d, cur = 0, s
-        while cur.get("parentSpanId") in by_id:
+        while cur.get("parentSpanId") in by_id and d < 32:
             cur, d = by_id[cur["parentSpanId"]], d + 1
         return d
 
     ordered = sorted(spans, key=lambda s: (int(s["startTimeUnixNano"]), depth(s)))
     row_h, label_w = 16, 300
-    height = len(ordered) * row_h + 8
-    plot_w = width - label_w - 10
-    out = [f'<svg class="chart" role="img" aria-label="span waterfall" viewBox="0 0 {width} {height}" width="100%" '
-           f'xmlns="http://www.w3.org/2000/svg">']
+    height = len(ordered) * row_h + 34
+    plot_w = width - label_w - 20
+    out = [f'<svg class="chart waterfall" role="img" aria-label="span waterfall" viewBox="0 0 {width} {height}" '
+           f'width="100%" xmlns="http://www.w3.org/2000/svg">']
     for i, s in enumerate(ordered):
         attrs = {a["key"]: next(iter(a["value"].values()), "") for a in s.get("attributes", [])}
         x = label_w + (int(s["startTimeUnixNano"]) - t0) / span_ns * plot_w
@@ -143,9 +144,19 @@ def waterfall(spans: Sequence[Mapping[str, Any]], *, width: int = 860) -> str:
         err = s.get("status", {}).get("code") in (2, "STATUS_CODE_ERROR")
         color = "#c9455a" if err else ("#e07b39" if s["name"].startswith("chat") else "#3b6fd6")
         y = 4 + i * row_h
-        tip = ", ".join(f"{k}={v}" for k, v in attrs.items() if k.startswith(("memory.", "gen_ai.", "error.")))[:400]
+        tip = "; ".join(f"{k} = {v}" for k, v in attrs.items()
+                        if k.startswith(("memory.", "gen_ai.", "error.")) and k != "memory.duration_ms")[:300]
+        real = attrs.get("memory.duration_ms")
         out.append(f'<text x="{4 + depth(s) * 12}" y="{y + 11}" class="cl">{escape(s["name"][:44])}</text>'
                    f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row_h - 4}" fill="{color}" rx="2">'
-                   f'<title>{escape(s["name"])} {escape(tip)} (real {attrs.get("memory.duration_ms", "?")} ms)</title></rect>')
-    out.append("</svg>")
+                   f'<title>{escape(s["name"])}{" — " + escape(tip) if tip else ""}'
+                   f'{f" (real {real} ms)" if real not in (None, "") else ""}</title></rect>')
+    axis_y = len(ordered) * row_h + 8
+    total_ms = span_ns / 1e6
+    out.append(f'<line x1="{label_w}" y1="{axis_y}" x2="{label_w + plot_w}" y2="{axis_y}" class="axis"/>')
+    for t in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = label_w + t * plot_w
+        out.append(f'<line x1="{x:.1f}" y1="{axis_y}" x2="{x:.1f}" y2="{axis_y + 4}" class="axis"/>'
+                   f'<text x="{x:.1f}" y="{axis_y + 15}" text-anchor="middle" class="cl">{t * total_ms:.4g}</text>')
+    out.append(f'<text x="{label_w - 6}" y="{axis_y + 15}" text-anchor="end" class="cl">logical time (ms)</text></svg>')
     return "".join(out)

@@ -1,17 +1,24 @@
-"""Render the self-contained HTML report (jinja2 template, inline CSS/JS/SVG, no network). Writes nothing."""
+"""Render the self-contained HTML report (jinja2 template, inline CSS, the vendored Chart.js inlined, no network).
+Writes nothing. Verdict first, then failures and flips, then charts, then the per-probe drill-down."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from harness.evaluation import RunSummary, per_scenario_means
 from harness.replay import SPEC_LIMITS, ScenarioResult
 from harness.reporting import _charts as charts
+from harness.reporting import _view as view
+from harness.reporting._history import TREND_METRICS, HistoryRun
 from harness.reporting._text import HEADLINE
+
+TREND_CHART_METRICS = ("recall.f1", "recall.precision", "recall.recall")
 
 
 @cache
@@ -19,18 +26,20 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("harness.reporting", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined)
     env.filters["num"] = _num
+    env.filters["sig3"] = view.sig3
     return env
 
 
-def _num(value: Any, digits: int = 3) -> str:
+def _num(value: Any, digits: int = 3) -> Markup | str:
+    """Numbers with 3 significant digits; None renders as a visible "no data" (never as 0)."""
     if value is None:
-        return "–"
+        return Markup('<span class="nodata">no data</span>')
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (int, float)):
         if float(value).is_integer():
             return str(int(value))
-        return f"{value:.{digits}f}"
+        return f"{value:.{digits}g}"
     return str(value)
 
 
@@ -45,22 +54,57 @@ def flatten_spans(lines: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str
     return out
 
 
+def _index_rows(results: Sequence[ScenarioResult], metric: str) -> list[tuple[str, float, bool | None]]:
+    rows = []
+    for r in results:
+        for p in r.probes:
+            value = p.metric(metric)
+            if p.final and value is not None:
+                within = p.metric("index.within_limits")
+                rows.append((f"{r.scenario} [{r.strategy}]", value, None if within is None else bool(within)))
+    return sorted(rows, key=lambda x: -x[1])[:25]
+
+
+def _chart_specs(summary: RunSummary, results: Sequence[ScenarioResult],
+                 history: Sequence[HistoryRun]) -> dict[str, charts.ChartSpec]:
+    strategies = list(summary.strategies)
+    specs: dict[str, charts.ChartSpec | None] = {}
+    for m in ("f1", "recall", "precision"):
+        rows = per_scenario_means(results, m)
+        specs[f"per-scenario-{m}"] = charts.per_scenario_bars(rows, strategies, metric=m) if rows else None
+    latency = {s: [p.duration_ms for r in results if r.strategy == s for p in r.probes if p.kind == "recall" and p.graded]
+               for s in strategies}
+    specs["latency"] = charts.latency_histogram(latency)
+    specs["index-lines"] = charts.index_against_cap(_index_rows(results, "index.lines"), cap=SPEC_LIMITS.max_lines,
+                                                    unit="lines", what="lines")
+    specs["index-bytes"] = charts.index_against_cap(_index_rows(results, "index.bytes"), cap=SPEC_LIMITS.max_chars,
+                                                    unit="characters", what="size")
+    runs = [{"created_at": h.created_at, "git_commit": h.git_commit, "metrics": h.metrics} for h in history]
+    specs["trend"] = charts.trend(runs, strategies, TREND_CHART_METRICS)
+    return {k: v for k, v in specs.items() if v is not None}
+
+
+def _json_for_script(data: Any) -> Markup:
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, default=str)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
 def render_report(summary: RunSummary, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]],
-                  *, bench: Mapping[str, Any] | None = None) -> str:
-    """The whole report as one HTML string."""
+                  *, bench: Mapping[str, Any] | None = None, history: Sequence[HistoryRun] = ()) -> str:
+    """The whole report as one HTML string. ``history``: past runs (oldest first) for the trend chart and table."""
     strategies = list(summary.strategies)
     traces = flatten_spans(spans)
     order = {"error": 0, "failed": 1, "skipped": 2, "passed": 3}
     ordered = sorted(results, key=lambda r: (order[r.status], r.scenario, r.strategy))
-    latency = {s: [p.duration_ms for r in results if r.strategy == s for p in r.probes if p.kind == "recall" and p.graded]
-               for s in strategies}
-    first = [(r.scenario, p) for r in results if strategies and r.strategy == strategies[0] for p in r.probes
-             if p.final and "index.lines" in p.metrics]
-    index_lines = sorted(((f"{sid} [{strategies[0]}]", p.metric("index.lines") or 0.0) for sid, p in first),
-                         key=lambda x: -x[1])[:25]
-    index_chars = sorted(((f"{sid} [{strategies[0]}]", p.metric("index.bytes") or 0.0) for sid, p in first),
-                         key=lambda x: -x[1])[:25]
-    per_scenario = {m: per_scenario_means(results, m) for m in ("precision", "recall", "f1")}
+    calls = view.load_cassette_calls(summary.meta.get("cassettes"))
+    all_spans = [s for trace in traces.values() for s in trace]
+    candidates = view.candidate_counts(all_spans)
+    probe_views = {
+        (r.scenario, r.strategy): [
+            view.probe_view(p, calls.get((r.scenario, p.step), []) if p.tokens.calls or p.fallback_reason else [],
+                            candidates.get((r.trace_id, p.step)))
+            for p in r.probes]
+        for r in results}
     gates = sorted(summary.gates, key=lambda g: g.passed)
     prompt_versions = sorted({v for r in results for v in r.prompt_versions})
     fallbacks: dict[str, int] = {}
@@ -68,18 +112,18 @@ def render_report(summary: RunSummary, results: Sequence[ScenarioResult], spans:
         for p in r.probes:
             if p.fallback_reason:
                 fallbacks[p.fallback_reason] = fallbacks.get(p.fallback_reason, 0) + 1
+    specs = _chart_specs(summary, results, history)
     return _env().get_template("report.html.j2").render(
-        summary=summary, strategies=strategies, results=ordered, headline=HEADLINE, gates=gates,
-        comparisons=summary.comparisons, baseline=summary.baseline,
+        summary=summary, strategies=strategies, results=ordered, headline=HEADLINE,
+        verdict=view.verdict(summary, results), cards=view.cards(summary), card_metrics=view.CARD_METRICS,
+        failed_gates=[g for g in gates if not g.passed], passed_gates=[g for g in gates if g.passed],
+        failing=[r for r in ordered if r.status in ("failed", "error")],
+        flips=view.flips(results, strategies), suspicious=view.suspicious_passes(ordered),
+        comparisons=summary.comparisons, baseline=summary.baseline, effect_words=view.effect_words,
         meta=summary.meta, prompt_versions=prompt_versions, fallbacks=fallbacks, fuzz=summary.fuzz, bench=bench,
-        charts_per_scenario=[charts.grouped_bars(rows, strategies, title=f"Recall {m} per scenario (mean over its "
-                                                 "recall probes)") for m, rows in per_scenario.items() if rows],
-        chart_latency=charts.histogram(latency, title="Recall latency (real wall clock)", unit="ms"),
-        chart_index_lines=charts.cap_bars(index_lines, cap=SPEC_LIMITS.max_lines, title="MEMORY.md lines at the end "
-                                          "(largest 25)", unit="lines"),
-        chart_index_bytes=charts.cap_bars(index_chars, cap=SPEC_LIMITS.max_chars, title="MEMORY.md size at the end "
-                                          "(largest 25)", unit="bytes"),
-        waterfalls={r.trace_id: charts.waterfall(traces.get(r.trace_id, [])) for r in ordered},
+        probe_views=probe_views, chart_ids=list(specs), chart_data=_json_for_script(specs),
+        chartjs=Markup(charts.chartjs_source()), history=list(history), trend_metrics=TREND_METRICS,
+        waterfalls={r.trace_id: Markup(charts.waterfall(traces.get(r.trace_id, []))) for r in ordered},
     )
 
 

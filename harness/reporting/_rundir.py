@@ -65,7 +65,7 @@ def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResul
     atomic_write(out / "results.jsonl", jsonl(r.to_row() for r in results))
     atomic_write(out / "traces.jsonl", jsonl(spans))
     atomic_write(out / "junit.xml", junit_xml(results))
-    atomic_write(out / "summary.md", summary_markdown(summary))
+    atomic_write(out / "summary.md", summary_markdown(summary, results))
     atomic_write(out / "report.html", html)
 
 

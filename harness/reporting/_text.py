@@ -8,6 +8,7 @@ from typing import Any, Final
 
 from harness.evaluation import RunSummary
 from harness.replay import ScenarioResult
+from harness.reporting._view import effect_words, flips, verdict
 
 HEADLINE: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "recall.ndcg",
                    "recall.abstention_accuracy", "dedupe.residual_duplicates", "dedupe.retention", "index.within_limits",
@@ -45,36 +46,53 @@ def junit_xml(results: Sequence[ScenarioResult]) -> str:
 
 def _fmt(value: Any) -> str:
     if value is None:
-        return "–"
+        return "no data"
     if isinstance(value, float):
         return f"{value:.3f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
     return str(value)
 
 
-def summary_markdown(summary: RunSummary) -> str:
-    """A compact Markdown summary for CI step summaries."""
+def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()) -> str:
+    """A compact Markdown summary for CI step summaries: verdict, metrics, comparisons, baseline deltas and flips,
+    failed expectations, gates."""
     strategies = list(summary.strategies)
-    lines = [f"## memharness — {summary.verdict.upper()}", ""]
-    if summary.incomplete:
-        lines += [f"**INCOMPLETE**: {len(summary.incomplete)} scenario run(s) could not finish "
-                  f"(e.g. {summary.incomplete[0]}); the metrics below cover a partial suite.", ""]
-    for v in summary.baseline.verdicts if summary.baseline else ():
-        lines.append(f"- vs baseline: {v.text}")
-    for f in summary.baseline.flips if summary.baseline else ():
-        lines.append(f"- FLIP {f.scenario} [{f.strategy}]" + (f" step {f.step}" if f.step is not None else "")
-                     + f": passed in the baseline, {f.now} now")
-    if summary.baseline:
-        lines.append("")
+    v = verdict(summary, results) if results else None
+    word = v.line.split(" — ")[0] if v else "PASSED" if summary.passed else "FAILED"
+    lines = [f"## memharness — {word}", ""]
+    if v:
+        lines += [f"**{v.line}**", ""] + [f"- {d}" for d in v.details] + ([""] if v.details else [])
     lines += ["| metric | " + " | ".join(strategies) + " |", "|---|" + "---:|" * len(strategies)]
     counts = [summary.strategies[s].scenarios for s in strategies]
     lines.append("| scenarios passed | " + " | ".join(f"{c.passed}/{c.total}" for c in counts) + " |")
     for metric in HEADLINE:
         lines.append(f"| {metric} | " + " | ".join(_fmt(summary.strategies[s].metric(metric)) for s in strategies) + " |")
     if summary.comparisons:
-        lines += ["", "| comparison | delta | 95% CI | p | W/T/L | n |", "|---|---:|---|---:|---|---:|"]
+        lines += ["", "| comparison | delta | 95% CI | p | W/T/L | n | in words |", "|---|---:|---|---:|---|---:|---|"]
         for c in summary.comparisons:
             lines.append(f"| {c.b} − {c.a} {c.metric} | {c.delta:+.3f} | [{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}] | "
-                         f"{c.p_value:.3g} | {c.wins}/{c.ties}/{c.losses} | {c.n} |")
+                         f"{c.p_value:.3g} | {c.wins}/{c.ties}/{c.losses} | {c.n} | "
+                         f"{'significant' if c.significant else 'not significant'} |")
+    if summary.baseline is not None:
+        lines += ["", f"### Against baseline `{summary.baseline.dir}`", "",
+                  "| strategy | metric | baseline | now | delta | 95% CI | in words |", "|---|---|---:|---:|---:|---|---|"]
+        for c in summary.baseline.comparisons:
+            lines.append(f"| {c.b} | {c.metric} | {c.mean_a:.3g} | {c.mean_b:.3g} | {c.delta:+.3g} | "
+                         f"[{c.ci95[0]:+.3g}, {c.ci95[1]:+.3g}] | {effect_words(c).split(':')[0]} |")
+        if summary.baseline.changed:
+            lines += ["", f"{len(summary.baseline.changed)} probe(s) changed against the baseline:", ""]
+            lines += [f"- `{p.scenario}` step {p.step} [{p.strategy}] {p.query!r}: F1 {_fmt(p.f1_base)} → {_fmt(p.f1_cand)}"
+                      for p in summary.baseline.changed[:30]]
+    flipped = flips(results, strategies) if results else []
+    if flipped:
+        lines += ["", f"{len(flipped)} recall probe(s) flip between strategies:", ""]
+        lines += [f"- `{f.scenario}` step {f.step} {f.query!r}: {f.a} {'found all' if f.a_ok else 'missed'}, "
+                  f"{f.b} {'found all' if f.b_ok else 'missed'}" for f in flipped[:30]]
+    bad = [r for r in results if r.status in ("failed", "error")]
+    if bad:
+        lines += ["", "### Failed scenarios", ""]
+        for r in bad:
+            lines.append(f"- `{r.scenario}` [{r.strategy}] ({r.path or 'no file'}): "
+                         + "; ".join(r.failures or ((r.error or "").splitlines()[:1])))
     lines += ["", "| gate | value | result |", "|---|---:|---|"]
     for g in summary.gates:
         lines.append(f"| {g.name} | {_fmt(g.value)} | {'pass' if g.passed else '**FAIL** ' + g.detail} |")

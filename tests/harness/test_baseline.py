@@ -85,7 +85,7 @@ def test_a_partial_run_is_incomplete_and_refuses_a_baseline(base: Path, tmp_path
                 environ={}) == 2
     printed = capsys.readouterr().out
     assert "INCOMPLETE:" in printed
-    assert "(PARTIAL SUITE)" in printed
+    assert "PARTIAL SUITE" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] is False
     assert summary["incomplete"]

@@ -5,7 +5,13 @@ from pathlib import Path
 
 import pytest
 
+import harness.evaluation
+import harness.replay
+import harness.reporting
 from tests.harness.conftest import SCENARIOS
+
+# imported here so pytester's in-process runs reuse them: numpy cannot be imported twice in one process
+PRELOADED = (harness.evaluation, harness.replay, harness.reporting)
 
 pytest_plugins = ["pytester"]
 
@@ -21,7 +27,8 @@ def test_scenarios_become_test_items_with_trace_ids(pytester: pytest.Pytester) -
     junit = pytester.path / "junit.xml"
     result = pytester.runpytest_inprocess("--memharness", "-p", "no:cacheprovider", str(suite), f"--junitxml={junit}")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*bad.yaml: step 0 (check, line 4): fact t is still covered*"])
+    result.stdout.fnmatch_lines(["*bad.yaml: scenario suite/bad ?heuristic? failed:",
+                                 "  step 0 (check, line 4): fact t is still covered"])
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     props = {p.get("name"): p.get("value") for p in cases["suite/ok[heuristic]"].iter("property")}
     assert len(props["otel.trace_id"]) == 32
@@ -35,3 +42,47 @@ def test_gate_failure_fails_the_session(pytester: pytest.Pytester, tmp_path: Pat
     result.assert_outcomes(passed=4)
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*memharness GATE FAILED: heuristic forget.recall >= 2.0*"])
+
+
+SHIPPED = [str(SCENARIOS / "recall" / "type-user.yaml"), str(SCENARIOS / "recall" / "multi-fact.yaml"),
+           str(SCENARIOS / "model" / "fallback-timeout.yaml")]
+
+
+def test_shipped_scenarios_pass_with_both_strategies_under_xdist_and_print_the_summary(
+        pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    # a subprocess, as a user runs it; two xdist workers each replay their share and the controller aggregates
+    result = pytester.runpytest_subprocess("--memharness", "-p", "no:cacheprovider", "-rs", "-n", "2",
+                                           "--memharness-strategy", "heuristic,model", *SHIPPED)
+    # the shipped cassettes are found without --memharness-cassettes; the model-only scenario is skipped for
+    # heuristic with its reason, never dropped
+    result.assert_outcomes(passed=5, skipped=1)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "*memharness summary*",
+        "PASSED — 5/5 scenario runs passed*",
+        "*heuristic*model*",
+        "scenarios passed*2/2*3/3*",
+        "recall.f1*",
+        "model − heuristic recall.f1: * significant*",
+    ])
+    result.stdout.fnmatch_lines(["SKIPPED*fallback-timeout runs only with strategies model (not heuristic)*"])
+
+
+def test_a_failure_is_a_few_lines_without_traceback(pytester: pytest.Pytester) -> None:
+    (pytester.path / "bad.yaml").write_text(
+        "facts: {t: {type: user, match: [vim]}}\n"
+        "memories: [{path: user/a.md, type: user, body: uses vim}]\n"
+        "steps:\n  - check: {facts_absent: [t]}\n")
+    result = pytester.runpytest_inprocess("--memharness", "-p", "no:cacheprovider", "--memharness-strategy",
+                                          "heuristic,model", str(pytester.path / "bad.yaml"))
+    text = result.stdout.str()
+    assert "Traceback" not in text
+    assert "runtest" not in text  # no frames of the plugin
+    section = text.split("= FAILURES =", 1)[1].split("memharness summary", 1)[0]
+    assert len(section.strip().splitlines()) <= 8
+    result.stdout.fnmatch_lines(["*bad.yaml: scenario bad ?heuristic? failed:", "  step 0 (check, line 4): fact t*"])
+    (pytester.path / "broken.yaml").write_text("steps: 3\n")
+    broken = pytester.runpytest_inprocess("--memharness", "-p", "no:cacheprovider", str(pytester.path / "broken.yaml"))
+    broken.stdout.fnmatch_lines(["*broken.yaml:1: steps: expected a list*"])  # a bad file: its one-line error
+    assert "Traceback" not in broken.stdout.str()

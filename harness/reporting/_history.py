@@ -1,0 +1,128 @@
+"""Run history in SQLite (standard-library ``sqlite3``): every run appends its summary; the report and
+``memharness history`` read the trend of the headline metrics.
+
+Writes are one transaction each; a missing, locked or corrupt database costs a one-line warning on stderr and
+never fails a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from harness.evaluation import RunSummary
+
+HISTORY_FILE: Final = "history.sqlite"
+TREND_METRICS: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "dedupe.retention",
+                        "latency.recall_ms.p95")
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, created_at TEXT NOT NULL, git_commit TEXT NOT NULL DEFAULT '',
+    passed INTEGER NOT NULL, complete INTEGER NOT NULL, out_dir TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, strategy TEXT NOT NULL, metric TEXT NOT NULL,
+    value REAL, PRIMARY KEY (run_id, strategy, metric));
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRun:
+    """One past run: its headline metrics per strategy (None = no data)."""
+
+    run_id: str
+    created_at: str
+    git_commit: str
+    passed: bool
+    complete: bool
+    metrics: dict[str, dict[str, float | None]]
+    """strategy → metric → value."""
+
+    def metric(self, strategy: str, name: str) -> float | None:
+        return self.metrics.get(strategy, {}).get(name)
+
+
+def history_path(out: Path, environ: dict[str, str] | None = None) -> Path:
+    """``$MEMHARNESS_HISTORY`` when set, else ``history.sqlite`` beside the run directory (``reports/`` by default)."""
+    env = os.environ if environ is None else environ
+    override = env.get("MEMHARNESS_HISTORY")
+    return Path(override) if override else out.resolve().parent / HISTORY_FILE
+
+
+def _warn(db: Path, exc: BaseException) -> None:
+    print(f"memharness: warning: run history {db} not updated/read ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
+def _connect(db: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(db, timeout=10)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.executescript(_SCHEMA)
+    return conn
+
+
+def append_run(db: Path, summary: RunSummary, *, out_dir: Path | None = None,
+               warn: Callable[[Path, BaseException], None] = _warn) -> bool:
+    """Append (or replace, same run id) one run in one transaction. False (and a warning) when the db is unusable."""
+    complete = bool(getattr(summary, "complete", True))
+    rows = [(summary.run_id, strategy, metric, block.metric(metric))
+            for strategy, block in summary.strategies.items() for metric in TREND_METRICS]
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        conn = _connect(db)
+        try:
+            with conn:  # one transaction: all rows or none
+                conn.execute("DELETE FROM metrics WHERE run_id = ?", (summary.run_id,))
+                conn.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+                             (summary.run_id, summary.created_at, str(summary.meta.get("git_commit") or ""),
+                              int(summary.passed), int(complete), str(out_dir or "")))
+                conn.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", rows)
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError) as exc:
+        warn(db, exc)
+        return False
+    return True
+
+
+def read_history(db: Path, *, limit: int = 20,
+                 warn: Callable[[Path, BaseException], None] = _warn) -> list[HistoryRun]:
+    """The last ``limit`` runs, oldest first; [] (and a warning when it exists but is unreadable) otherwise."""
+    if not db.exists():
+        return []
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+        try:
+            runs = conn.execute("SELECT run_id, created_at, git_commit, passed, complete FROM runs "
+                                "ORDER BY created_at DESC, rowid DESC LIMIT ?", (max(limit, 0),)).fetchall()
+            out: list[HistoryRun] = []
+            for run_id, created_at, commit, passed, complete in reversed(runs):
+                metrics: dict[str, dict[str, float | None]] = {}
+                for strategy, metric, value in conn.execute(
+                        "SELECT strategy, metric, value FROM metrics WHERE run_id = ?", (run_id,)):
+                    metrics.setdefault(strategy, {})[metric] = value
+                out.append(HistoryRun(run_id, created_at, commit, bool(passed), bool(complete), metrics))
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        warn(db, exc)
+        return []
+    return out
+
+
+def history_json(runs: Sequence[HistoryRun]) -> str:
+    """The trend data the report's chart reads."""
+    return json.dumps([{"run_id": r.run_id, "created_at": r.created_at, "git_commit": r.git_commit[:10],
+                        "passed": r.passed, "complete": r.complete, "metrics": r.metrics} for r in runs])
+
+
+def record_history(out: Path, summary: RunSummary, *, limit: int = 20,
+                   environ: dict[str, str] | None = None) -> list[HistoryRun]:
+    """Append this run to the history beside ``out`` (see ``history_path``) and return the last ``limit`` runs."""
+    db = history_path(out, environ)
+    append_run(db, summary, out_dir=out)
+    return read_history(db, limit=limit)

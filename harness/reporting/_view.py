@@ -1,0 +1,305 @@
+"""What the report and the terminal say, computed once from typed records: the verdict, a card per strategy, the
+flips, the suspicious passes and the per-probe drill-down (with the model's request and reply from the cassette)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from harness.evaluation import Comparison, RunSummary
+from harness.replay import Probe, ScenarioResult
+
+CARD_METRICS: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "dedupe.retention",
+                       "latency.recall_ms.p95")
+LOWER_IS_BETTER: Final = frozenset({"latency.recall_ms.p95", "dedupe.residual_duplicates", "llm.cost_usd"})
+VERDICT_METRIC: Final = "recall.f1"
+VerdictStatus = Literal["pass", "fail", "incomplete"]
+_STEP_LINE: Final = re.compile(r"^step (?P<step>\d+) \((?P<kind>[\w-]+), line (?P<line>\d+)\): (?P<message>.*)$", re.S)
+_FILE_LINE: Final = re.compile(r"^(?P<file>[^:\n]+\.ya?ml):(?P<line>\d+): (?P<message>.*)$", re.S)
+
+
+def sig3(value: float | None) -> str:
+    """Three significant digits; "no data" for None."""
+    if value is None:
+        return "no data"
+    if value == 0:
+        return "0"
+    return f"{value:.3g}"
+
+
+def effect_words(c: Comparison, *, lower_is_better: bool = False) -> str:
+    """"better/worse/no detectable change" with the effect and its CI in words."""
+    sign = -1 if lower_is_better else 1
+    if c.significant:
+        word = "better" if sign * c.delta > 0 else "worse"
+        return (f"{word}: {c.metric} {c.delta:+.3g} (95% CI {c.ci95[0]:+.3g} to {c.ci95[1]:+.3g}, significant, "
+                f"n = {c.n})")
+    mde = f"; the smallest detectable effect is ±{c.mde:.3g}" if c.mde == c.mde and c.mde != float("inf") else ""
+    return (f"no detectable change: {c.metric} {c.delta:+.3g} (95% CI {c.ci95[0]:+.3g} to {c.ci95[1]:+.3g} "
+            f"includes 0, not significant, n = {c.n}{mde})")
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    metric: str
+    delta: float
+    ci95: tuple[float, float]
+    significant: bool
+    good: bool
+    against: str
+
+    @property
+    def css(self) -> str:
+        return ("up" if self.good else "down") if self.significant else "flat"
+
+    @property
+    def words(self) -> str:
+        return "significant" if self.significant else "not significant"
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    strategy: str
+    passed: int
+    total: int
+    failed: int
+    errors: int
+    skipped: int
+    metrics: dict[str, float | None]
+    deltas: dict[str, Delta]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    status: VerdictStatus
+    line: str
+    details: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Annotation:
+    """A failed expectation located in its scenario file."""
+
+    file: str
+    line: int | None
+    scenario: str
+    strategy: str
+    message: str
+
+    def github(self) -> str:
+        msg = self.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        loc = f"file={self.file}" + (f",line={self.line}" if self.line else "")
+        return f"::error {loc},title=memharness {self.scenario} [{self.strategy}]::{msg}"
+
+
+def failure_annotations(results: Sequence[ScenarioResult]) -> list[Annotation]:
+    """One annotation per failed expectation or scenario error, with the YAML line when the message names one."""
+    out: list[Annotation] = []
+    for r in results:
+        messages = list(r.failures) if r.status == "failed" else [r.error] if r.error else []
+        for text in messages:
+            if not text:
+                continue
+            first = text.strip()
+            m = _STEP_LINE.match(first)
+            f = _FILE_LINE.match(first.splitlines()[0]) if not m else None
+            line = int(m["line"]) if m else int(f["line"]) if f else None
+            file = (f["file"] if f else "") or r.path or r.scenario
+            out.append(Annotation(file, line, r.scenario, r.strategy, first.splitlines()[0] if f else first))
+    return out
+
+
+def _comparison_delta(c: Comparison, against: str) -> Delta:
+    good = (c.delta < 0) if c.metric in LOWER_IS_BETTER else (c.delta > 0)
+    return Delta(c.metric, c.delta, c.ci95, c.significant, good, against)
+
+
+def cards(summary: RunSummary) -> list[Card]:
+    """A card per strategy: headline metrics; deltas against the baseline (same strategy) when there is one, else
+    against the first strategy."""
+    names = list(summary.strategies)
+    out = []
+    for name, block in summary.strategies.items():
+        deltas: dict[str, Delta] = {}
+        if summary.baseline is not None:
+            for c in summary.baseline.comparisons:
+                if c.b == name:
+                    deltas[c.metric] = _comparison_delta(c, "baseline")
+        else:
+            for c in summary.comparisons:
+                if c.b == name and names and c.a == names[0]:
+                    deltas[c.metric] = _comparison_delta(c, c.a)
+        s = block.scenarios
+        out.append(Card(name, s.passed, s.total, s.failed, s.errors, s.skipped,
+                        {m: block.metric(m) for m in CARD_METRICS}, deltas))
+    return out
+
+
+def verdict(summary: RunSummary, results: Sequence[ScenarioResult]) -> Verdict:
+    """pass / fail / incomplete, and against a baseline better / worse / no detectable change (in words)."""
+    errors = [r for r in results if r.status == "error"]
+    failed = [r for r in results if r.status == "failed"]
+    gates = [g for g in summary.gates if not g.passed]
+    complete = bool(getattr(summary, "complete", True)) and not errors
+    status: VerdictStatus = "incomplete" if not complete else "fail" if failed or gates or not summary.passed else "pass"
+    counts = f"{sum(r.status == 'passed' for r in results)}/{len(results)} scenario runs passed"
+    parts = [counts]
+    if failed:
+        parts.append(f"{len(failed)} failed")
+    if errors:
+        parts.append(f"{len(errors)} did not finish (error)")
+    if summary.gates:
+        parts.append(f"{len(summary.gates) - len(gates)}/{len(summary.gates)} gates passed")
+    details: list[str] = []
+    if summary.baseline is not None:
+        for c in summary.baseline.comparisons:
+            if c.metric == VERDICT_METRIC:
+                details.append(f"{c.b} against the baseline: {effect_words(c)}")
+    elif summary.comparisons:
+        for c in summary.comparisons:
+            if c.metric == VERDICT_METRIC:
+                details.append(f"{c.b} against {c.a}: {effect_words(c)}")
+    word = {"pass": "PASSED", "fail": "FAILED", "incomplete": "INCOMPLETE"}[status]
+    return Verdict(status, f"{word} — " + ", ".join(parts), tuple(details))
+
+
+@dataclass(frozen=True, slots=True)
+class Flip:
+    scenario: str
+    step: int
+    query: str
+    a: str
+    b: str
+    a_ok: bool
+    b_ok: bool
+
+
+def _success(p: Probe) -> bool | None:
+    if p.kind != "recall" or not p.graded:
+        return None
+    if not p.expected:
+        return not p.selected
+    return set(p.expected) <= set(p.covered)
+
+
+def flips(results: Sequence[ScenarioResult], strategies: Sequence[str]) -> list[Flip]:
+    """Recall probes where the first strategy and another disagree on success (all facts found, or abstained)."""
+    if len(strategies) < 2:
+        return []
+    by: dict[tuple[str, int, str], Probe] = {(p.scenario, p.step, p.strategy): p for r in results for p in r.probes}
+    out = []
+    for (scenario, step, strategy), p in sorted(by.items()):
+        if strategy != strategies[0]:
+            continue
+        for other in strategies[1:]:
+            q = by.get((scenario, step, other))
+            if q is None:
+                continue
+            a, b = _success(p), _success(q)
+            if a is not None and b is not None and a != b:
+                out.append(Flip(scenario, step, p.query, strategies[0], other, a, b))
+    return out
+
+
+def suspicious_passes(results: Sequence[ScenarioResult]) -> list[tuple[ScenarioResult, int, int]]:
+    """Passing scenarios with recall probes at recall 0 (expected facts, none found): (result, zero, total)."""
+    out = []
+    for r in results:
+        graded = [p for p in r.probes if p.kind == "recall" and p.graded and p.expected]
+        zero = [p for p in graded if p.metric("recall") == 0]
+        if r.status == "passed" and zero:
+            out.append((r, len(zero), len(graded)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    purpose: str
+    prompt_version: str
+    messages: tuple[tuple[str, str], ...]
+    reply: str
+    candidates: tuple[str, ...] = ()
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeView:
+    probe: Probe
+    ranked: tuple[tuple[int, str, float | None], ...]
+    facts: tuple[tuple[str, bool, str], ...]
+    """(fact, covered, explanation)."""
+    notes: tuple[str, ...]
+    calls: tuple[ModelCall, ...] = field(default=())
+
+
+def load_cassette_calls(directory: str | Path | None) -> dict[tuple[str, int], list[ModelCall]]:
+    """Cassette entries grouped by (scenario, step); {} when there is no cassette (never fails the report)."""
+    if not directory:
+        return {}
+    path = Path(directory) / "cassette.jsonl"
+    out: dict[tuple[str, int], list[ModelCall]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    for line in lines:
+        try:
+            e = json.loads(line)
+            req, resp = e.get("request", {}), e.get("response", {})
+            messages = tuple((str(m.get("role", "")), str(m.get("content", ""))) for m in req.get("messages", ()))
+            enum = (req.get("grammar") or {}).get("properties", {}).get("selected_memories", {}).get("items", {})
+            resp = resp if isinstance(resp, Mapping) else {}
+            call = ModelCall(str(e.get("purpose", "")), str(e.get("prompt_version", "")), messages,
+                             str(resp.get("text") or ""), tuple(enum.get("enum", ())),
+                             str(e.get("error") or resp.get("error") or ""))
+            out.setdefault((str(e["scenario"]), int(e["step"])), []).append(call)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return out
+
+
+def probe_view(p: Probe, calls: Sequence[ModelCall], candidates: int | None) -> ProbeView:
+    """The drill-down of one probe: ranked selection with scores, facts covered or missed and why, notes."""
+    ranked = tuple((i + 1, path, p.scores[i] if i < len(p.scores) else None) for i, path in enumerate(p.selected))
+    facts = []
+    for fact in p.expected:
+        if fact in p.covered:
+            facts.append((fact, True, "covered by a selected memory (its text matches one of the fact's phrases)"))
+        elif not p.selected:
+            facts.append((fact, False, "missed: nothing was selected"))
+        elif p.k is not None and len(p.selected) >= p.k:
+            facts.append((fact, False, f"missed: none of the {len(p.selected)} selected memories matches it "
+                                       f"(the selection is capped at k = {p.k})"))
+        else:
+            facts.append((fact, False, f"missed: none of the {len(p.selected)} selected memories matches it"))
+    notes = []
+    if p.kind == "recall" and not p.selected and p.graded:
+        notes.append("Empty selection: precision is defined as 1 (nothing wrong was selected)"
+                     + (", recall is 0 (expected facts were not found)." if p.expected else
+                        "; with nothing expected this is a correct abstention."))
+    if candidates is not None:
+        notes.append(f"{candidates} candidate memor{'y' if candidates == 1 else 'ies'} were considered; the replay "
+                     "records scores for the selected ones only.")
+    if p.fallback_reason:
+        notes.append(f"The model path fell back to the heuristic: {p.fallback_reason}.")
+    if p.skipped:
+        notes.append(f"Not run: {p.skipped}.")
+    return ProbeView(p, ranked, tuple(facts), tuple(notes), tuple(calls))
+
+
+def candidate_counts(spans: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], int]:
+    """memory.recall.candidates per (trace id, step) from the spans."""
+    out: dict[tuple[str, int], int] = {}
+    for s in spans:
+        attrs = {a["key"]: next(iter(a["value"].values()), None) for a in s.get("attributes", [])}
+        step, count = attrs.get("memory.step"), attrs.get("memory.recall.candidates")
+        if step is not None and count is not None:
+            try:
+                out[(str(s.get("traceId", "")), int(step))] = int(count)
+            except (TypeError, ValueError):
+                continue
+    return out

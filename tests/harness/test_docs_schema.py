@@ -1,0 +1,97 @@
+"""The docs in the repository: the generated CLI reference is up to date, the scenario JSON Schema accepts every
+shipped scenario and rejects broken ones, and the README points only inside the repository."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.cli import main
+from harness.cli._parser import build_parser
+from harness.cli._report_cmds import cli_markdown, scenario_schema
+from harness.scenario import STRATEGY_NAMES
+from tests.harness.conftest import REPO, SCENARIOS
+
+jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the dev extra")
+
+
+def _json_value(path: Path) -> Any:
+    """YAML as JSON sees it (timestamps as ISO strings, as an editor's YAML language server reads them)."""
+    return json.loads(json.dumps(yaml.safe_load(path.read_text()), default=lambda o: o.isoformat()))
+
+
+@pytest.fixture(scope="module")
+def validator() -> Any:
+    schema = json.loads(scenario_schema())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_committed_cli_reference_is_up_to_date(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "57")  # the output must not depend on the terminal
+    assert (REPO / "docs" / "cli.md").read_text() == cli_markdown(build_parser()), "run `memharness docs`"
+    text = (REPO / "docs" / "cli.md").read_text()
+    for command in ("run", "validate", "report", "compare", "merge", "fuzz", "bench locomo", "import locomo",
+                    "cassettes status", "history", "schema", "docs"):
+        assert f"## `memharness {command}`" in text or f"### `memharness {command}`" in text
+    for flag in ("--out", "--jobs", "--shard"):
+        row = next(line for line in text.splitlines() if line.startswith(f"| `{flag}` |"))
+        assert len(row.split("|")[2].strip()) > 10  # has help text
+
+
+def test_docs_check_fails_on_a_stale_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stale = tmp_path / "cli.md"
+    stale.write_text("# old\n")
+    assert main(["docs", "--check", "-o", str(stale)], environ={}) == 1
+    assert main(["docs", "-o", str(stale)], environ={}) == 0
+    assert main(["docs", "--check", "-o", str(stale)], environ={}) == 0
+
+
+def test_every_shipped_scenario_validates_against_the_schema(validator: Any) -> None:
+    files = sorted(f for f in SCENARIOS.rglob("*.yaml") if "cassettes" not in f.parts)
+    assert len(files) > 40
+    problems = {str(f): [e.message for e in validator.iter_errors(_json_value(f))] for f in files}
+    assert {f: p for f, p in problems.items() if p} == {}
+
+
+def test_schema_knows_the_registry_strategies() -> None:
+    schema = json.loads(scenario_schema())
+    assert schema["properties"]["strategies"]["items"]["enum"] == list(STRATEGY_NAMES)
+
+
+@pytest.mark.parametrize(("mutate", "why"), [
+    (lambda d: d.pop("steps"), "steps is required"),
+    (lambda d: d.update(stepz=[]), "unknown top-level key"),
+    (lambda d: d["steps"].append({"recall": {"expect": []}}), "recall without query"),
+    (lambda d: d["steps"].append({"advance": "ten minutes"}), "bad duration"),
+    (lambda d: d["steps"].append({"recall": {"query": "q"}, "advance": "1h"}), "two kinds in one step"),
+    (lambda d: d.update(strategies=["gpt"]), "unknown strategy"),
+    (lambda d: d["steps"].append({"dream": {"expect_status": "done"}}), "bad dream status"),
+    (lambda d: d.update(memories=[{"path": "/etc/passwd.md", "type": "user"}]), "absolute memory path"),
+    (lambda d: d.update(facts={"f": {"type": "user"}}), "fact without match"),
+])
+def test_schema_rejects_broken_scenarios(validator: Any, mutate: Any, why: str) -> None:
+    base = _json_value(SCENARIOS / "recall" / "type-user.yaml")
+    assert validator.is_valid(base)
+    broken = copy.deepcopy(base)
+    mutate(broken)
+    assert not validator.is_valid(broken), why
+
+
+def test_memharness_schema_prints_the_shipped_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema"], environ={}) == 0
+    assert json.loads(capsys.readouterr().out)["title"] == "memharness scenario"
+
+
+def test_readme_and_docs_point_inside_the_repository() -> None:
+    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        text = path.read_text()
+        assert "../shared" not in text, path
+        for target in re.findall(r"\]\(((?!https?:)[^)#]+)\)", text):
+            assert (path.parent / target).exists(), f"{path}: broken link {target}"
