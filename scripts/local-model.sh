@@ -145,10 +145,11 @@ EOF
 cmd_install() {
   mkdir -p "$WHEELS"
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-  local pytag stamp wheel start
-  pytag=$("$VENV/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
-  stamp=$WHEELS/llama_cpp_python-$LLAMA_VERSION-$pytag.cmake-args
-  wheel=$(find "$WHEELS" -maxdepth 1 -name "llama_cpp_python-$LLAMA_VERSION-$pytag-*.whl" | head -n 1)
+  # the wheel is py3-none-<platform> (llama_cpp loads its shared library with ctypes); the stamp records the cmake
+  # args it was built with, so a change of flags rebuilds
+  local stamp wheel start rebuilt=""
+  stamp=$WHEELS/llama_cpp_python-$LLAMA_VERSION.cmake-args
+  wheel=$(find "$WHEELS" -maxdepth 1 -name "llama_cpp_python-$LLAMA_VERSION-*.whl" | head -n 1)
   if [ -n "$wheel" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$BUILD_FLAGS" ]; then
     echo "llama-cpp-python $LLAMA_VERSION: cached wheel $wheel"
   else
@@ -158,16 +159,20 @@ cmd_install() {
     CLEANUP=("$build")
     start=$(date +%s)
     CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$BUILD_FLAGS" \
-      "$VENV/bin/pip" wheel -q --no-deps --no-binary llama-cpp-python -w "$build" "llama-cpp-python==$LLAMA_VERSION" \
+      "$VENV/bin/pip" wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python -w "$build" "llama-cpp-python==$LLAMA_VERSION" \
       || die "building llama-cpp-python $LLAMA_VERSION failed"
     wheel=$(find "$build" -maxdepth 1 -name "llama_cpp_python-$LLAMA_VERSION-*.whl" | head -n 1)
     [ -n "$wheel" ] || die "the build produced no wheel"
-    find "$WHEELS" -maxdepth 1 -name "llama_cpp_python-$LLAMA_VERSION-$pytag-*.whl" -delete
+    find "$WHEELS" -maxdepth 1 -name "llama_cpp_python-$LLAMA_VERSION-*.whl" -delete
     mv "$wheel" "$WHEELS/" && wheel=$WHEELS/$(basename "$wheel")
     printf '%s\n' "$BUILD_FLAGS" >"$stamp"
     rm -rf "$build"
     CLEANUP=()
+    rebuilt=1
     echo "llama-cpp-python $LLAMA_VERSION: built $wheel in $(( $(date +%s) - start )) s"
+  fi
+  if [ -n "$rebuilt" ] && runtime_ok; then  # a new build replaces an installed older one
+    "$VENV/bin/pip" install -q --force-reinstall --no-deps "$wheel" || die "installing $wheel into $VENV failed"
   fi
   if runtime_ok; then
     echo "llama-cpp-python $LLAMA_VERSION: already installed in $VENV"
