@@ -106,8 +106,7 @@ def test_live_run_uses_the_model_or_falls_back_with_a_reason(live: Live, live_ru
     rows = ops(live_run)
     assert_model_or_fallback(rows)
     assert all(p["tokens"]["replayed"] == 0 for p in rows), "a --live run replays nothing"
-    kinds = {p["kind"] for p in rows}
-    assert {"recall", "extract"} <= kinds, kinds
+    assert "recall" in {p["kind"] for p in rows}
     # a reachable server answers at least one call validly: the model path itself was exercised, not only fallbacks
     answered = [p for p in rows if p["fallback_reason"] is None]
     assert answered, f"every call fell back: {[(p['scenario'], p['step'], p['fallback_reason']) for p in rows]}"
