@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from memory_core.errors import ReplayAborted
+
 _UNPRINTABLE: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
@@ -24,8 +26,9 @@ class ScenarioError(HarnessError, ValueError):
     """A scenario file is malformed; the message names the file, line and field."""
 
 
-class CassetteMiss(HarnessError):
-    """Replay met a model call that no cassette entry answers."""
+class CassetteMiss(HarnessError, ReplayAborted):
+    """Replay met a model call that no cassette entry answers: the scenario errors (the run is INCOMPLETE); the
+    core never answers it with its heuristic fallback (``ReplayAborted``)."""
 
 
 class GateFileError(HarnessError, ValueError):

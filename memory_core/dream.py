@@ -11,7 +11,7 @@ from typing import Any, Final
 from memory_core.clock import monotonic_ms
 from memory_core.dedupe import DedupePlan, combine_entries, plan_dedupe
 from memory_core.entries import Entry, render_entries
-from memory_core.errors import ModelError, describe_error
+from memory_core.errors import ModelError, ReplayAborted, describe_error
 from memory_core.events import DreamEvent, EventSink, NullSink
 from memory_core.forget import ForgetCandidate, forget_candidates
 from memory_core.formats import iso_ms, parse_iso_ms, to_ms
@@ -161,6 +161,8 @@ def run_dream(
     warnings: list[str] = []
     try:
         outcome = _dream(store, now=now, model=model, timeout_s=timeout_s, cache=cache, warnings=warnings)
+    except ReplayAborted:  # a harness without a recorded answer: the run must say so
+        raise
     except Exception as exc:  # documented: a failed result, never an exception
         outcome = DreamOutcome("failed", error=describe_error(exc))
     return replace(outcome, warnings=tuple(warnings)) if warnings else outcome
@@ -248,6 +250,8 @@ class DreamScheduler:
             if reason is None and (force and lock_held(self.store, now=now, alive=self.alive)):
                 reason = "locked"
             outcome = DreamOutcome("skipped", reason, session_count=count) if reason else self._run(now, session_id)
+        except ReplayAborted:  # a harness without a recorded answer: the run must say so
+            raise
         except Exception as exc:  # documented never to raise
             # fix: spec §12 — a failed dream still emits its event, with status ``failed``
             outcome = DreamOutcome("failed", error=describe_error(exc))

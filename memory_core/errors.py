@@ -37,6 +37,12 @@ class ModelError(MemoryCoreError):
         self.reason = reason
 
 
+class ReplayAborted(MemoryCoreError):
+    """Raised by a model seam that must not be answered by the heuristic: an evaluation harness replaying recorded
+    answers has none for this call. The core's fallback and never-raise promises let it through on purpose — a
+    silent fallback would turn "this run is incomplete" into "the model did worse"."""
+
+
 class ExtractionError(MemoryCoreError):
     """Extraction could not run (for example a corrupt cursor file, spec §1.8)."""
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from memory_core.clock import monotonic_ms
 from memory_core.entries import Entry, merge_entry, parse_entries, render_entries
-from memory_core.errors import describe_error
+from memory_core.errors import ReplayAborted, describe_error
 from memory_core.events import EventSink, ExtractEvent, NullSink
 from memory_core.formats import iso_ms, to_ms
 from memory_core.history import ChatMessage, TranscriptLine, transcript, writes_memory
@@ -207,6 +207,8 @@ def run_extract(
     try:
         outcome = _extract(store, request, now=now, root=root, model=model, timeout_s=timeout_s, cache=cache,
                            warnings=warnings)
+    except ReplayAborted:  # a harness without a recorded answer: the run must say so
+        raise
     except Exception as exc:  # documented: a failed result, never an exception
         outcome = ExtractOutcome("failed", error=describe_error(exc))
     return replace(outcome, warnings=tuple(warnings)) if warnings else outcome
@@ -333,6 +335,8 @@ class ExtractScheduler:
                 self.store, request, now=now, root=self.root, model=self.model,
                 timeout_s=self.timeout_s, cache=self.cache,
             )
+        except ReplayAborted:  # a harness without a recorded answer: the run must say so
+            raise
         except Exception as exc:  # run_extract already catches; belt and braces for the promise
             outcome = ExtractOutcome("failed", error=describe_error(exc))
         self._emit(request, outcome, monotonic_ms() - t0)

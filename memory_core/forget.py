@@ -10,7 +10,7 @@ from typing import Final
 
 from memory_core.clock import monotonic_ms
 from memory_core.entries import parse_entries, render_entries
-from memory_core.errors import ModelError, describe_error
+from memory_core.errors import ModelError, ReplayAborted, describe_error
 from memory_core.events import EventSink, ForgetEvent, NullSink
 from memory_core.formats import collapse_ws
 from memory_core.index import mark_index_dirty, rebuild_index, repair_stale_index
@@ -193,6 +193,8 @@ def forget(
     try:
         outcome = _forget(store, query, now=now, model=model, limit=limit, timeout_s=timeout_s, cache=cache,
                           warnings=warnings)
+    except ReplayAborted:  # a harness without a recorded answer: the run must say so
+        raise
     except Exception as exc:  # documented: a result with ``error``, never an exception
         outcome = ForgetOutcome(query.strip(), (), (), "none", 0, error=describe_error(exc))
     outcome = replace(outcome, warnings=tuple(warnings))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypeVar
 
-from memory_core.errors import ModelError
+from memory_core.errors import ModelError, ReplayAborted
 
 _FENCE: Final = re.compile(r"```(?:json)?\s*([\s\S]*?)```", re.IGNORECASE)
 MAX_ANSWER_CHARS: Final = 4_000_000
@@ -235,6 +235,8 @@ def model_or_heuristic(model_path: Callable[[], T] | None, heuristic: Callable[[
     if model_path is not None:
         try:
             return model_path(), True, None
+        except ReplayAborted:  # a harness without a recorded answer: the run must say so
+            raise
         except Exception as exc:  # the promise is: no model failure escapes
             return heuristic(), False, fallback_reason(exc)
     return heuristic(), False, None

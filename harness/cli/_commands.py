@@ -185,7 +185,7 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         from harness.evaluation import load_gates
 
         load_gates(gates_path)  # fail fast, before replaying anything
-    run_id = uuid.uuid4().hex[:12]
+    run_id = environ.get("MEMHARNESS_RUN_ID") or uuid.uuid4().hex[:12]  # fixed: reproducible trace ids
     env = {**environ, "MEMHARNESS_GIT_COMMIT": environ.get("MEMHARNESS_GIT_COMMIT") or _git_commit()}
     config = RunConfig(requested, model, args.jobs, args.shard, args.system, env, run_id=run_id,
                        suite=suite_dir.resolve().name or "memharness")

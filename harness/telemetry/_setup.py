@@ -196,10 +196,9 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
     """
     _quiet_exporters()
     own = run_attributes(environ, run_id, suite)
-    resource = Resource.create({k: v for k, v in own.items() if v}).merge(
-        Resource.create({}) if not environ.get("OTEL_RESOURCE_ATTRIBUTES") else
-        Resource({k.strip(): v.strip() for k, v in (p.split("=", 1) for p in environ["OTEL_RESOURCE_ATTRIBUTES"].split(",")
-                                                      if "=" in p)}))
+    override = {k.strip(): v.strip() for k, v in (p.split("=", 1) for p in
+                                                 environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(",") if "=" in p)}
+    resource = Resource.create({k: v for k, v in own.items() if v}).merge(Resource(override))
     ids = DeterministicIds()
     tracer_provider = TracerProvider(resource=resource, id_generator=ids)
     tracer_provider.add_span_processor(RunAttributes({k: own[k] for k in (sc.RUN_ID, sc.GIT_COMMIT, sc.CI_RUN_ID)}))

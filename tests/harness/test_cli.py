@@ -53,9 +53,20 @@ def test_default_suite_passes_offline_with_both_strategies(full_run: tuple[int, 
 def test_impossible_gate_exits_1_and_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gates = tmp_path / "gates.toml"
     gates.write_text('[[gate]]\nmetric = "recall.precision"\nstrategy = "heuristic"\nmin = 1.5\n')
-    code = main(["run", str(SCENARIOS / "forget"), "--gates", str(gates), "--out", str(tmp_path / "o")], environ={})
+    paths = [str(SCENARIOS / "recall" / "type-feedback.yaml"), str(SCENARIOS / "forget")]
+    code = main(["run", *paths, "--gates", str(gates), "--out", str(tmp_path / "o")], environ={})
     assert code == 1
     assert "GATE FAILED: heuristic recall.precision >= 1.5" in capsys.readouterr().out
+    # a metric nothing in the run measures (no recall probe in the forget suite) skips its gate, visibly
+    code = main(["run", str(SCENARIOS / "forget"), "--gates", str(gates), "--out", str(tmp_path / "p")], environ={})
+    assert code == 0
+    gate = json.loads((tmp_path / "p" / "summary.json").read_text())["gates"][0]
+    assert (gate["skipped"], gate["passed"]) == (True, True)
+    assert gate["detail"].startswith("not measured")
+    # a misspelt metric is a gates-file error, not a gate that is never measured
+    gates.write_text('[[gate]]\nmetric = "recall.precission"\nmin = 0.5\n')
+    assert main(["run", str(SCENARIOS / "forget"), "--gates", str(gates), "--out", str(tmp_path / "q")], environ={}) == 2
+    assert "unknown metric 'recall.precission'" in capsys.readouterr().err
 
 
 def test_malformed_scenario_exits_2_with_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -77,10 +88,11 @@ def _rows(out: Path) -> list[str]:
 
 def test_jobs_and_shards_match_serial(tmp_path: Path) -> None:
     paths = [str(SCENARIOS / "dream"), str(SCENARIOS / "extract")]
-    assert main(["run", *paths, "--out", str(tmp_path / "serial"), "--no-gates"], environ={}) == 0
-    assert main(["run", *paths, "--out", str(tmp_path / "par"), "--jobs", "2", "--no-gates"], environ={}) == 0
+    env = {"MEMHARNESS_RUN_ID": "fixed-run"}  # trace ids derive from the run id: the same for every form of the run
+    assert main(["run", *paths, "--out", str(tmp_path / "serial"), "--no-gates"], environ=env) == 0
+    assert main(["run", *paths, "--out", str(tmp_path / "par"), "--jobs", "2", "--no-gates"], environ=env) == 0
     for i in (1, 2):
-        assert main(["run", *paths, "--out", str(tmp_path / f"s{i}"), "--shard", f"{i}/2", "--no-gates"], environ={}) == 0
+        assert main(["run", *paths, "--out", str(tmp_path / f"s{i}"), "--shard", f"{i}/2", "--no-gates"], environ=env) == 0
     assert main(["merge", str(tmp_path / "merged"), str(tmp_path / "s1"), str(tmp_path / "s2")], environ={}) == 0
     serial = _rows(tmp_path / "serial")
     assert _rows(tmp_path / "par") == serial
@@ -113,9 +125,13 @@ def test_compare_shows_changed_probes_and_paired_ci(tmp_path: Path, monkeypatch:
     assert "parity-substring-score step 0 [heuristic] 'dashboard'" in out
     summary = json.loads((tmp_path / "cand" / "summary.json").read_text())
     [f1] = [c for c in summary["baseline"]["comparisons"] if c["metric"] == "recall.f1" and c["b"] == "heuristic"]
-    # the --max-drop 0 gate fails exactly when the whole 95% CI of the F1 change lies below 0
-    assert code == (1 if f1["ci95"][1] < 0 else 0)
-    assert f"gate heuristic recall.f1 drop vs baseline <= 0.0: {'FAIL' if code else 'pass'}" in out
+    # the parity scenario flipped from pass to fail: that alone fails the comparison ...
+    assert code == 1
+    assert "FLIP parity-substring-score [heuristic]" in out
+    assert "gate no check flips from pass to fail vs baseline: FAIL" in out
+    # ... and the --max-drop 0 gate fails exactly when the whole 95% CI of the F1 change lies below 0
+    verdict = "FAIL" if f1["ci95"][1] < 0 else "pass"
+    assert f"gate heuristic recall.f1 drop vs baseline <= 0.0: {verdict}" in out
     assert summary["baseline"]["changed"]
 
 

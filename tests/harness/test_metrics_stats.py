@@ -8,6 +8,7 @@ import pytest
 
 from harness.errors import GateFileError
 from harness.evaluation import (
+    BaselineComparison,
     Comparison,
     Gate,
     ScenarioCounts,
@@ -131,13 +132,14 @@ def test_gates_absolute_regression_and_skipped(tmp_path) -> None:  # type: ignor
     row = {"metric": "recall.f1", "b": "heuristic", "a": "heuristic", "delta": -0.1, "ci95": [-0.2, -0.05],
            "n": 30, "p_value": 0.01, "mean_a": 0.5, "mean_b": 0.4, "wins": 0, "ties": 20, "losses": 10,
            "mcnemar_b": 3, "mcnemar_c": 0, "mcnemar_p": 0.25, "mde": 0.1}
-    base = [Comparison.from_dict(row)]
-    results = evaluate(gates, summary, baseline=base)
+    base = BaselineComparison("base", (Comparison.from_dict(row),), ())
+    flips, *results = evaluate(gates, summary, baseline=base)
+    assert (flips.name, flips.passed) == ("no check flips from pass to fail vs baseline", True)
     assert [r.passed for r in results] == [True, False, True, True, False]
     assert results[3].skipped
     assert "95% CI [-0.2000, -0.0500]" in results[4].detail
-    noisy = [Comparison.from_dict({**row, "ci95": [-0.2, 0.05]})]  # the CI reaches above -max_drop: not proven
-    assert evaluate(gates[4:], summary, baseline=noisy)[0].passed
+    noisy = BaselineComparison("base", (Comparison.from_dict({**row, "ci95": [-0.2, 0.05]}),), ())
+    assert evaluate(gates[4:], summary, baseline=noisy)[1].passed  # [0] is the built-in no-flips gate
     bad = tmp_path / "g.toml"
     bad.write_text('[[gate]]\nmetric = "x"\nminimum = 1\n')
     with pytest.raises(GateFileError, match=r"g\.toml: gate 1: unknown key 'minimum'"):

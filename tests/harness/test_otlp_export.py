@@ -33,7 +33,9 @@ def test_spans_reach_a_local_otlp_http_receiver(tmp_path: Path) -> None:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}", "OTEL_SERVICE_NAME": "mh-test"}
+        # an endpoint alone would export traces only; logs and metrics are asked for explicitly
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}", "OTEL_SERVICE_NAME": "mh-test",
+               "OTEL_LOGS_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "otlp"}
         code = main(["run", str(SCENARIOS / "forget"), "--out", str(tmp_path / "o")], environ=env)
         assert code == 0
     finally:
@@ -58,3 +60,19 @@ def test_a_dead_collector_never_fails_the_run(tmp_path: Path) -> None:
            "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"}
     assert main(["run", str(SCENARIOS / "forget" / "no-match.yaml"), "--out", str(tmp_path / "o")], environ=env) == 0
     assert (tmp_path / "o" / "traces.jsonl").read_text()
+
+
+def test_an_endpoint_alone_exports_traces_only(tmp_path: Path) -> None:
+    """Trace backends such as Phoenix answer 405 to logs and metrics: they go over OTLP only when asked for."""
+    _Collector.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}"}
+        assert main(["run", str(SCENARIOS / "forget" / "single-entry-unlinked.yaml"), "--out", str(tmp_path / "o")],
+                    environ=env) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert {path for path, _ in _Collector.received} == {"/v1/traces"}

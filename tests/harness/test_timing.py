@@ -41,7 +41,7 @@ def _factory(workdir: Path, clock: Any, model: Any, events: Any) -> Sleepy:
 def test_duration_is_the_operation_not_the_exporter(otel: OTel, slow_export: bool) -> None:
     if slow_export:
         otel.tracer_provider.add_span_processor(SlowExport())
-    scenario = load_scenario(SCENARIOS / "recall" / "type-user.yaml")
+    scenario = load_scenario(SCENARIOS / "recall" / "type-feedback.yaml")
     result = replay(scenario, strategy="heuristic", telemetry=otel.telemetry, system_factory=_factory)
     [probe] = [p for p in result.probes if p.kind == "recall"]
     assert SLEEP_S * 1000 <= probe.duration_ms < SLEEP_S * 1000 + 25  # generous: asserts placement, not speed
