@@ -156,7 +156,7 @@ def test_a_no_op_mutant_survives_and_is_listed_with_its_source_line(e2e: dict[st
     assert noop["before"] == "DEFAULT_RECALL_LIMIT: Final = 5"
     assert f"memory_core/recall.py:{line} comment-only" in e2e["out"]
     assert "      - DEFAULT_RECALL_LIMIT: Final = 5" in e2e["out"]
-    assert "| comment-only | `memory_core/recall.py:23` |" in e2e["md"]
+    assert f"| comment-only | `memory_core/recall.py:{line}` |" in e2e["md"]
 
 
 def test_the_run_reports_the_kill_rate_and_exits_1_below_the_floor(e2e: dict[str, Any]) -> None:
