@@ -202,7 +202,7 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             "model": (model.model or read_meta(cassettes).get("model")) if model else None,
             "model_mode": model.mode if model else None,
             "cassettes": str(cassettes) if model else None, "cassette_entries": run.cassette_entries or None,
-            "system": args.system or "reference"}
+            "system": args.system or "reference", "trace_url": _trace_url(environ)}
     fuzz_report = None
     if args.fuzz_examples > 0:
         fuzz_report = run_fuzz(system=args.system, max_examples=args.fuzz_examples, seed=0,
@@ -275,6 +275,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"gate {g.name}: {'pass' if g.passed else 'FAIL'} {g.detail}".rstrip())
         failed |= not g.passed
     return 1 if failed else 0
+
+
+def _trace_url(environ: Mapping[str, str]) -> str | None:
+    """Where a trace of this run can be opened when it was exported: ``MEMHARNESS_TRACE_URL`` (a template with
+    ``{trace_id}``), else Phoenix's trace redirect on the OTLP endpoint's host."""
+    if environ.get("MEMHARNESS_TRACE_URL"):
+        return environ["MEMHARNESS_TRACE_URL"]
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if not endpoint or environ.get("OTEL_TRACES_EXPORTER", "otlp") != "otlp":
+        return None
+    base = endpoint.rstrip("/").removesuffix("/v1/traces")
+    return f"{base}/redirects/traces/{{trace_id}}"
 
 
 def _system_name(spec: Any) -> str:

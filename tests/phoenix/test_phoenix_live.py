@@ -269,3 +269,10 @@ def test_a_second_run_is_stored_too(phoenix: Phoenix, exported_run: Run, tmp_pat
     after = wait_for_spans(phoenix, before + sent)
     assert len(after) == before + sent, (f"Phoenix holds {len(after)} spans after a second run of {sent} spans on top of "
                                          f"{before}: the second run's span ids collided with the first run's")
+
+
+def test_the_report_links_each_scenario_to_its_trace_in_phoenix(phoenix: Phoenix, exported_run: Run) -> None:
+    html = (exported_run.out / "report.html").read_text(encoding="utf-8")
+    missing = [r["trace_id"] for r in exported_run.results
+               if f'href="{phoenix.base}/redirects/traces/{r["trace_id"]}"' not in html]
+    assert not missing, f"{len(missing)} scenario(s) without a link to their Phoenix trace, e.g. {missing[:2]}"
