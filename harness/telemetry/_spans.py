@@ -70,6 +70,8 @@ class Operation:
     elapsed_ns: int = 0
     errors: list[str] = field(default_factory=list)
     closed: bool = False
+    pending: list[Event] = field(default_factory=list)
+    """Events the system emitted while timed: turned into attributes, metrics and logs after the timer stops."""
 
     @property
     def duration_ms(self) -> float:
@@ -136,6 +138,7 @@ class Telemetry:
     """Mixed into the trace-id seed, so two runs of the same suite never share span ids in a backend."""
     fake_now: str = ""
     """The scenario's fake time of the current operation (put on model-call spans too)."""
+    _timed: Operation | None = None
     _instruments: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -202,16 +205,26 @@ class Telemetry:
         span = self.tracer.start_span(name, kind=SpanKind.INTERNAL, start_time=start_ns, attributes=attrs)
         handle = Operation(span, start_ns, capture=self.capture_content)
         with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            self._timed = handle  # events emitted while timed wait in handle.pending (no telemetry work inside)
             t0 = time.perf_counter_ns()
             try:
                 yield handle
                 handle.elapsed_ns = time.perf_counter_ns() - t0
             except BaseException as exc:
                 handle.elapsed_ns = time.perf_counter_ns() - t0
+                self._drain(handle)
                 span.set_attribute(sc.ERROR_TYPE, type(exc).__name__)
                 handle.fail(f"{type(exc).__name__}: {exc}")
                 handle.close()
                 raise
+            self._drain(handle)
+
+    def _drain(self, handle: Operation) -> None:
+        """Process the events the system emitted during the timed call, now that the timer has stopped."""
+        self._timed = None
+        events, handle.pending = handle.pending, []
+        for event in events:
+            self.emit(event)
 
     def record_store(self, counts_by_type: dict[str, int], index_bytes: int) -> None:
         """Gauges of the store's state after an operation (never raises)."""
@@ -228,7 +241,11 @@ class Telemetry:
 
     # -- events -> attributes, metrics, logs -------------------------------------------------------------------
     def emit(self, event: Event) -> None:
-        """EventSink: annotate the current operation span, record metrics and a log event (never raises)."""
+        """EventSink: annotate the current operation span, record metrics and a log event (never raises). During
+        an operation's timed call the event is only queued: the work happens after the timer stops."""
+        if self._timed is not None:
+            self._timed.pending.append(event)
+            return
         try:
             self._emit(event)
         except Exception:  # telemetry must never fail a run
