@@ -40,14 +40,8 @@ def outcome(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, *, count_ke
 
 
 def event(ctx: NodeReader, node: yaml.Node, here: str) -> dict[str, Scalar]:
-    keys = [k.value for k, _ in node.value] if isinstance(node, yaml.MappingNode) else []
-    out: dict[str, Scalar] = {}
-    for name, value in ctx.mapping(node, here, keys).items():
-        scalar = ctx.scalar(value, f"{here}.{name}")
-        if not isinstance(scalar, (str, int, float, bool)):
-            raise ctx.fail(value, f"{here}.{name}", f"expected text, a number or true/false, got {scalar!r}")
-        out[name] = scalar
-    return out
+    """The event fields an ``expect_event`` names: any names, scalar values."""
+    return system_fields(ctx, node, here)
 
 
 def fault(ctx: NodeReader, node: yaml.Node, here: str) -> FaultStep:
