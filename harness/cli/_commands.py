@@ -65,7 +65,7 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
             refused = exc
     gates = load_gates(gates_path) if gates_path else []
     summary = evaluate_run(results, strategies, gates=gates, baseline=baseline,
-                           meta={**meta, "gates_file": str(gates_path) if gates_path else None,
+                           meta={**meta, "gates_file": str(gates_path.resolve()) if gates_path else None,
                                  "baseline_refused": str(refused) if refused else None}, fuzz=fuzz, run_id=run_id,
                            system=_system_name(meta.get("system")))
     history = record_history(out, summary)  # appends this run to the SQLite history; never fails the run
@@ -160,7 +160,7 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         scenarios = [s for s in scenarios if wanted & set(s.tags)]
         if not scenarios:
             raise HarnessError(f"no scenario under {', '.join(map(str, paths))} has tag {', '.join(sorted(wanted))}")
-    requested = tuple(s.strip() for s in args.strategy.split(",") if s.strip()) if args.strategy else None
+    requested = tuple(dict.fromkeys(s.strip() for s in args.strategy.split(",") if s.strip())) if args.strategy else None
     selected = select_shard(scenarios, args.shard)
     strategies = tuple(dict.fromkeys(x for s in selected for x in strategies_for(s, requested)))
     if requested:
@@ -310,14 +310,24 @@ def cmd_merge(args: argparse.Namespace) -> int:
     results: list[ScenarioResult] = []
     spans: list[dict[str, Any]] = []
     strategies: list[str] = []
+    seen: dict[tuple[str, str], Path] = {}
+    systems: set[str] = set()
     for shard in args.shards:
         summary, res, sp = read_run(shard)
+        systems.add(str(summary.meta.get("system") or "reference"))
+        for r in res:
+            if (r.scenario, r.strategy) in seen:  # overlapping shards would count every metric twice
+                raise HarnessError(f"{shard}: {r.scenario} [{r.strategy}] is also in {seen[(r.scenario, r.strategy)]}; "
+                                   "shards must not overlap")
+            seen[(r.scenario, r.strategy)] = shard
         results += res
         spans += sp
         strategies += [s for s in summary.strategies if s not in strategies]
+    if len(systems) > 1:
+        raise HarnessError(f"the shards ran different systems ({', '.join(sorted(systems))}); merge runs of one system")
     results.sort(key=lambda r: (r.scenario, strategies.index(r.strategy)))
     merged = _evaluate_and_write(args.out, results, spans, strategies, gates_path=args.gates, baseline_dir=None,
-                                 meta=_meta({"merged_from": [str(s) for s in args.shards]}))
+                                 meta=_meta({"merged_from": [str(s) for s in args.shards], "system": systems.pop()}))
     return _print_outcome(merged, args.out, results, print)
 
 

@@ -49,6 +49,28 @@ def _positive(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    """A whole number from 0 to 1,000,000 (example budgets, limits)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1000000, got {text!r}")
+    return value
+
+
+def _scale(text: str) -> float:
+    """A finite number above 0 (timeout scales)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (0 < value < 1e6):  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+    return value
+
+
 def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
     sens = sub.add_parser("sensitivity", help="mutation analysis: which injected faults the scenario suite catches")
     sens.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
@@ -89,17 +111,17 @@ def build_parser() -> argparse.ArgumentParser:
     mode = run.add_mutually_exclusive_group()
     mode.add_argument("--record", action="store_true", help="call the real model for unrecorded calls and store them")
     mode.add_argument("--live", action="store_true", help="call the real model every time; store nothing")
-    run.add_argument("--timeout-scale", type=float, default=1.0, help="multiply the spec's model timeouts (CPU models)")
+    run.add_argument("--timeout-scale", type=_scale, default=1.0, help="multiply the spec's model timeouts (CPU models)")
     run.add_argument("--out", type=Path, default=DEFAULT_OUT, help="run directory to write (default: reports/latest)")
     run.add_argument("--gates", type=Path, help="gates TOML (default: <first path>/gates.toml when present)")
     run.add_argument("--no-gates", action="store_true", help="ignore the default gates file")
     run.add_argument("--baseline", type=Path, help="a previous run directory to compare against")
-    run.add_argument("--jobs", type=int, default=1, help="scenario × strategy runs replayed in parallel processes")
+    run.add_argument("--jobs", type=_positive, default=1, help="scenario × strategy runs replayed in parallel processes")
     run.add_argument("--shard", type=_shard, metavar="I/N",
                      help="run only the I-th of N slices of the scenarios (merge the shards with `memharness merge`)")
     run.add_argument("--system", help="package.module:factory of your own MemorySystem (default: the reference core)")
     run.add_argument("--benchmark", type=Path, help="a benchmark.json from `memharness bench` to include in the report")
-    run.add_argument("--fuzz-examples", type=int, default=0,
+    run.add_argument("--fuzz-examples", type=_count, default=0,
                      help="also run the property suite with this many examples and add it to the report")
     val = sub.add_parser("validate", help="check scenario files; exit 0 or 2")
     val.add_argument("paths", nargs="+", type=Path)
@@ -120,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     fz = sub.add_parser("fuzz", help="run the memory property suite; write shrunk failures as regression scenarios")
     fz.add_argument("--profile", choices=("dev", "ci"), default="ci",
                     help="dev: 50 examples, random; ci: 200 examples, derandomized (default)")
-    fz.add_argument("--max-examples", type=int, help="override the profile's example budget")
+    fz.add_argument("--max-examples", type=_positive, help="override the profile's example budget")
     fz.add_argument("--seed", type=int, default=0)
     fz.add_argument("--system", help="package.module:factory of the system under test (default: the reference core)")
     fz.add_argument("--property", action="append", dest="properties", help="run only this property (repeatable)")

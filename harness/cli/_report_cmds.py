@@ -14,12 +14,22 @@ DEFAULT_HISTORY: Final = Path("reports/history.sqlite")
 DEFAULT_CLI_DOC: Final = Path("docs/cli.md")
 
 
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"expected a number from 1 to 100000, got {text!r}")
+    return value
+
+
 def add_report_commands(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``history``, ``schema`` and ``docs`` on the ``memharness`` subparsers."""
     hist = sub.add_parser("history", help="print the trend of each headline metric over the recorded runs")
     hist.add_argument("--db", type=Path, default=None,
                       help="history database (default: $MEMHARNESS_HISTORY, else reports/history.sqlite)")
-    hist.add_argument("--limit", type=int, default=10, help="how many of the latest runs to show (default 10)")
+    hist.add_argument("--limit", type=_limit, default=10, help="how many of the latest runs to show (default 10)")
     hist.add_argument("--json", action="store_true", help="print the runs as JSON instead of a table")
     sch = sub.add_parser("schema", help="print the JSON Schema of scenario files (for editors and CI validation)")
     sch.add_argument("-o", "--output", type=Path, help="write it to this file instead of stdout")

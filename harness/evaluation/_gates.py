@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import GateFileError
 from harness.evaluation._stats import Comparison
+from harness.scenario import STRATEGY_NAMES
 
 if TYPE_CHECKING:
     from harness.evaluation._records import BaselineComparison, StrategySummary
@@ -94,8 +95,11 @@ def load_gates(path: Path) -> list[Gate]:
     unknown = set(data) - {"gate"}
     if unknown:
         raise GateFileError(f"{path}: unknown top-level key {sorted(unknown)[0]!r}; expected [[gate]] tables")
+    tables = data.get("gate", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise GateFileError(f"{path}: 'gate' must be [[gate]] tables, got {type(tables).__name__}")
     gates = []
-    for i, raw in enumerate(data.get("gate", [])):
+    for i, raw in enumerate(tables):
         where = f"{path}: gate {i + 1}"
         extra = set(raw) - GATE_KEYS
         if extra:
@@ -105,8 +109,14 @@ def load_gates(path: Path) -> list[Gate]:
         if raw["metric"] not in KNOWN_METRICS:
             raise GateFileError(f"{where}: unknown metric {raw['metric']!r}; expected one of {', '.join(sorted(KNOWN_METRICS))}")
         for key in ("min", "max", "max_drop"):
-            if key in raw and (not isinstance(raw[key], (int, float)) or isinstance(raw[key], bool)):
-                raise GateFileError(f"{where}: {key!r} must be a number, got {raw[key]!r}")
+            if key in raw and (not isinstance(raw[key], (int, float)) or isinstance(raw[key], bool)
+                               or not math.isfinite(raw[key])):
+                raise GateFileError(f"{where}: {key!r} must be a finite number, got {raw[key]!r}")
+        for key in ("strategy", "vs", "name", "system"):
+            if key in raw and not isinstance(raw[key], str):
+                raise GateFileError(f"{where}: {key!r} must be text, got {raw[key]!r}")
+        if "strategy" in raw and raw["strategy"] not in STRATEGY_NAMES:
+            raise GateFileError(f"{where}: unknown strategy {raw['strategy']!r}; expected one of {', '.join(STRATEGY_NAMES)}")
         if "max_drop" in raw:
             if not isinstance(raw.get("vs"), str):
                 raise GateFileError(f"{where}: 'max_drop' needs vs = \"baseline\" or a strategy name")
@@ -171,6 +181,9 @@ def _regression(gate: Gate, comparisons: Sequence[Comparison], baseline: Baselin
         rows = [c for c in baseline.comparisons if c.metric == gate.metric and c.b == gate.strategy]
         if not rows:
             suite = [d for d in baseline.suite if d.metric == gate.metric and d.strategy == gate.strategy]
+            if suite and suite[0].base is not None and suite[0].cand is None:
+                return GateResult(gate, passed=False, value=None,
+                                  detail=f"measured in the baseline ({suite[0].base:g}), no longer measured")
             if suite and suite[0].delta is not None:
                 d = suite[0]
                 assert d.delta is not None

@@ -12,7 +12,7 @@ from harness.errors import HarnessError
 from harness.evaluation._gates import LOWER_IS_BETTER, Gate, evaluate
 from harness.evaluation._records import BaselineComparison, Flip, RunSummary, SuiteDelta, Verdict
 from harness.evaluation._stats import Comparison
-from harness.evaluation._summary import all_probes, changed_probes, paired, probe_frame, summarize
+from harness.evaluation._summary import COMPARED_METRICS, all_probes, changed_probes, paired, probe_frame, summarize
 from harness.replay import ScenarioResult
 
 SUITE_METRICS: Final = ("dedupe.residual_duplicates", "dedupe.retention", "forget.precision", "forget.recall",
@@ -29,24 +29,32 @@ def worse(metric: str, delta: float) -> bool:
 
 
 def _flips(base: Sequence[ScenarioResult], cand: Sequence[ScenarioResult]) -> list[Flip]:
+    """Every scenario and probe that passed in the baseline and does not now: failed, errored, skipped (a system
+    that stopped declaring a capability loses checks) or missing. A probe that passed counts even when its
+    scenario failed in the baseline for another reason."""
     now = {(r.scenario, r.strategy): r for r in cand}
     out: list[Flip] = []
     for b in base:
         c = now.get((b.scenario, b.strategy))
-        if b.status != "passed":
-            continue
         if c is None:
-            out.append(Flip(b.scenario, b.strategy, None, "scenario", "missing", "not in the candidate run"))
+            if b.status == "passed":
+                out.append(Flip(b.scenario, b.strategy, None, "scenario", "missing", "not in the candidate run"))
             continue
-        if c.status in ("failed", "error"):
+        if b.status == "passed" and c.status in ("failed", "error", "skipped"):
             out.append(Flip(b.scenario, b.strategy, None, "scenario", c.status,
-                            c.error or "; ".join(c.failures)))
+                            c.error or c.skipped or "; ".join(c.failures)))
+        if c.status in ("error", "skipped"):
+            continue  # reported for the scenario as a whole
         probes = {p.step: p for p in c.probes}
         for p in b.probes:
+            if not (p.passed and p.graded):
+                continue
             q = probes.get(p.step)
-            if p.passed and p.graded and q is not None and q.graded and not q.passed:
-                out.append(Flip(b.scenario, b.strategy, p.step, p.kind, "failed",
-                                next((f for f in c.failures if f.startswith(f"step {p.step} ")), "")))
+            if q is None or not q.graded or not q.passed:
+                now_status = "missing" if q is None else "skipped" if not q.graded else "failed"
+                detail = (q.skipped or "") if q is not None and not q.graded else \
+                    next((f for f in c.failures if f.startswith(f"step {p.step} ")), "")
+                out.append(Flip(b.scenario, b.strategy, p.step, p.kind, now_status, detail))
     return out
 
 
@@ -57,9 +65,10 @@ def _verdicts(strategies: Sequence[str], comps: Sequence[Comparison], suite: Seq
         mine = [c for c in comps if c.b == strategy]
         down = [c for c in mine if c.ci95[1] < 0]
         up = [c for c in mine if c.ci95[0] > 0]
-        sdown = [d for d in suite if d.strategy == strategy and d.delta is not None and worse(d.metric, d.delta)]
-        sup = [d for d in suite if d.strategy == strategy and d.delta is not None and d.delta != 0
-               and not worse(d.metric, d.delta)]
+        mine_suite = [d for d in suite if d.strategy == strategy and d.metric in SUITE_METRICS]
+        lost = [d for d in suite if d.strategy == strategy and d.base is not None and d.cand is None]
+        sdown = [d for d in mine_suite if d.delta is not None and worse(d.metric, d.delta)] + lost
+        sup = [d for d in mine_suite if d.delta is not None and d.delta != 0 and not worse(d.metric, d.delta)]
         nflip = sum(f.strategy == strategy for f in flips)
         parts = [_effect(c) for c in (down or up or [c for c in mine if c.metric == "recall.f1"])]
         parts += [f"{d.metric} {d.base} → {d.cand}" for d in (sdown or sup)]
@@ -91,13 +100,15 @@ def compare_runs(base_results: Sequence[ScenarioResult], cand_results: Sequence[
     fa = probe_frame(all_probes(base_results))
     fb = probe_frame(all_probes(cand_results))
     comps: list[Comparison] = []
-    shared = sorted(set(fb["strategy"]) & set(fa["strategy"])) if not fa.empty and not fb.empty else []
+    # strategies both runs ran (even if every probe of one is skipped now: that must show as lost metrics)
+    shared = sorted({r.strategy for r in base_results} & {r.strategy for r in cand_results})
     for strategy in shared:
-        comps += paired(fa[fa["strategy"] == strategy], fb[fb["strategy"] == strategy], strategy, strategy)
+        if not fa.empty and not fb.empty:
+            comps += paired(fa[fa["strategy"] == strategy], fb[fb["strategy"] == strategy], strategy, strategy)
     base_block = base_summary.strategies if base_summary else summarize(base_results, shared)[0]
     cand_block, _ = summarize(cand_results, shared)
     suite = [SuiteDelta(s, m, base_block[s].metrics.get(m) if s in base_block else None, cand_block[s].metrics.get(m))
-             for s in shared for m in SUITE_METRICS]
+             for s in shared for m in (*SUITE_METRICS, *COMPARED_METRICS)]
     flips = _flips(base_results, cand_results)
     return BaselineComparison(str(base_dir), tuple(comps), tuple(changed_probes(fa, fb)), tuple(flips), tuple(suite),
                               tuple(_verdicts(shared, comps, suite, flips)))

@@ -104,7 +104,19 @@ def load_factory(spec: str | None) -> SystemFactory:
         if variant:
             raise HarnessError(f"--system {spec}: {name} has no variants")
         return target  # type: ignore[no-any-return]
-    return _import(spec, spec)  # type: ignore[no-any-return]
+    return _checked(_import(spec, spec), spec)
+
+
+def _checked(factory: Any, spec: str) -> SystemFactory:
+    """A factory must be callable as ``factory(workdir, clock, model, events)``."""
+    import inspect
+
+    try:
+        inspect.signature(factory).bind(None, None, None, None)
+    except (TypeError, ValueError):
+        raise HarnessError(f"--system {spec}: expected a factory(workdir, clock, model, events) -> MemorySystem, "
+                           f"got {type(factory).__name__} {getattr(factory, '__name__', '')}".rstrip()) from None
+    return factory  # type: ignore[no-any-return]
 
 
 def _import(target: str, spec: str) -> Any:

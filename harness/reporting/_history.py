@@ -94,8 +94,11 @@ def read_history(db: Path, *, limit: int = 20,
     """The last ``limit`` runs, oldest first; [] (and a warning when it exists but is unreadable) otherwise."""
     if not db.exists():
         return []
+    if not db.is_file():  # a FIFO or device would block sqlite's open
+        warn(db, OSError(f"{db} is not a regular file"))
+        return []
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=10)  # '#', '?', '%' encoded
         try:
             runs = conn.execute("SELECT run_id, created_at, git_commit, passed, complete FROM runs "
                                 "ORDER BY created_at DESC, rowid DESC LIMIT ?", (max(limit, 0),)).fetchall()

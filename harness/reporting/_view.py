@@ -153,7 +153,10 @@ def verdict(summary: RunSummary, results: Sequence[ScenarioResult]) -> Verdict:
     if errors:
         parts.append(f"{len(errors)} did not finish (error)")
     if summary.gates:
-        parts.append(f"{len(summary.gates) - len(gates)}/{len(summary.gates)} gates passed")
+        judged = [g for g in summary.gates if not g.skipped]
+        skipped = len(summary.gates) - len(judged)
+        parts.append(f"{sum(g.passed for g in judged)}/{len(judged)} gates passed"
+                     + (f" ({skipped} skipped)" if skipped else ""))
     details: list[str] = []
     if summary.baseline is not None:
         for c in summary.baseline.comparisons:

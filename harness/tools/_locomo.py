@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness.errors import HarnessError
+from harness.scenario._yaml import read_regular
 from memory_core.topic import TopicDoc
 
 CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -101,8 +102,10 @@ def _sessions(conv: Mapping[str, Any]) -> Iterator[tuple[int, list[Mapping[str, 
 
 def load_locomo(path: Path) -> list[Conversation]:
     """Parse the dataset; a malformed file raises ``HarnessError`` naming the file and the sample."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # regular files only (a FIFO would block), bounded
+        data = json.loads(read_regular(path, limit=200 * 1024 * 1024, error=HarnessError).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise HarnessError(f"{path}: not UTF-8 ({exc.reason})") from None
     except FileNotFoundError:
         raise HarnessError(f"{path}: no such file (LoCoMo lives in ../shared/datasets/locomo/locomo10.json)") from None
     except json.JSONDecodeError as exc:

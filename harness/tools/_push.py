@@ -46,6 +46,11 @@ def batches(lines: Sequence[Mapping[str, Any]], size: int = 200) -> Iterator[byt
 def push(run_dir: Path, endpoint: str, *, headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> int:
     """POST every span of ``run_dir/traces.jsonl`` to ``endpoint`` (``…/v1/traces`` appended unless given);
     returns the number of spans sent. Any failure is one ``HarnessError`` line."""
+    if not endpoint.startswith(("http://", "https://")) or any(c in endpoint for c in "\r\n "):
+        raise HarnessError(f"--endpoint {endpoint!r}: expected an http(s) URL such as http://127.0.0.1:6006")
+    for key, value in (headers or {}).items():
+        if not key.strip() or any(c in key + value for c in "\r\n"):
+            raise HarnessError(f"--header {key!r}: a header name and value are one line each")
     path = run_dir / "traces.jsonl"
     lines = read_jsonl(path)
     if not lines:

@@ -76,3 +76,42 @@ def test_markdown_and_html_render_what_evaluation_computed() -> None:
     assert "<script>x</script>" not in html
     assert "skipped: needs capability x" in html
     assert "model recall.recall &gt;= 0.8" in html
+
+
+def _one(scenario: str, probe: Probe, *, failures: tuple[str, ...] = (), skipped: str | None = None) -> ScenarioResult:
+    return ScenarioResult(scenario=scenario, strategy="heuristic", passed=not failures, failures=failures,
+                          probes=(probe,), trace_id="0" * 32, skipped=skipped)
+
+
+def test_a_check_that_passed_and_is_skipped_or_failing_now_is_a_flip_even_in_a_failed_scenario() -> None:
+    from dataclasses import replace
+
+    from harness.evaluation import compare_runs
+
+    ok = _recall("s", 0, "heuristic", 1.0, 1.0)
+    base = [_one("s", ok, failures=("step 3 (check, line 9): something else",)),  # the scenario failed overall
+            _one("t", replace(ok, scenario="t"))]
+    cand = [_one("s", replace(ok, passed=False), failures=("step 0 (recall, line 4): recall 0 < 1",)),
+            _one("t", replace(ok, scenario="t", skipped="needs capability recall_prompt"))]
+    flips = {(f.scenario, f.step, f.now) for f in compare_runs(base, cand).flips}
+    assert flips == {("s", 0, "failed"), ("t", 0, "skipped")}
+
+
+def test_a_metric_measured_in_the_baseline_and_no_longer_fails_its_gate() -> None:
+    from dataclasses import replace
+
+    from harness.evaluation import compare_runs
+
+    base = [_one(f"s{i}", _recall(f"s{i}", 0, "heuristic", 1.0, 1.0)) for i in range(4)]
+    cand = [_one(r.scenario, replace(r.probes[0], skipped="needs capability x")) for r in base]
+    baseline = compare_runs(base, cand)
+    summary = evaluate_run(cand, ["heuristic"], gates=[Gate("recall.recall", max_drop=0.0, vs="baseline")],
+                           baseline=baseline)
+    by_name = {g.name: g for g in summary.gates}
+    assert not by_name["heuristic recall.recall drop vs baseline <= 0.0"].passed
+    assert "no longer measured" in by_name["heuristic recall.recall drop vs baseline <= 0.0"].detail
+    assert [v.verdict for v in baseline.verdicts] == ["worse"]
+    measured = evaluate_run(base, ["heuristic"]).strategies["heuristic"].metrics
+    assert measured["recall.recall"] == 1.0
+    assert measured["dedupe.retention"] is None  # nothing dreamt: no invented 1.0 for a gate to pass on
+    assert measured["index.within_limits"] is None
