@@ -102,6 +102,8 @@ def _sessions(conv: Mapping[str, Any]) -> Iterator[tuple[int, list[Mapping[str, 
 
 def load_locomo(path: Path) -> list[Conversation]:
     """Parse the dataset; a malformed file raises ``HarnessError`` naming the file and the sample."""
+    if not path.exists():
+        raise HarnessError(f"{path}: no such file (how to get LoCoMo: docs/locomo.md)")
     try:  # regular files only (a FIFO would block), bounded
         data = json.loads(read_regular(path, limit=200 * 1024 * 1024, error=HarnessError).decode("utf-8"))
     except UnicodeDecodeError as exc:
