@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -29,7 +30,9 @@ if TYPE_CHECKING:
 # imported lazily), so `memharness validate` and `--help` start fast.
 
 
+@functools.cache
 def _git_commit() -> str:
+    """HEAD of the current checkout, asked of git once per process (spans and summary meta both need it)."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.TimeoutExpired):

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness import __version__
+from harness.cli._argtypes import bounded
 from harness.cli._report_cmds import add_report_commands
 from harness.errors import HarnessError
 from harness.scenario import STRATEGY_NAMES
@@ -29,46 +30,12 @@ def _shard(text: str) -> tuple[int, int]:
     return i, n
 
 
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    """A whole number from 0 to 1,000,000 (example budgets, limits)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 0 <= value <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1000000, got {text!r}")
-    return value
-
-
-def _scale(text: str) -> float:
-    """A finite number above 0 (timeout scales)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (0 < value < 1e6):  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
-    return value
+_rate = bounded(float, lambda v: 0.0 <= v <= 1.0, "a number between 0 and 1")
+_positive = bounded(int, lambda v: v >= 1, "a positive integer")
+_count = bounded(int, lambda v: 0 <= v <= 1_000_000, "a whole number from 0 to 1000000")
+"""Example budgets and limits."""
+_scale = bounded(float, lambda v: 0 < v < 1e6, "a number above 0")
+"""Timeout scales (also refuses nan and inf)."""
 
 
 def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:

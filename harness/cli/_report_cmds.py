@@ -8,20 +8,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+from harness.cli._argtypes import bounded
 from harness.errors import HarnessError
 
 DEFAULT_HISTORY: Final = Path("reports/history.sqlite")
 DEFAULT_CLI_DOC: Final = Path("docs/cli.md")
 
 
-def _limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 1 <= value <= 100_000:
-        raise argparse.ArgumentTypeError(f"expected a number from 1 to 100000, got {text!r}")
-    return value
+_limit = bounded(int, lambda v: 1 <= v <= 100_000, "a whole number from 1 to 100000")
 
 
 def add_report_commands(sub: argparse._SubParsersAction[Any]) -> None:
