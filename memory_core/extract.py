@@ -281,6 +281,7 @@ class ExtractScheduler:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _running: bool = False
     _queued: tuple[ExtractRequest, datetime] | None = None
+    _held: bool = False
     trailing_runs: int = 0
     """How many queued requests have been run as trailing extractions."""
 
@@ -303,26 +304,45 @@ class ExtractScheduler:
     def hold(self) -> Iterator[None]:
         """Act as if an extraction were running: requests scheduled inside are queued (the last one wins) and
         run as one trailing extraction when the block exits."""
-        with self._lock:
-            if self._running:
-                raise RuntimeError("an extraction is already running")
-            self._running = True
+        self.begin_hold()
         try:
             yield
         finally:
-            self._drain()
+            self.release()
 
-    def _drain(self) -> None:
+    @property
+    def holding(self) -> bool:
+        """Whether ``begin_hold`` acts as a running extraction now."""
+        return self._held
+
+    def begin_hold(self) -> None:
+        """Act as if an extraction were running until ``release``: requests scheduled meanwhile are queued."""
+        with self._lock:
+            if self._running:
+                raise RuntimeError("an extraction is already running")
+            self._running = self._held = True
+
+    def release(self) -> list[tuple[str, ExtractOutcome]]:
+        """End ``begin_hold``: the pretend extraction finishes and the queued request runs as the trailing
+        extraction (§5.2). Returns each trailing run with its request's session id."""
+        with self._lock:
+            if not self._held:
+                raise RuntimeError("no hold to release")
+            self._held = False
+        return self._drain()
+
+    def _drain(self) -> list[tuple[str, ExtractOutcome]]:
         """Run queued trailing requests until none is left, then mark the scheduler idle."""
+        ran: list[tuple[str, ExtractOutcome]] = []
         try:
             while True:
                 with self._lock:
                     queued, self._queued = self._queued, None
                     if queued is None:
                         self._running = False
-                        return
+                        return ran
                 self.trailing_runs += 1
-                self._run(*queued)
+                ran.append((queued[0].session_id, self._run(*queued)))
         except BaseException:
             with self._lock:
                 self._running = False

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.replay._protocol import MemoryRecord
-from harness.scenario import CheckStep, FaultStep, Outcome, RecallStep
+from harness.scenario import CheckStep, FaultStep, Outcome, RecallStep, TrailingExpect
 from memory_core.errors import ModelError
 from memory_core.model import Model, ModelReply, ModelRequest
 
@@ -47,6 +47,29 @@ def check_outcome(check: Check, want: Outcome, *, strategy: str, fallback: str |
     if want.event:
         ok &= check_event(check, want.event, events)
     return ok
+
+
+def check_trailing(check: Check, want: TrailingExpect | None, runs: Sequence[tuple[str, Any]],
+                   events: Sequence[Any]) -> bool:
+    """``expect_trailing``: the trailing extraction runs (``(session, ExtractResult)``, in order) of a queue group."""
+    if want is None:
+        return True
+    ok = True
+    if want.runs is not None:
+        ok &= check(len(runs) == want.runs, f"expected {want.runs} trailing run(s), got {len(runs)}"
+                                            + (f" (sessions {[s for s, _ in runs]})" if runs else ""))
+    if want.sessions is not None:
+        ok &= check(tuple(s for s, _ in runs) == want.sessions,
+                    f"expected trailing runs for sessions {list(want.sessions)}, got {[s for s, _ in runs]}")
+    if not runs:
+        return check(want.status is None and not want.outcome.stated(),
+                     "expected a trailing run to report on, none ran") and ok
+    last = runs[-1][1]
+    if want.status is not None:
+        ok &= check(last.status == want.status, f"expected status {want.status}, got {last.status}"
+                                                + (f" ({last.error})" if last.error else ""))
+    return check_outcome(check, want.outcome, strategy=last.strategy, fallback=last.fallback_reason,
+                         touched=last.touched, count=len(last.written), events=events, kind="extract") and ok
 
 
 _COUNT_NAME = {"extract": "records written", "dream": "entries deduped", "forget": "ids removed", "recall": ""}

@@ -16,6 +16,8 @@ class IOFault:
     """``write_error`` | ``vanish``."""
     match: str
     remaining: int
+    ghosts: list[str] = field(default_factory=list)
+    """``vanish``: the deleted files the next listings still name."""
 
 
 @dataclass
@@ -23,7 +25,9 @@ class FaultyStore:
     """Delegates to a ``FileStore``; injected faults fire on matching keys, then disarm after ``times`` uses.
 
     ``write_error``: ``write``/``create`` raise ``OSError(EIO)`` (a full disk, a revoked mount).
-    ``vanish``: ``read`` finds the file gone — it is deleted just then, between the caller's scan and its read.
+    ``vanish``: matching files are deleted at the next listing, yet that listing and the ``times - 1`` after it
+    still name them (a file removed by another process between the scan and the read, or a stale listing):
+    every stat and read of them finds them gone.
     """
 
     inner: FileStore
@@ -43,12 +47,20 @@ class FaultyStore:
         return False
 
     def list(self) -> list[str]:
-        return self.inner.list()
+        keys = self.inner.list()
+        for fault in self.faults:
+            if fault.kind != "vanish" or fault.remaining <= 0:
+                continue
+            if not fault.ghosts:  # the first listing after arming: the matching files go, their names stay
+                fault.ghosts = [k for k in keys if fnmatch.fnmatchcase(k, fault.match)]
+                for key in fault.ghosts:
+                    self.inner.delete(key)
+            if fault.ghosts:
+                fault.remaining -= 1
+                keys = [*keys, *(g for g in fault.ghosts if g not in keys)]
+        return keys
 
     def read(self, key: str) -> str:
-        if self._fire("vanish", key):
-            self.inner.delete(key)
-            raise FileNotFoundError(errno.ENOENT, "injected fault: the file vanished between scan and read", key)
         return self.inner.read(key)
 
     def write(self, key: str, text: str) -> None:

@@ -34,7 +34,8 @@ class Capability(StrEnum):
     LOCKS = "locks"
     """A consolidation lock that can be planted (``lock`` steps)."""
     EXTRACT_QUEUE = "extract_queue"
-    """Queueing an extraction behind one in flight (``queued_behind``)."""
+    """Queueing extractions behind one in flight (``queued_behind``) via ``hold_extractions`` and
+    ``release_extractions``."""
     MEMORY_TOOL = "memory_tool"
     """Skipping extraction for turns where the agent wrote memory itself (``tool_write`` turns)."""
     STRAY_FILES = "stray_files"
@@ -184,6 +185,19 @@ class MemorySystem(Protocol):
 
     def documents(self) -> list[MemoryRecord]:
         """Every record now stored (no cap)."""
+        ...
+
+
+class ExtractQueue(Protocol):
+    """Capability ``extract_queue``: requests that arrive while an extraction is in flight (spec §5.2)."""
+
+    def hold_extractions(self, *, now: datetime) -> None:
+        """From now on act as if an extraction were running: ``extract(..., queued_behind=True)`` requests queue."""
+        ...
+
+    def release_extractions(self, *, now: datetime) -> list[tuple[str, ExtractResult]]:
+        """The in-flight extraction finishes: run what is queued (the spec: the last request, once) and return each
+        trailing run, in order, with the session whose request it was."""
         ...
 
 

@@ -30,7 +30,7 @@ from memory_core.clock import FixedClock
 from memory_core.dream import DreamScheduler
 from memory_core.entries import parse_entries
 from memory_core.events import EventSink
-from memory_core.extract import ExtractRequest, ExtractScheduler
+from memory_core.extract import ExtractOutcome, ExtractRequest, ExtractScheduler
 from memory_core.forget import forget
 from memory_core.formats import to_ms
 from memory_core.history import ChatMessage, ToolCall
@@ -117,14 +117,20 @@ class ReferenceSystem:
     def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> ExtractResult:
         self._extract.model = self._model_for(strategy)
         request = ExtractRequest(session_uuid(session_id), tuple(self.histories.get(session_id, [])))
-        if queued_behind:
-            with self._extract.hold():
-                out = self._extract.schedule(request, now=now)
+        if queued_behind and not self._extract.holding:  # a lone queued request: its own in-flight extraction
+            self._extract.begin_hold()
+            out = self._extract.schedule(request, now=now)
+            self._extract.release()
         else:
             out = self._extract.schedule(request, now=now)
-        return ExtractResult(status=out.status, strategy=out.strategy, reason=out.skipped_reason,
-                             fallback_reason=out.fallback_reason, touched=out.touched_topics, written=out.written,
-                             error=out.error)
+        return _extract_result(out)
+
+    def hold_extractions(self, *, now: datetime) -> None:
+        self._extract.begin_hold()
+
+    def release_extractions(self, *, now: datetime) -> list[tuple[str, ExtractResult]]:
+        names = {session_uuid(s): s for s in self.histories}
+        return [(names.get(sid, sid), _extract_result(out)) for sid, out in self._extract.release()]
 
     def dream(self, session_id: str, *, now: datetime, strategy: str, force: bool = False) -> DreamResult:
         self._dream.model = self._model_for(strategy)
@@ -226,3 +232,9 @@ def factory_for(variant: str = "") -> Callable[[Path, FixedClock, Model | None, 
 
 reference_factory = factory_for()
 """The default system under test: the reference core (its DenseCache shared by everything it builds)."""
+
+
+def _extract_result(out: ExtractOutcome) -> ExtractResult:
+    return ExtractResult(status=out.status, strategy=out.strategy, reason=out.skipped_reason,
+                         fallback_reason=out.fallback_reason, touched=out.touched_topics, written=out.written,
+                         error=out.error)

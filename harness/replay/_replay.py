@@ -17,7 +17,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.replay._checks import run_check
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
-from harness.replay._expect import FaultingModel, RecordingSink, check_outcome, recall_expectations
+from harness.replay._expect import FaultingModel, RecordingSink, check_outcome, check_trailing, recall_expectations
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
 from harness.replay._needs import PROBE_KIND, step_needs
@@ -200,16 +200,35 @@ class _Run:
             return
         strategy = self.step_strategy(i, step)
         before = len(self.failures)
+        if step.opens_queue:
+            self.system.hold_extractions(now=now)  # type: ignore[attr-defined]
         with self.t.operation("extract", step=i, now=now, session_id=step.session) as op:
-            res = self.system.extract(step.session, now=now, strategy=strategy, queued_behind=step.queued_behind)
+            res = self.system.extract(step.session, now=now, strategy=strategy,
+                                      queued_behind=bool(step.queued_behind))
         elapsed = op.duration_ms
         ok = self._expect_outcome(i, "extract", res.status, res.reason, res.error, step.expect_status, step.expect_reason)
         ok &= self.outcome_ok(i, "extract", step.outcome, strategy=res.strategy, fallback=res.fallback_reason,
                               touched=res.touched, count=len(res.written))
         self.judge(op, before, res.fallback_reason, res.error if res.status == "failed" else None)
+        if step.closes_queue:
+            ok &= self._trailing(i, step, now)
         self.probe(i, "extract", query=step.session, selected=res.written, passed=ok, duration_ms=elapsed,
                    strategy_used=res.strategy, status=res.status, reason=res.reason,
                    fallback_reason=res.fallback_reason, error_message=res.error)
+
+    def _trailing(self, i: int, step: SessionStep, now: datetime) -> bool:
+        """The queue group's in-flight extraction finishes: the trailing run(s) get a span of their own and are
+        checked against ``expect_trailing``; the step's probe carries the verdict."""
+        before, seen = len(self.failures), len(self.sink.events)
+        with self.t.operation("extract", step=i, now=now, session_id=step.session) as op:
+            runs = self.system.release_extractions(now=now)  # type: ignore[attr-defined]
+        events = self.sink.events[seen:] if Capability.EVENTS in self.capabilities else []
+        ok = check_trailing(lambda good, msg: self.check(good, i, "extract", f"trailing run: {msg}"),
+                            step.expect_trailing, runs, events)
+        last = runs[-1][1] if runs else None
+        self.judge(op, before, last.fallback_reason if last else None,
+                   last.error if last and last.status == "failed" else None)
+        return ok
 
     def _dream(self, i: int, step: DreamStep, now: datetime) -> None:
         session = self.sessions[-1] if self.sessions else "dream"

@@ -8,11 +8,11 @@ from harness.scenario._load import (
     DREAM_REASONS,
     DREAM_STATUSES,
     EXTRACT_REASONS,
-    EXTRACT_STATUSES,
     TYPES,
     load_all,
     load_scenario,
 )
+from harness.scenario._load_more import EXTRACT_STATUSES
 from harness.scenario._registry import (
     MODEL_STRATEGIES,
     OUTCOME_STRATEGIES,
@@ -38,6 +38,7 @@ from harness.scenario._types import (
     SeedMemory,
     SessionStep,
     Step,
+    TrailingExpect,
     Turn,
 )
 
@@ -67,6 +68,7 @@ __all__ = [
     "SessionStep",
     "Step",
     "StrategySpec",
+    "TrailingExpect",
     "Turn",
     "dump_yaml",
     "load_all",

@@ -35,10 +35,15 @@ def _step(step: Step) -> dict[str, Any]:
         if not step.extract:
             out["extract"] = False
         if step.queued_behind:
-            out["queued_behind"] = True
+            out["queued_behind"] = True if step.queued_behind.startswith("#") else step.queued_behind
         expect = {k: v for k, v in (("status", step.expect_status), ("reason", step.expect_reason)) if v}
         if expect:
             out["expect_extract"] = expect
+        if step.expect_trailing is not None:
+            t = step.expect_trailing
+            out["expect_trailing"] = {k: v for k, v in (("runs", t.runs), ("status", t.status),
+                                                        ("sessions", list(t.sessions) if t.sessions is not None
+                                                         else None)) if v is not None}
         return out
     if isinstance(step, AdvanceStep):
         return {"advance": duration(step.delta)}

@@ -15,6 +15,7 @@ import yaml
 from harness.errors import ScenarioError, one_line
 from harness.scenario import _limits as lim
 from harness.scenario import _load_more as more
+from harness.scenario._load_more import EXTRACT_STATUSES
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
     AdvanceStep,
@@ -34,7 +35,6 @@ from harness.scenario._yaml import NodeReader, compose_bounded, node_text, read_
 TYPES: Final = ("user", "feedback", "project", "reference")
 DREAM_STATUSES: Final = ("updated", "noop", "skipped", "failed")
 DREAM_REASONS: Final = ("disabled", "same_session", "min_hours", "scan_throttled", "min_sessions", "locked", "running")
-EXTRACT_STATUSES: Final = ("completed", "skipped", "failed")
 EXTRACT_REASONS: Final = ("memory_tool", "queued", "already_running")
 STRATEGIES: Final = STRATEGY_NAMES
 
@@ -128,7 +128,7 @@ def _turn(ctx: NodeReader, node: yaml.Node, field: str) -> Turn:
 
 def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Step:
     kinds = ("session", "advance", "dream", "recall", "forget", "check", "lock", "fault")
-    extra = ("turns", "extract", "expect_extract", "queued_behind")
+    extra = ("turns", "extract", "expect_extract", "queued_behind", "expect_trailing")
     top = ctx.mapping(node, field, (*kinds, *extra))
     present = [k for k in kinds if k in top]
     if len(present) != 1:
@@ -201,8 +201,11 @@ def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field
         extract=ctx.boolean(top["extract"], f"{field}.extract") if "extract" in top else True,
         expect_status=status,
         expect_reason=reason,
-        queued_behind=ctx.boolean(top["queued_behind"], f"{field}.queued_behind") if "queued_behind" in top else False,
+        queued_behind=more.queue_label(ctx, top["queued_behind"], f"{field}.queued_behind")
+        if "queued_behind" in top else "",
         outcome=extra,
+        expect_trailing=more.trailing(ctx, top["expect_trailing"], f"{field}.expect_trailing")
+        if "expect_trailing" in top else None,
     )
 
 
@@ -269,6 +272,7 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
     if not steps:
         raise ctx.fail(steps_node, "steps", "expected at least one step")
     _timeline(ctx, steps_node, steps, clock)
+    steps = more.queue_groups(ctx, steps_node, steps)
     overrides: dict[int, str] = {}
     if "strategy_overrides" in top:
         for key, value in ctx.mapping(top["strategy_overrides"], "strategy_overrides", None).items():

@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Final
 
 import yaml
 
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
-from harness.scenario._types import CheckStep, EntryExpect, Fact, FaultStep, Outcome, RecallStep, Scalar
+from harness.scenario._types import (
+    CheckStep,
+    EntryExpect,
+    Fact,
+    FaultStep,
+    Outcome,
+    RecallStep,
+    Scalar,
+    SessionStep,
+    Step,
+    TrailingExpect,
+)
 from harness.scenario._yaml import NodeReader
 
 STRATEGIES: Final = STRATEGY_NAMES
 
 MODEL_FAULTS: Final = ("timeout", "connection", "rate_limit", "server_error", "malformed")
 IO_FAULTS: Final = ("write_error", "vanish")
+EXTRACT_STATUSES: Final = ("completed", "skipped", "failed")
 OUTCOME_KEYS: Final = ("expect_strategy", "expect_fallback", "expect_touched", "expect_event")
 """Outcome keys shared by dream, forget and recall steps (plus a count key per kind)."""
 TOPICS: Final = ("user", "feedback", "project", "reference")
@@ -161,3 +174,64 @@ def check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) 
         entries=entries(ctx, c["entries"], f"{here}.entries") if "entries" in c else (),
         lock_held=ctx.boolean(c["lock_held"], f"{here}.lock_held") if "lock_held" in c else None,
     )
+
+
+TRAILING_KEYS: Final = ("runs", "sessions", "status", "strategy", "fallback", "touched", "written", "event")
+
+
+def queue_label(ctx: NodeReader, node: yaml.Node, here: str) -> str:
+    """``queued_behind``: ``true`` (a group of its own, labelled by the step), ``false`` or a group label."""
+    value = ctx.scalar(node, here)
+    if isinstance(value, bool):
+        return f"#{here}" if value else ""
+    if not isinstance(value, str):
+        raise ctx.fail(node, here, f"expected true, false or a queue label, got {value!r:.60}")
+    return ctx.name(node, here)
+
+
+def trailing(ctx: NodeReader, node: yaml.Node, here: str) -> TrailingExpect:
+    """``expect_trailing``: what the trailing extraction(s) report when a queue group's in-flight one finishes."""
+    f = ctx.mapping(node, here, TRAILING_KEYS)
+    return TrailingExpect(
+        runs=ctx.integer(f["runs"], f"{here}.runs") if "runs" in f else None,
+        sessions=tuple(ctx.seq(f["sessions"], f"{here}.sessions", ctx.name)) if "sessions" in f else None,
+        status=ctx.string(f["status"], f"{here}.status", choices=EXTRACT_STATUSES) if "status" in f else None,
+        outcome=outcome(ctx, f, here, count_key="written", prefix=""),
+    )
+
+
+def queue_groups(ctx: NodeReader, steps_node: yaml.Node, steps: list[Step]) -> list[Step]:
+    """Mark where each ``queued_behind`` group opens and closes, and check the groups make sense: one extraction is
+    in flight at a time (spec §5.2), so groups do not overlap and no other extraction starts inside one; a queued
+    step extracts; ``expect_trailing`` sits on a group's last step."""
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for i, step in enumerate(steps):
+        if isinstance(step, SessionStep) and step.queued_behind:
+            first.setdefault(step.queued_behind, i)
+            last[step.queued_behind] = i
+    out = list(steps)
+    open_label = ""
+    for i, (node, step) in enumerate(zip(steps_node.value, steps, strict=True)):
+        if not isinstance(step, SessionStep):
+            continue
+        here = f"steps[{i}]"
+        label = step.queued_behind
+        if label and not step.extract:
+            raise ctx.fail(node, f"{here}.queued_behind", "a queued request must extract (remove 'extract: false')")
+        if open_label and label != open_label and (step.extract or label):
+            other = "true" if open_label.startswith("#") else repr(open_label)
+            raise ctx.fail(node, f"{here}.queued_behind" if label else f"{here}.session",
+                           f"an extraction is in flight for queue {other} until steps[{last[open_label]}] (spec §5.2: "
+                           f"one runs at a time); queue this request behind {other} or move it after that step")
+        if step.expect_trailing is not None and (not label or last[label] != i):
+            where = f"its queue's last step, steps[{last[label]}]" if label else "a step with 'queued_behind'"
+            raise ctx.fail(node, f"{here}.expect_trailing", f"expected only on {where}")
+        if not label:
+            continue
+        if first[label] == i:
+            open_label = label
+        if last[label] == i:
+            open_label = ""
+        out[i] = dataclasses.replace(step, opens_queue=first[label] == i, closes_queue=last[label] == i)
+    return out

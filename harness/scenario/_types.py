@@ -74,9 +74,31 @@ class SessionStep:
     extract: bool = True
     expect_status: str | None = None
     expect_reason: str | None = None
-    queued_behind: bool = False
-    """Schedule this extraction while the previous one is still running (a trailing request, spec §5.2)."""
+    queued_behind: str = ""
+    """Non-empty: the label of the in-flight extraction this request arrives behind (a trailing request, spec
+    §5.2). ``queued_behind: true`` is a label of its own; steps sharing a label queue behind the same extraction."""
     outcome: Outcome = Outcome()
+    opens_queue: bool = False
+    """The first step of its queue group: an extraction is in flight from just before this step's request."""
+    closes_queue: bool = False
+    """The last step of its queue group: the in-flight extraction finishes after this step's request and the
+    trailing extraction(s) run."""
+    expect_trailing: TrailingExpect | None = None
+    """What the trailing run(s) must report when the group closes (only on the closing step)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrailingExpect:
+    """The trailing extractions that run when a queue group's in-flight extraction finishes (spec §5.2)."""
+
+    runs: int | None = None
+    """How many trailing extractions ran (the spec: at most one; later requests supersede the queued one)."""
+    status: str | None = None
+    """Status of the last trailing run."""
+    sessions: tuple[str, ...] | None = None
+    """The sessions whose requests ran as trailing extractions, in order."""
+    outcome: Outcome = Outcome()
+    """Strategy, fallback, touched topics, records written (``count``) and event of the last trailing run."""
 
 
 @dataclass(frozen=True, slots=True)

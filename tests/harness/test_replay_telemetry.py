@@ -149,3 +149,34 @@ def test_replay_is_deterministic(write_scenario: Callable[[str, str], Path]) -> 
         runs.append((_strip(r.probes), _tree(o), r.trace_id))
         o.shutdown()
     assert runs[0] == runs[1]
+
+
+def test_trailing_runs_are_checked_and_traced(otel: OTel) -> None:
+    shipped = SCENARIOS / "language" / "queued-supersede.yaml"
+    good = replay(load_scenario(shipped), strategy="heuristic", telemetry=otel.telemetry)
+    assert good.status == "passed", good.failures
+    extracts = [s for s in _spans(otel)["upsert_memory"] if s.attributes["memory.operation"] == "extract"]
+    assert len(extracts) == 5  # three queued requests, the trailing run, the later extraction of session a
+
+
+def test_a_wrong_trailing_expectation_fails_with_what_ran(tmp_path: Path, otel: OTel) -> None:
+    text = (SCENARIOS / "language" / "queued-supersede.yaml").read_text(encoding="utf-8")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("{runs: 1, sessions: [c]", "{runs: 3, sessions: [a, b, c]"), encoding="utf-8")
+    result = replay(load_scenario(bad), strategy="heuristic", telemetry=otel.telemetry)
+    assert result.status == "failed"
+    assert any("trailing run: expected 3 trailing run(s), got 1 (sessions ['c'])" in f for f in result.failures)
+    assert any("expected trailing runs for sessions ['a', 'b', 'c'], got ['c']" in f for f in result.failures)
+
+
+def test_a_vanished_file_is_listed_but_gone(tmp_path: Path) -> None:
+    from harness.replay._faulty_store import FaultyStore
+    from memory_core.store import FileStore
+
+    store = FaultyStore(FileStore(tmp_path))
+    store.write("user/a.md", "x")
+    store.write("user/b.md", "y")
+    store.inject("vanish", "user/a.md", 2)
+    assert store.list() == ["user/a.md", "user/b.md"] and store.stat("user/a.md") is None
+    assert "user/a.md" in store.list()  # the second listing still names it
+    assert store.list() == ["user/b.md"]  # then the listing is true again

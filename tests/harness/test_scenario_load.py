@@ -137,3 +137,56 @@ def test_scalars_are_constructed_once_with_located_errors(write_scenario: Callab
     assert s.description == "2026-03-02"
     assert s.tags == ("1", "16", "007")
     assert s.steps[0] == AdvanceStep(timedelta(minutes=90))
+
+
+QUEUED = """\
+steps:
+  - {session: a, queued_behind: busy}
+  - {recall: {query: anything}}
+  - {session: b, queued_behind: busy, expect_trailing: {runs: 1, sessions: [b], status: completed, written: 1}}
+  - {session: c, queued_behind: true, expect_trailing: {runs: 1}}
+  - {session: d}
+"""
+
+
+def test_queue_groups_open_and_close(write_scenario: Callable[[str, str], Path]) -> None:
+    s = load_scenario(write_scenario("q.yaml", QUEUED))
+    a, _, b, c, d = s.steps
+    assert isinstance(a, SessionStep) and isinstance(b, SessionStep) and isinstance(c, SessionStep)
+    assert (a.queued_behind, a.opens_queue, a.closes_queue) == ("busy", True, False)
+    assert (b.queued_behind, b.opens_queue, b.closes_queue) == ("busy", False, True)
+    assert b.expect_trailing is not None and b.expect_trailing.sessions == ("b",)
+    assert b.expect_trailing.outcome.count == 1
+    assert c.opens_queue and c.closes_queue and c.queued_behind  # `true`: a queue of its own
+    assert isinstance(d, SessionStep) and not d.queued_behind
+
+
+@pytest.mark.parametrize(
+    ("mutate", "where"),
+    [
+        (lambda t: t.replace("{session: d}", "{session: d, queued_behind: busy}"),
+         ":4: steps[2].expect_trailing: expected only on its queue's last step, steps[4]"),  # the queue grew
+        (lambda t: t.replace("  - {recall: {query: anything}}\n", "  - {session: x}\n"),
+         ":3: steps[1].session: an extraction is in flight for queue 'busy' until steps[2]"),
+        (lambda t: t.replace("  - {recall: {query: anything}}\n", "  - {session: x, queued_behind: other}\n"),
+         ":3: steps[1].queued_behind: an extraction is in flight for queue 'busy'"),
+        (lambda t: t.replace("{session: a, queued_behind: busy}", "{session: a, queued_behind: busy, expect_trailing: {}}"),
+         ":2: steps[0].expect_trailing: expected only on its queue's last step, steps[2]"),
+        (lambda t: t.replace("{session: d}", "{session: d, expect_trailing: {runs: 1}}"),
+         ":6: steps[4].expect_trailing: expected only on a step with 'queued_behind'"),
+        (lambda t: t.replace("{session: a, queued_behind: busy}", "{session: a, queued_behind: busy, extract: false}"),
+         ":2: steps[0].queued_behind: a queued request must extract"),
+        (lambda t: t.replace("queued_behind: true", "queued_behind: 7"),
+         ":5: steps[3].queued_behind: expected true, false or a queue label"),
+        (lambda t: t.replace("runs: 1}}\n  - {session: d}", "runs: one}}\n  - {session: d}"),
+         ":5: steps[3].expect_trailing.runs: expected an integer"),
+        (lambda t: t.replace("status: completed", "status: done"), ":4: steps[2].expect_trailing.status: expected one of"),
+        (lambda t: t.replace("sessions: [b]", "colour: [b]"), ":4: steps[2].expect_trailing.colour: unknown key"),
+    ],
+)
+def test_queue_group_errors_name_line_and_field(write_scenario: Callable[[str, str], Path],
+                                                mutate: Callable[[str], str], where: str) -> None:
+    path = write_scenario("bad-queue.yaml", mutate(QUEUED))
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert where in str(err.value), str(err.value)

@@ -219,7 +219,7 @@ def test_the_oracle_command_runs_the_suite_with_its_strategies_tags_gates_and_sy
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--only", "no-such-mutant"], "--only: unknown mutant 'no-such-mutant'"),
-    (["--subset", "nightly"], "--subset: no mutant is in subset 'nightly' (known: ci)"),
+    (["--subset", "nightly"], "--subset: no mutant is in subset 'nightly' (known: ci, language)"),
     (["--min-kill-rate", "1.5"], "expected a number between 0 and 1"),
     (["--jobs", "0"], "expected a positive integer"),
     (["--target", "harness"], "cannot mutate the harness itself"),

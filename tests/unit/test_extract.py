@@ -241,3 +241,30 @@ def test_model_extraction_fallbacks(store: Store, clock: FixedClock, reply: obje
                       model=ScriptedModel.of([reply]))  # type: ignore[list-item]
     assert (out.strategy, out.fallback_reason) == ("heuristic", reason)
     assert out.touched_topics == ("user",)
+
+
+def test_a_hold_queues_several_requests_and_release_runs_the_last_once(clock: FixedClock) -> None:
+    store = InMemoryStore(clock)
+    sink = ListSink()
+    scheduler = ExtractScheduler(store, ROOT, events=sink)
+    scheduler.begin_hold()
+    assert scheduler.holding
+    outs = [scheduler.schedule(req(user(f"I always prefer option number {n} here"), session=f"s{n}"), now=clock.now())
+            for n in (1, 2, 3)]
+    assert [o.skipped_reason for o in outs] == ["queued"] * 3
+    ran = scheduler.release()
+    assert [sid for sid, _ in ran] == ["s3"]  # the later requests superseded the earlier ones
+    assert ran[0][1].status == "completed" and not scheduler.holding
+    with pytest.raises(RuntimeError, match="no hold"):
+        scheduler.release()
+    assert scheduler.schedule(req(user("a fresh request afterwards, long enough")),
+                                                            now=clock.now()).status == "completed"
+
+
+def test_release_with_nothing_queued_runs_nothing(clock: FixedClock) -> None:
+    scheduler = ExtractScheduler(InMemoryStore(clock), ROOT)
+    scheduler.begin_hold()
+    assert scheduler.release() == []
+    with pytest.raises(RuntimeError, match="already running"):
+        with scheduler.hold():
+            scheduler.begin_hold()
