@@ -65,16 +65,16 @@ def main() -> None:
         bm25 = _timed(lambda: BM25Ranker().rank(query, docs, limit=5), args.repeat)
         print(f"recall over {len(docs)} docs: heuristic {heuristic:.2f} ms, bm25 {bm25:.2f} ms "
               f"(bm25 / heuristic {bm25 / heuristic:.1f}x)")
-    from harness.fuzz import _quiet_telemetry
     from harness.replay import replay
-    from harness.scenario_load import load_all
+    from harness.scenario import load_all
+    from harness.telemetry import build_telemetry
 
     scenarios = load_all([Path(__file__).resolve().parents[1] / "scenarios"])
-    telemetry = _quiet_telemetry()
+    telemetry = build_telemetry({}).telemetry
     t0 = time.perf_counter()
     runs = 0
     for s in scenarios:
-        if not s.strategies or "heuristic" in s.strategies:
+        if (not s.strategies or "heuristic" in s.strategies) and (not s.systems or "reference" in s.systems):
             replay(s, strategy="heuristic", telemetry=telemetry)
             runs += 1
     elapsed = time.perf_counter() - t0

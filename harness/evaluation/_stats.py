@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
@@ -97,12 +98,16 @@ def sign_flip_p(deltas: Sequence[float], *, seed: int = SEED) -> float:
 
 
 def mcnemar_exact(b: int, c: int) -> float:
-    """Exact (binomial) McNemar p-value on discordant pairs."""
-    if b + c == 0:
-        return 1.0
-    from scipy import stats as sps
+    """Exact (binomial) McNemar p-value on discordant pairs: two-sided binomial test of min(b, c) of b + c at 1/2.
 
-    return float(sps.binomtest(min(b, c), b + c, 0.5).pvalue)
+    The distribution is symmetric, so the two-sided p is twice the lower tail, capped at 1 — the value
+    ``scipy.stats.binomtest(min(b, c), b + c, 0.5).pvalue`` gives (checked against it in the tests),
+    in exact integer arithmetic and without importing scipy.stats (1.3 s of every run that compares strategies)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return min(1.0, float(Fraction(2 * tail, 2**n)))
 
 
 def minimum_detectable_effect(deltas: Sequence[float], fallback_sd: float) -> float:

@@ -41,7 +41,7 @@ from memory_core.recall import recall
 from memory_core.scan import DocCache, scan
 from memory_core.sessions import ChatDirSessions
 from memory_core.snapshot import RecallCache
-from memory_core.store import INDEX_KEY, LOCK_KEY, FileStore
+from memory_core.store import INDEX_KEY, LOCK_KEY, FileStore, check_key
 from memory_core.topic import TopicDoc, render_topic
 
 DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
@@ -88,8 +88,14 @@ class ReferenceSystem:
         text = memory.raw if memory.raw is not None else render_topic(
             name=memory.name or memory.path, description=memory.description, kind=memory.type,  # type: ignore[arg-type]
             body=memory.body)
-        self.store.write(memory.path, text)
-        self.store.set_mtime(memory.path, to_ms(mtime))
+        # as an earlier process left it: plain writes into this scenario's fresh scratch directory (no temp file, no
+        # fsync: nothing here outlives the scenario, and nothing reads it before seeding ends); the loader has
+        # refused every path that leaves the memory root, and check_key normalises the rest
+        target = self.root / check_key(memory.path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text.encode("utf-8"))
+        ns = round(to_ms(mtime) * 1e6)
+        os.utime(target, ns=(ns, ns))
 
     def finish_seeding(self, *, now: datetime) -> None:
         # a scenario that seeds MEMORY.md itself keeps it as written (a hand-edited index); otherwise the index is

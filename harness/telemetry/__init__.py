@@ -4,7 +4,14 @@ Used by replay; imports no other stage.
 """
 
 from harness.telemetry import semconv
-from harness.telemetry._setup import JsonLinesSpanExporter, TelemetrySetup, build_telemetry, span_to_otlp_json
+from harness.telemetry._setup import (
+    JsonLinesSpanExporter,
+    TelemetrySetup,
+    build_telemetry,
+    otlp_spans,
+    span_to_otlp_json,
+    spans_to_otlp_json,
+)
 from harness.telemetry._spans import DeterministicIds, Operation, Telemetry, TracedModel
 
 __all__ = [
@@ -15,6 +22,8 @@ __all__ = [
     "TelemetrySetup",
     "TracedModel",
     "build_telemetry",
+    "otlp_spans",
     "semconv",
     "span_to_otlp_json",
+    "spans_to_otlp_json",
 ]

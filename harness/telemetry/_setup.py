@@ -33,19 +33,34 @@ log = logging.getLogger("memharness.otel")
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
 
-def _hex_ids(node: Any) -> Any:
-    """OTLP/JSON wants hex trace and span ids; protobuf's JSON mapping gives base64."""
-    if isinstance(node, dict):
-        return {k: (base64.b64decode(v).hex() if k in _ID_FIELDS and isinstance(v, str) else _hex_ids(v))
-                for k, v in node.items()}
-    if isinstance(node, list):
-        return [_hex_ids(v) for v in node]
-    return node
-
-
 def span_to_otlp_json(span: ReadableSpan) -> dict[str, Any]:
     """One span as an OTLP-JSON ``ExportTraceServiceRequest`` object (resource and scope included)."""
-    return _hex_ids(MessageToDict(encode_spans([span])))  # type: ignore[no-any-return]
+    return spans_to_otlp_json([span])
+
+
+def spans_to_otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """Spans as one OTLP-JSON ``ExportTraceServiceRequest`` (grouped by resource and scope, encoded once)."""
+    request: dict[str, Any] = MessageToDict(encode_spans(spans))
+    for rs in request.get("resourceSpans", ()):  # ids sit only on spans and their links: no walk of the whole tree
+        for ss in rs.get("scopeSpans", ()):
+            for span in ss.get("spans", ()):
+                _hex_fields(span)
+                for link in span.get("links", ()):
+                    _hex_fields(link)
+    return request
+
+
+def otlp_spans(requests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every span of OTLP-JSON requests (``traces.jsonl`` lines: one trace each, or one span in older runs)."""
+    return [span for request in requests for rs in request.get("resourceSpans", ())
+            for ss in rs.get("scopeSpans", ()) for span in ss.get("spans", ())]
+
+
+def _hex_fields(node: dict[str, Any]) -> None:
+    for key in _ID_FIELDS:
+        value = node.get(key)
+        if isinstance(value, str):
+            node[key] = base64.b64decode(value).hex()
 
 
 @dataclass
@@ -62,15 +77,23 @@ class JsonLinesSpanExporter(SpanExporter):
         return SpanExportResult.SUCCESS
 
     def take(self) -> list[dict[str, Any]]:
-        """Encode, return and forget the spans kept so far."""
+        """Encode, return and forget the spans kept so far: one OTLP-JSON request per trace (a scenario × strategy,
+        DESIGN §3), encoded in one pass — not one request per span, which re-encodes the resource every time."""
         with self._lock:
             taken, self.spans = self.spans, []
-        out = []
+        traces: dict[int, list[ReadableSpan]] = {}
         for span in taken:
+            traces.setdefault(span.context.trace_id if span.context else 0, []).append(span)
+        out = []
+        for spans in traces.values():
             try:
-                out.append(span_to_otlp_json(span))
-            except Exception:
-                log.warning("telemetry: could not encode a span", exc_info=True)
+                out.append(spans_to_otlp_json(spans))
+            except Exception:  # one span the encoder refuses must not cost the trace's other spans
+                for span in spans:
+                    try:
+                        out.append(span_to_otlp_json(span))
+                    except Exception:
+                        log.warning("telemetry: could not encode a span", exc_info=True)
         return out
 
     def shutdown(self) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.reporting import read_jsonl
+from harness.telemetry import otlp_spans
 
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
@@ -30,16 +31,20 @@ def _b64_ids(node: Any) -> Any:
 
 
 def batches(lines: Sequence[Mapping[str, Any]], size: int = 200) -> Iterator[bytes]:
-    """Protobuf ``ExportTraceServiceRequest`` bodies of at most ``size`` spans."""
+    """Protobuf ``ExportTraceServiceRequest`` bodies of about ``size`` spans (whole lines: a trace is never split)."""
     from google.protobuf.json_format import ParseDict
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    for start in range(0, len(lines), size):
-        request = ExportTraceServiceRequest()
-        for line in lines[start:start + size]:
-            part = ExportTraceServiceRequest()
-            ParseDict(_b64_ids(dict(line)), part)
-            request.resource_spans.extend(part.resource_spans)
+    request, spans = ExportTraceServiceRequest(), 0
+    for line in lines:  # a line is one trace (many spans) or, in older runs, one span
+        part = ExportTraceServiceRequest()
+        ParseDict(_b64_ids(dict(line)), part)
+        request.resource_spans.extend(part.resource_spans)
+        spans += sum(len(ss.spans) for rs in part.resource_spans for ss in rs.scope_spans)
+        if spans >= size:
+            yield request.SerializeToString()
+            request, spans = ExportTraceServiceRequest(), 0
+    if request.resource_spans:
         yield request.SerializeToString()
 
 
@@ -58,7 +63,6 @@ def push(run_dir: Path, endpoint: str, *, headers: Mapping[str, str] | None = No
     url = endpoint.rstrip("/")
     if not url.endswith("/v1/traces"):
         url += "/v1/traces"
-    sent = 0
     try:
         bodies = list(batches(lines))
     except Exception as exc:
@@ -73,5 +77,4 @@ def push(run_dir: Path, endpoint: str, *, headers: Mapping[str, str] | None = No
             raise HarnessError(f"{url}: the backend answered HTTP {exc.code} ({exc.reason})") from None
         except (urllib.error.URLError, OSError) as exc:
             raise HarnessError(f"{url}: cannot reach the backend ({getattr(exc, 'reason', exc)})") from None
-    sent = sum(len(line.get("resourceSpans", [{}])[0].get("scopeSpans", [{}])[0].get("spans", [])) for line in lines)
-    return sent
+    return len(otlp_spans(lines))

@@ -89,6 +89,15 @@ def test_mcnemar_exact_values() -> None:
     assert mcnemar_exact(3, 3) == 1.0
 
 
+def test_mcnemar_exact_agrees_with_scipy_binomtest() -> None:
+    from scipy import stats as sps
+
+    for n in [*range(1, 41), 99, 200]:
+        for b in range(n + 1):
+            want = float(sps.binomtest(min(b, n - b), n, 0.5).pvalue)
+            assert mcnemar_exact(b, n - b) == pytest.approx(want, rel=1e-9, abs=1e-300), (b, n - b)
+
+
 def test_compare_counts_and_mde() -> None:
     c = compare("h", "m", "recall.f1", [0.5, 0.5, 1.0, 0.0], [1.0, 0.5, 0.0, 0.5], [False, False, True, False],
                 [True, False, False, False])

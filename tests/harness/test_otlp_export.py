@@ -76,3 +76,28 @@ def test_an_endpoint_alone_exports_traces_only(tmp_path: Path) -> None:
         server.shutdown()
         server.server_close()
     assert {path for path, _ in _Collector.received} == {"/v1/traces"}
+
+
+def test_traces_jsonl_holds_one_trace_per_line_with_hex_ids_that_round_trip(tmp_path: Path) -> None:
+    import base64
+    import json
+
+    from google.protobuf.json_format import ParseDict
+
+    from harness.tools._push import _b64_ids
+
+    assert main(["run", str(SCENARIOS / "dream"), "--out", str(tmp_path / "o")], environ={}) == 0
+    lines = [json.loads(x) for x in (tmp_path / "o" / "traces.jsonl").read_text().splitlines()]
+    results = (tmp_path / "o" / "results.jsonl").read_text().splitlines()
+    assert len(lines) == len(results)  # one OTLP-JSON request per scenario × strategy (DESIGN §3)
+    for line in lines:
+        spans = [s for rs in line["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+        assert len(spans) > 1
+        assert len({s["traceId"] for s in spans}) == 1
+        for s in spans:
+            assert len(s["traceId"]) == 32 and len(s["spanId"]) == 16  # hex, as OTLP/JSON wants  # noqa: PT018
+            int(s["traceId"], 16)
+        request = ExportTraceServiceRequest()
+        ParseDict(_b64_ids(line), request)  # the hex ids turn back into the exact bytes
+        assert request.resource_spans[0].scope_spans[0].spans[0].trace_id == bytes.fromhex(spans[0]["traceId"])
+        assert base64.b64encode(bytes.fromhex(spans[0]["spanId"])).decode()

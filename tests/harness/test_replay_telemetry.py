@@ -177,6 +177,7 @@ def test_a_vanished_file_is_listed_but_gone(tmp_path: Path) -> None:
     store.write("user/a.md", "x")
     store.write("user/b.md", "y")
     store.inject("vanish", "user/a.md", 2)
-    assert store.list() == ["user/a.md", "user/b.md"] and store.stat("user/a.md") is None
+    assert store.list() == ["user/a.md", "user/b.md"]
+    assert store.stat("user/a.md") is None
     assert "user/a.md" in store.list()  # the second listing still names it
     assert store.list() == ["user/b.md"]  # then the listing is true again

@@ -152,13 +152,19 @@ steps:
 def test_queue_groups_open_and_close(write_scenario: Callable[[str, str], Path]) -> None:
     s = load_scenario(write_scenario("q.yaml", QUEUED))
     a, _, b, c, d = s.steps
-    assert isinstance(a, SessionStep) and isinstance(b, SessionStep) and isinstance(c, SessionStep)
+    assert isinstance(a, SessionStep)
+    assert isinstance(b, SessionStep)
+    assert isinstance(c, SessionStep)
     assert (a.queued_behind, a.opens_queue, a.closes_queue) == ("busy", True, False)
     assert (b.queued_behind, b.opens_queue, b.closes_queue) == ("busy", False, True)
-    assert b.expect_trailing is not None and b.expect_trailing.sessions == ("b",)
+    assert b.expect_trailing is not None
+    assert b.expect_trailing.sessions == ("b",)
     assert b.expect_trailing.outcome.count == 1
-    assert c.opens_queue and c.closes_queue and c.queued_behind  # `true`: a queue of its own
-    assert isinstance(d, SessionStep) and not d.queued_behind
+    assert c.opens_queue
+    assert c.closes_queue
+    assert c.queued_behind
+    assert isinstance(d, SessionStep)
+    assert not d.queued_behind
 
 
 @pytest.mark.parametrize(

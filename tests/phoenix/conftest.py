@@ -24,6 +24,9 @@ from typing import Any
 
 import pytest
 
+from harness.reporting import read_jsonl
+from harness.telemetry import otlp_spans
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "phoenix.sh"
 SCENARIOS = REPO / "scenarios"
@@ -185,7 +188,7 @@ def exported_run(phoenix: Phoenix, tmp_path_factory: pytest.TempPathFactory) -> 
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     results = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
     run = Run(out, proc.returncode, proc.stderr, (start, end), summary, results)
-    expected = sum(1 for line in (out / "traces.jsonl").read_text(encoding="utf-8").splitlines() if line.strip())
+    expected = len(otlp_spans(read_jsonl(out / "traces.jsonl")))
     run.spans = wait_for_spans(phoenix, expected)
     (out / "phoenix-spans.json").write_text(json.dumps(run.spans, indent=1), encoding="utf-8")
     return run

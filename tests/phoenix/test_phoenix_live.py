@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from harness.reporting import read_jsonl
+from harness.telemetry import otlp_spans
 from tests.phoenix.conftest import (
     FAILING,
     PROJECT,
@@ -76,7 +78,7 @@ def test_phoenix_listens_on_loopback_only(phoenix: Phoenix) -> None:
 
 
 def test_run_completed_and_every_span_arrived(exported_run: Run) -> None:
-    lines = [ln for ln in (exported_run.out / "traces.jsonl").read_text(encoding="utf-8").splitlines() if ln.strip()]
+    lines = otlp_spans(read_jsonl(exported_run.out / "traces.jsonl"))
     assert exported_run.returncode == 1, f"expected exit 1 (one failing scenario), got {exported_run.returncode}: " \
                                          f"{exported_run.stderr[-1500:]}"
     assert exported_run.spans, f"Phoenix has no spans in project {PROJECT!r}"
@@ -263,7 +265,7 @@ def test_a_second_run_is_stored_too(phoenix: Phoenix, exported_run: Run, tmp_pat
     before = len(phoenix.spans(PROJECT))
     second = run_memharness(phoenix, [str(SCENARIOS / "recall" / "multi-fact.yaml"), "--strategy", "heuristic"],
                             tmp_path / "second")
-    sent = len([ln for ln in (tmp_path / "second" / "traces.jsonl").read_text(encoding="utf-8").splitlines() if ln.strip()])
+    sent = len(otlp_spans(read_jsonl(tmp_path / "second" / "traces.jsonl")))
     assert second.returncode == 0, second.stderr[-1000:]
     assert sent > 0
     after = wait_for_spans(phoenix, before + sent)

@@ -254,7 +254,8 @@ def test_a_hold_queues_several_requests_and_release_runs_the_last_once(clock: Fi
     assert [o.skipped_reason for o in outs] == ["queued"] * 3
     ran = scheduler.release()
     assert [sid for sid, _ in ran] == ["s3"]  # the later requests superseded the earlier ones
-    assert ran[0][1].status == "completed" and not scheduler.holding
+    assert ran[0][1].status == "completed"
+    assert not scheduler.holding
     with pytest.raises(RuntimeError, match="no hold"):
         scheduler.release()
     assert scheduler.schedule(req(user("a fresh request afterwards, long enough")),
@@ -265,6 +266,5 @@ def test_release_with_nothing_queued_runs_nothing(clock: FixedClock) -> None:
     scheduler = ExtractScheduler(InMemoryStore(clock), ROOT)
     scheduler.begin_hold()
     assert scheduler.release() == []
-    with pytest.raises(RuntimeError, match="already running"):
-        with scheduler.hold():
-            scheduler.begin_hold()
+    with pytest.raises(RuntimeError, match="already running"), scheduler.hold():
+        scheduler.begin_hold()
