@@ -122,12 +122,12 @@ FSYNC_ENV: Final = "MEMORY_CORE_FSYNC"
 """Set to ``0`` to skip the fsync of each write (throwaway test directories only; atomicity is kept)."""
 
 
-def _fsync_close(fd: int, data: bytes) -> None:
+def _fsync_close(fd: int, data: bytes, *, sync: bool = True) -> None:
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        if os.environ.get(FSYNC_ENV, "1") != "0":
+        if sync and os.environ.get(FSYNC_ENV, "1") != "0":
             os.fsync(fd)
     finally:
         os.close(fd)
@@ -140,6 +140,9 @@ class FileStore:
 
     root: Path
     clock: Clock = field(default_factory=SystemClock)
+    durable: bool = True
+    """fsync every write before it replaces the old file. False only for scratch set-up that nothing outlives
+    (a harness seeding a throwaway directory); writes stay atomic either way."""
 
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)
@@ -210,7 +213,7 @@ class FileStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=target.parent)
         try:
-            _fsync_close(fd, data)
+            _fsync_close(fd, data, sync=self.durable)
             self._stamp(Path(tmp), previous.mtime_ms if previous else None)  # the file appears already stamped
             if exclusive:
                 try:

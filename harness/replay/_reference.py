@@ -101,7 +101,11 @@ class ReferenceSystem:
         # a scenario that seeds MEMORY.md itself keeps it as written (a hand-edited index); otherwise the index is
         # rebuilt as a previous session would have left it (spec §4.2)
         if self.store.list() and INDEX_KEY not in self.store.list():
-            rebuild_index(self.store, cache=self._cache)
+            self.faulty.inner.durable = False  # set-up of a scratch directory, like the seeds themselves
+            try:
+                rebuild_index(self.store, cache=self._cache)
+            finally:
+                self.faulty.inner.durable = True
 
     def add_turns(self, session_id: str, turns: Sequence[Turn], *, now: datetime) -> None:
         history = self.histories.setdefault(session_id, [])

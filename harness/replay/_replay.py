@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness.errors import HarnessError
 from harness.replay._checks import run_check
@@ -21,6 +21,7 @@ from harness.replay._expect import FaultingModel, RecordingSink, check_outcome, 
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
 from harness.replay._needs import PROBE_KIND, step_needs
+from harness.replay._observed import Observed
 from harness.replay._protocol import (
     Capability,
     MemorySystem,
@@ -356,7 +357,8 @@ def replay(
         trace_id = f"{root.get_span_context().trace_id:032x}"
         system = system_factory(Path(tmp), clock, counter, sink)
         caps = capabilities_of(system)
-        run = _Run(scenario, strategy, system, clock, telemetry, counter, context, caps, sink, faulting)
+        observed = cast(MemorySystem, Observed(system))  # the records listed once per store state
+        run = _Run(scenario, strategy, observed, clock, telemetry, counter, context, caps, sink, faulting)
         error = None
         try:
             name = system_name(system)
@@ -365,7 +367,7 @@ def replay(
             elif any(m.raw is not None for m in scenario.memories) and Capability.RAW_FILES not in caps:
                 skipped = f"seeds raw file text: needs capability {Capability.RAW_FILES.value}"
             else:
-                _seed_and_run(scenario, system, clock, run)
+                _seed_and_run(scenario, observed, clock, run)
         except HarnessError as exc:
             error = f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: {exc}"
         except Exception as exc:

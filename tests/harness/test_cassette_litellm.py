@@ -124,7 +124,7 @@ def test_adapter_errors_become_model_errors() -> None:
     model = LiteLLMModel("openai/fake")
     with pytest.raises(ModelError) as err:
         model.query(request, mock_response={"choices": [{"message": {"role": "assistant", "content": "nope"}}]})
-    assert err.value.reason == "invalid_json"
+    assert err.value.reason == "invalid_json", err.value
     good = model.query(request, mock_response={"choices": [{"message": {"role": "assistant",
                                                                         "content": '```json\n{"selected_memories": []}\n```'}}],
                                                "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}})

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,3 +29,23 @@ def test_quick_run_prints_the_tables(capsys: pytest.CaptureFixture[str], monkeyp
     assert re.search(r"warm recall / stat floor \d+\.\d+", out)
     for step in ("warm recall", "dedupe planning", "index rebuild", "patch application"):
         assert re.search(rf"^{step} \(\w+\)\s+[\d,]+ -> [\d,]+\s+[\d.]+ -> [\d.]+{number}", out, re.MULTILINE), step
+
+
+def test_telemetry_bench_quick_run_prints_the_ratio(capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = importlib.util.spec_from_file_location("bench_telemetry", BENCH.parent / "bench_telemetry.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name in ("TMPDIR", "MEMORY_CORE_FSYNC"):  # the bench sets them for its own process: restore them after
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", tempfile.tempdir)
+    assert module.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    for contender in ("sdk disabled", "spans kept", "export on"):
+        assert re.search(rf"^{contender}\s+\d+\.\d\s+\d+\.\d\s+\d+\s+\d+\.\d{{3}} \(", out, re.MULTILINE), out
+    assert re.search(r"telemetry overhead with export on: [+-]\d+\.\d% of a replay", out)
