@@ -44,7 +44,8 @@ def test_duration_is_the_operation_not_the_exporter(otel: OTel, slow_export: boo
     scenario = load_scenario(SCENARIOS / "recall" / "type-feedback.yaml")
     result = replay(scenario, strategy="heuristic", telemetry=otel.telemetry, system_factory=_factory)
     [probe] = [p for p in result.probes if p.kind == "recall"]
-    assert SLEEP_S * 1000 <= probe.duration_ms < SLEEP_S * 1000 + 25  # generous: asserts placement, not speed
+    # placement, not speed: an exporter inside the timer would add its 100 ms; 75 ms of slack absorbs a loaded box
+    assert SLEEP_S * 1000 <= probe.duration_ms < SLEEP_S * 1000 + 75
     [span] = [s for s in otel.spans.get_finished_spans() if s.name == "search_memory"]
     assert span.end_time is not None
     assert span.start_time is not None

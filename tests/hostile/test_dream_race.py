@@ -79,7 +79,11 @@ def test_eight_racing_processes_never_dream_together(tmp_path: Path, monkeypatch
     span_s = (windows[-1][1] - windows[0][0]) / 1e9
     print(f"\ndream race: {PROCESSES} processes x {ROUNDS} rounds, {dreams} dreams, "
           f"{len(outcomes) - dreams} skipped as locked, 0 overlaps, {len(muts)} mutations checked, {span_s:.2f} s")
-    assert dreams == len(windows) >= ROUNDS
+    assert dreams == len(windows)
+    # the race really happened (else "never together" proves nothing): several dreams, and attempts that met the
+    # lock. How many of each depends on the machine's load (a slow dream outlasts rounds), so no count beyond that.
+    assert dreams >= 2
+    assert len(outcomes) - dreams >= 1
     for ns, pid, key in muts:
         if key == "../consolidation.lock":
             continue  # the lock file itself is written on the way in and removed on the way out
