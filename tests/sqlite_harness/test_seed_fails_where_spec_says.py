@@ -39,7 +39,7 @@ QUIRK_OF: dict[str, str] = {
     "user-md-english": "q19_user_md_chinese_subject",        # Q19: USER.md only for subject '用户'
 }
 CONTROLS = {  # spec behaviour the seed gets right (§8.3 boundaries): pass in both modes
-    "access-protects-from-decay", "recent-path-cutoff", "stuck-queue-recovery",
+    "access-protects-from-decay", "episodes-kept", "recent-path-cutoff", "stuck-queue-recovery",
     "ttl-2h", "ttl-24h", "ttl-3d", "ttl-7d", "ttl-30d",
 }
 # strategies a failing scenario runs with in seed mode (every one of them fails)
