@@ -11,7 +11,8 @@ reference system, no model), so load on this shared box hits all of them alike:
                   traces.jsonl (what `memharness run` does)
 
 It prints the median and p95 suite time per contender and, the number to read, the median over rounds of each
-contender's time divided by the floor's time in the same round (paired, so a noisy moment hits both). The target
+contender's CPU time (``time.process_time``: what this process did, not what the box's other jobs did) divided by
+the floor's in the same round (paired, so a noisy moment hits both). The target
 (issue 19) is export on <= 1.05 x sdk disabled. Scenario work directories go to /dev/shm when it exists
 (``--tmp``) and the core's fsync is off (``MEMORY_CORE_FSYNC=0``) unless ``--fsync``: disk latency on a shared box
 is noise far larger than the effect measured, and a smaller denominator only makes the overhead ratio stricter.
@@ -102,11 +103,11 @@ def main(argv: list[str] | None = None) -> int:
             order = list(contenders)
             rng.shuffle(order)
             for name in order:
-                t0 = time.perf_counter()
+                t0 = time.process_time()  # this process's CPU: the work telemetry adds, not the neighbours' load
                 spans[name] = contenders[name]()
-                samples[name].append((time.perf_counter() - t0) * 1000)
+                samples[name].append((time.process_time() - t0) * 1000)
     floor = samples["sdk disabled"]
-    print(f"replay of {len(scenarios)} shipped scenarios (heuristic), {rounds} interleaved rounds, milliseconds "
+    print(f"replay of {len(scenarios)} shipped scenarios (heuristic), {rounds} interleaved rounds, CPU milliseconds "
           f"(work dirs in {args.tmp or tempfile.gettempdir()}, fsync {'on' if args.fsync else 'off'})")
     print(f"{'contender':<14}{'p50':>10}{'p95':>10}{'spans':>8}{'paired ratio / disabled (min-max)':>36}")
     ratios: dict[str, float] = {}

@@ -106,7 +106,10 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    term = tail = 1  # C(n, 0), then each C(n, i + 1) from C(n, i): linear in min(b, c), not a fresh comb per term
+    for i in range(min(b, c)):
+        term = term * (n - i) // (i + 1)
+        tail += term
     return min(1.0, float(Fraction(2 * tail, 2**n)))
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
+from harness.errors import HarnessError
 from harness.replay._coverage import entry_coverage
-from harness.replay._expect import check_store
+from harness.replay._expect import check_store, check_trailing
 from harness.replay._index import index_stats
 from harness.replay._protocol import Capability
 from harness.replay._records import MetricValue
-from harness.scenario import CheckStep
+from harness.scenario import CheckStep, SessionStep
 
 if TYPE_CHECKING:
     from harness.replay._replay import _Run
@@ -68,3 +71,28 @@ def _index_checks(self: _Run, i: int, step: CheckStep) -> dict[str, MetricValue]
         self.check(text in loaded, i, "check", f"the index as loaded into the prompt does not contain {text!r}")
     return {f"index.{k}": v for k, v in stats.items()}
 
+
+def hold_extractions(system: Any, now: datetime) -> None:
+    """A queue opens: the system acts as if an extraction were running (capability ``extract_queue``)."""
+    hold = getattr(system, "hold_extractions", None)
+    if not callable(hold) or not callable(getattr(system, "release_extractions", None)):
+        raise HarnessError("the system declares capability extract_queue but has no hold_extractions/"
+                           "release_extractions methods (docs/system-protocol.md)")
+    hold(now=now)
+
+
+def run_trailing(self: _Run, i: int, step: SessionStep, now: datetime) -> bool:
+    """The queue's in-flight extraction finishes: the trailing run(s) get a span of their own and are checked
+    against ``expect_trailing``; the step's probe carries the verdict."""
+    before, seen = len(self.failures), len(self.sink.events)
+    with self.t.operation("extract", step=i, now=now, session_id=step.session) as op:
+        runs = self.system.release_extractions(now=now)  # type: ignore[attr-defined]
+    want = step.expect_trailing
+    if want is not None and want.outcome.event and Capability.EVENTS not in self.capabilities:
+        want = dataclasses.replace(want, outcome=dataclasses.replace(want.outcome, event={}))  # as outcome_ok does
+    events = self.sink.events[seen:] if Capability.EVENTS in self.capabilities else []
+    ok = check_trailing(lambda good, msg: self.check(good, i, "extract", f"trailing run: {msg}"), want, runs, events)
+    last = runs[-1][1] if runs else None
+    self.judge(op, before, last.fallback_reason if last else None,
+               last.error if last and last.status == "failed" else None)
+    return ok

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from harness.replay._protocol import Capability
 from harness.replay._records import ProbeKind
 from harness.scenario import CheckStep, DreamStep, FaultStep, ForgetStep, LockStep, RecallStep, SessionStep, Step
@@ -46,4 +48,19 @@ def step_needs(step: Step) -> list[tuple[Capability, str]]:
             needs.append((Capability.FILE_INDEX, "index_order"))
         if step.lock_held is not None:
             needs.append((Capability.LOCKS, "lock_held"))
+    return needs
+
+
+def scenario_needs(steps: Sequence[Step]) -> list[list[tuple[Capability, str]]]:
+    """``step_needs`` of every step, except that each step of a ``queued_behind`` queue needs what any of its steps
+    needs: a queue runs whole or is skipped whole, never opened without being closed."""
+    needs = [step_needs(step) for step in steps]
+    groups: dict[str, list[int]] = {}
+    for i, step in enumerate(steps):
+        if isinstance(step, SessionStep) and step.queued_behind:
+            groups.setdefault(step.queued_behind, []).append(i)
+    for members in groups.values():
+        union = list(dict.fromkeys(need for i in members for need in needs[i]))
+        for i in members:
+            needs[i] = union
     return needs

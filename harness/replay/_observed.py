@@ -14,7 +14,8 @@ READS: Final = frozenset({"documents", "index_text", "loaded_index", "stray_file
 
 class Observed:
     """Wraps a ``MemorySystem``. ``documents()`` is asked once and reused until the harness calls anything else on
-    the system (an operation, a seed, a lock, a fault), which may change the store and so drops the cached list.
+    the system (an operation, a seed, a lock, a fault), which may change the store and so drops the cached list,
+    or the next step begins (``refresh``: what a system reports may depend on its clock).
 
     A check step asks for the records four or five times (coverage, entry counts, files, store shape); without
     this each ask re-listed the whole store."""
@@ -28,6 +29,10 @@ class Observed:
     @property
     def inner(self) -> Any:
         return self._system
+
+    def refresh(self) -> None:
+        """Drop the cached records (the replay calls this at every step: a clock advance changes no call)."""
+        self._docs = None
 
     def documents(self) -> list[MemoryRecord]:
         if self._docs is None:

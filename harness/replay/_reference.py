@@ -184,7 +184,9 @@ class ReferenceSystem:
 
     def topic_docs(self) -> list[TopicDoc]:
         """The core's own view: every topic doc (no 200 cap)."""
-        return list(scan(self.store, cache=self._cache, limit=None).docs)
+        # the harness observes the files as they are: through the store beneath the injected faults, so looking
+        # never fires (or uses up) a fault meant for the system's own operations
+        return list(scan(self.faulty.inner, cache=self._cache, limit=None).docs)
 
     def documents(self) -> list[MemoryRecord]:
         return [_record(d) for d in self.topic_docs()]

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from harness.errors import HarnessError
-from harness.replay._checks import run_check
+from harness.replay._checks import hold_extractions, run_check, run_trailing
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
-from harness.replay._expect import FaultingModel, RecordingSink, check_outcome, check_trailing, recall_expectations
+from harness.replay._expect import FaultingModel, RecordingSink, check_outcome, recall_expectations
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
-from harness.replay._needs import PROBE_KIND, step_needs
+from harness.replay._needs import PROBE_KIND, scenario_needs, step_needs
 from harness.replay._observed import Observed
 from harness.replay._protocol import (
     Capability,
@@ -69,6 +69,7 @@ class _Run:
     probes: list[Probe] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     sessions: list[str] = field(default_factory=list)
+    needs: list[list[tuple[Capability, str]]] = field(default_factory=list)
 
     @property
     def indexed(self) -> bool:
@@ -119,7 +120,10 @@ class _Run:
         self.sink.events = []
         if self.counter:
             self.counter.log = CallLog()
-        missing = [(c, part) for c, part in step_needs(step) if c not in self.capabilities]
+        if isinstance(self.system, Observed):
+            self.system.refresh()  # a step may change what the system reports without a call (a clock advance)
+        needs = self.needs[i] if i < len(self.needs) else step_needs(step)  # a queue's steps need what all need
+        missing = [(c, part) for c, part in needs if c not in self.capabilities]
         if missing and not isinstance(step, CheckStep):
             reason = "; ".join(f"{part} needs capability {c.value}" for c, part in missing)
             self.probe(i, PROBE_KIND[type(step)], skipped=reason, query=getattr(step, "query", ""))
@@ -143,8 +147,6 @@ class _Run:
             self._check(i, step, [part for _, part in missing])
         else:
             raise HarnessError(f"unknown step type {type(step).__name__}")
-        if isinstance(step, (SessionStep, DreamStep, ForgetStep)):  # the steps that change the store
-            self.record_store()
 
     def _fault(self, i: int, step: FaultStep) -> None:
         if step.model is not None:
@@ -202,7 +204,7 @@ class _Run:
         strategy = self.step_strategy(i, step)
         before = len(self.failures)
         if step.opens_queue:
-            self.system.hold_extractions(now=now)  # type: ignore[attr-defined]
+            hold_extractions(self.system, now)
         with self.t.operation("extract", step=i, now=now, session_id=step.session) as op:
             res = self.system.extract(step.session, now=now, strategy=strategy,
                                       queued_behind=bool(step.queued_behind))
@@ -212,24 +214,10 @@ class _Run:
                               touched=res.touched, count=len(res.written))
         self.judge(op, before, res.fallback_reason, res.error if res.status == "failed" else None)
         if step.closes_queue:
-            ok &= self._trailing(i, step, now)
+            ok &= run_trailing(self, i, step, now)
         self.probe(i, "extract", query=step.session, selected=res.written, passed=ok, duration_ms=elapsed,
                    strategy_used=res.strategy, status=res.status, reason=res.reason,
                    fallback_reason=res.fallback_reason, error_message=res.error)
-
-    def _trailing(self, i: int, step: SessionStep, now: datetime) -> bool:
-        """The queue group's in-flight extraction finishes: the trailing run(s) get a span of their own and are
-        checked against ``expect_trailing``; the step's probe carries the verdict."""
-        before, seen = len(self.failures), len(self.sink.events)
-        with self.t.operation("extract", step=i, now=now, session_id=step.session) as op:
-            runs = self.system.release_extractions(now=now)  # type: ignore[attr-defined]
-        events = self.sink.events[seen:] if Capability.EVENTS in self.capabilities else []
-        ok = check_trailing(lambda good, msg: self.check(good, i, "extract", f"trailing run: {msg}"),
-                            step.expect_trailing, runs, events)
-        last = runs[-1][1] if runs else None
-        self.judge(op, before, last.fallback_reason if last else None,
-                   last.error if last and last.status == "failed" else None)
-        return ok
 
     def _dream(self, i: int, step: DreamStep, now: datetime) -> None:
         session = self.sessions[-1] if self.sessions else "dream"
@@ -322,6 +310,7 @@ class _Run:
         if self.indexed:
             metrics = {f"index.{k}": v for k, v in index_stats(self.index_text()).items()}
         metrics["residual_duplicates"] = sum(max(0, c - 1) for c in counts.values())
+        self.record_store()  # gauges hold a last value: set once, for the store as the scenario leaves it
         self.probe(len(self.s.steps), "check", query="end of scenario", covered=tuple(sorted(self.covered())),
                    metrics=metrics, final=True)
 
@@ -395,6 +384,7 @@ def _seed_and_run(scenario: Scenario, system: MemorySystem, clock: FixedClock, r
         if memory.facts:
             run.seeded[memory.path] = frozenset(memory.facts)
     system.finish_seeding(now=clock.now())
+    run.needs = scenario_needs(scenario.steps)
     for i, step in enumerate(scenario.steps):
         run.run_step(i, step)
     run.finish()

@@ -11,8 +11,10 @@ from harness.scenario._types import (
     AdvanceStep,
     CheckStep,
     DreamStep,
+    FaultStep,
     ForgetStep,
     LockStep,
+    Outcome,
     RecallStep,
     Scenario,
     SessionStep,
@@ -26,7 +28,9 @@ def duration(delta: timedelta) -> str:
     for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"
+    if seconds == int(seconds):
+        return f"{int(seconds)}s"  # not :g, which writes 2591999 s as 2.592e+06s (no duration the loader reads)
+    return f"{seconds!r}s"
 
 
 def _step(step: Step) -> dict[str, Any]:
@@ -36,20 +40,28 @@ def _step(step: Step) -> dict[str, Any]:
             out["extract"] = False
         if step.queued_behind:
             out["queued_behind"] = True if step.queued_behind.startswith("#") else step.queued_behind
-        expect = {k: v for k, v in (("status", step.expect_status), ("reason", step.expect_reason)) if v}
+        o = step.outcome
+        expect = {k: v for k, v in (("status", step.expect_status), ("reason", step.expect_reason),
+                                    ("strategy", o.strategy), ("fallback", o.fallback),
+                                    ("touched", list(o.touched) if o.touched is not None else None),
+                                    ("written", o.count), ("event", dict(o.event) or None)) if v is not None}
         if expect:
             out["expect_extract"] = expect
         if step.expect_trailing is not None:
             t = step.expect_trailing
-            out["expect_trailing"] = {k: v for k, v in (("runs", t.runs), ("status", t.status),
-                                                        ("sessions", list(t.sessions) if t.sessions is not None
-                                                         else None)) if v is not None}
+            o = t.outcome
+            fields = (("runs", t.runs), ("sessions", list(t.sessions) if t.sessions is not None else None),
+                      ("status", t.status), ("strategy", o.strategy), ("fallback", o.fallback),
+                      ("touched", list(o.touched) if o.touched is not None else None), ("written", o.count),
+                      ("event", dict(o.event) or None))
+            out["expect_trailing"] = {k: v for k, v in fields if v is not None}
         return out
     if isinstance(step, AdvanceStep):
         return {"advance": duration(step.delta)}
     if isinstance(step, DreamStep):
         d = {k: v for k, v in (("force", step.force or None), ("expect_status", step.expect_status),
                                ("expect_reason", step.expect_reason)) if v is not None}
+        d.update(_outcome(step.outcome, "expect_", "expect_deduped"))
         return {"dream": d}
     if isinstance(step, RecallStep):
         r: dict[str, Any] = {"query": step.query, "expect": list(step.expect)}
@@ -70,15 +82,21 @@ def _step(step: Step) -> dict[str, Any]:
         for key in ("expect_selected", "expect_covered"):
             if getattr(step, key) is not None:
                 r[key] = list(getattr(step, key))
+        r.update({k: v for k, v in _outcome(step.outcome, "expect_", "").items() if k not in r})
         return {"recall": r}
     if isinstance(step, ForgetStep):
         f: dict[str, Any] = {"query": step.query, "expect_removed": list(step.expect_removed)}
         for key in ("strategy", "expect_strategy", "expect_fallback"):
             if getattr(step, key):
                 f[key] = getattr(step, key)
+        f.update({k: v for k, v in _outcome(step.outcome, "expect_", "expect_removed_count").items() if k not in f})
         return {"forget": f}
     if isinstance(step, LockStep):
         return {"lock": {"pid": step.pid, "age": duration(step.age)}}
+    if isinstance(step, FaultStep):
+        if step.model is not None:
+            return {"fault": {"model": step.model, "times": step.times}}
+        return {"fault": {"io": step.io, "match": step.match, "times": step.times}}
     assert isinstance(step, CheckStep)
     c: dict[str, Any] = {}
     for key in ("facts_present", "facts_absent", "files_present", "files_absent", "index_contains",
@@ -90,15 +108,38 @@ def _step(step: Step) -> dict[str, Any]:
             c[key] = getattr(step, key)
     if step.no_stray_files:
         c["no_stray_files"] = True
+    if step.only_files is not None:
+        c["only_files"] = list(step.only_files)
+    if step.index_order:
+        c["index_order"] = list(step.index_order)
+    if step.entries:
+        c["entries"] = [{k: v for k, v in (("record", e.record), ("summary", e.summary), ("why", e.why),
+                                           ("how_to_apply", e.how_to_apply)) if v} for e in step.entries]
+    if step.lock_held is not None:
+        c["lock_held"] = step.lock_held
+    if step.system:
+        c["system"] = dict(step.system)
     return {"check": c}
+
+
+def _outcome(o: Outcome, prefix: str, count_key: str) -> dict[str, Any]:
+    """The outcome keys of a dream, recall or forget step (``expect_strategy`` …, and the step's count key)."""
+    fields = ((f"{prefix}strategy", o.strategy), (f"{prefix}fallback", o.fallback),
+              (f"{prefix}touched", list(o.touched) if o.touched is not None else None),
+              (count_key, o.count if count_key else None), (f"{prefix}event", dict(o.event) or None))
+    return {k: v for k, v in fields if v is not None}
 
 
 def scenario_to_dict(s: Scenario) -> dict[str, Any]:
     """The scenario as plain data in the v1 layout (key order as in DESIGN §2)."""
     out: dict[str, Any] = {"id": s.id, "description": s.description, "tags": list(s.tags),
                            "clock": s.clock.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if s.systems:
+        out["systems"] = list(s.systems)
     if s.strategies:
         out["strategies"] = list(s.strategies)
+    if s.strategy_overrides:
+        out["strategy_overrides"] = {str(i): v for i, v in sorted(s.strategy_overrides.items())}
     if s.scripted_model is not None:
         out["scripted_model"] = list(s.scripted_model)
     out["facts"] = {f.id: {"type": f.type, "match": list(f.match)} for f in s.facts.values()}
@@ -114,6 +155,8 @@ def scenario_to_dict(s: Scenario) -> dict[str, Any]:
                 item["facts"] = list(m.facts)
             if m.age:
                 item["age"] = duration(m.age)
+            if m.system:
+                item["system"] = dict(m.system)
             mems.append(item)
         out["memories"] = mems
     out["steps"] = [_step(step) for step in s.steps]

@@ -186,7 +186,10 @@ def queue_label(ctx: NodeReader, node: yaml.Node, here: str) -> str:
         return f"#{here}" if value else ""
     if not isinstance(value, str):
         raise ctx.fail(node, here, f"expected true, false or a queue label, got {value!r:.60}")
-    return ctx.name(node, here)
+    label = ctx.name(node, here)
+    if label.startswith("#"):  # '#…' names the queue of a lone `true`
+        raise ctx.fail(node, here, f"expected a queue label that does not start with '#', got {label!r:.60}")
+    return label
 
 
 def trailing(ctx: NodeReader, node: yaml.Node, here: str) -> TrailingExpect:

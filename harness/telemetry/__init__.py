@@ -4,13 +4,13 @@ Used by replay; imports no other stage.
 """
 
 from harness.telemetry import semconv
+from harness.telemetry._otlp_json import protobuf_otlp_json, spans_to_otlp_json
 from harness.telemetry._setup import (
     JsonLinesSpanExporter,
     TelemetrySetup,
     build_telemetry,
     otlp_spans,
     span_to_otlp_json,
-    spans_to_otlp_json,
 )
 from harness.telemetry._spans import DeterministicIds, Operation, Telemetry, TracedModel
 
@@ -23,6 +23,7 @@ __all__ = [
     "TracedModel",
     "build_telemetry",
     "otlp_spans",
+    "protobuf_otlp_json",
     "semconv",
     "span_to_otlp_json",
     "spans_to_otlp_json",

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
 from opentelemetry.context import Context
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, ConsoleLogRecordExporter
 from opentelemetry.sdk.metrics import MeterProvider
@@ -27,10 +24,10 @@ from opentelemetry.sdk.trace.export import (
 )
 
 from harness.telemetry import semconv as sc
+from harness.telemetry._otlp_json import spans_to_otlp_json
 from harness.telemetry._spans import DeterministicIds, Telemetry
 
 log = logging.getLogger("memharness.otel")
-_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
 
 def span_to_otlp_json(span: ReadableSpan) -> dict[str, Any]:
@@ -38,29 +35,10 @@ def span_to_otlp_json(span: ReadableSpan) -> dict[str, Any]:
     return spans_to_otlp_json([span])
 
 
-def spans_to_otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
-    """Spans as one OTLP-JSON ``ExportTraceServiceRequest`` (grouped by resource and scope, encoded once)."""
-    request: dict[str, Any] = MessageToDict(encode_spans(spans))
-    for rs in request.get("resourceSpans", ()):  # ids sit only on spans and their links: no walk of the whole tree
-        for ss in rs.get("scopeSpans", ()):
-            for span in ss.get("spans", ()):
-                _hex_fields(span)
-                for link in span.get("links", ()):
-                    _hex_fields(link)
-    return request
-
-
 def otlp_spans(requests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every span of OTLP-JSON requests (``traces.jsonl`` lines: one trace each, or one span in older runs)."""
     return [span for request in requests for rs in request.get("resourceSpans", ())
             for ss in rs.get("scopeSpans", ()) for span in ss.get("spans", ())]
-
-
-def _hex_fields(node: dict[str, Any]) -> None:
-    for key in _ID_FIELDS:
-        value = node.get(key)
-        if isinstance(value, str):
-            node[key] = base64.b64decode(value).hex()
 
 
 @dataclass

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -80,7 +81,6 @@ def test_an_endpoint_alone_exports_traces_only(tmp_path: Path) -> None:
 
 def test_traces_jsonl_holds_one_trace_per_line_with_hex_ids_that_round_trip(tmp_path: Path) -> None:
     import base64
-    import json
 
     from google.protobuf.json_format import ParseDict
 
@@ -101,3 +101,46 @@ def test_traces_jsonl_holds_one_trace_per_line_with_hex_ids_that_round_trip(tmp_
         ParseDict(_b64_ids(line), request)  # the hex ids turn back into the exact bytes
         assert request.resource_spans[0].scope_spans[0].spans[0].trace_id == bytes.fromhex(spans[0]["traceId"])
         assert base64.b64encode(bytes.fromhex(spans[0]["spanId"])).decode()
+
+
+def test_direct_otlp_json_equals_the_protobuf_path_on_every_span_of_a_run() -> None:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+
+    from harness.replay import ModelSpec, RunConfig, Worker
+    from harness.scenario import load_all
+    from harness.telemetry import protobuf_otlp_json
+    from harness.telemetry._otlp_json import _direct  # the fast path itself, not its protobuf fallback
+
+    memory = InMemorySpanExporter()
+    config = RunConfig(strategies=("heuristic", "model"), model=ModelSpec(SCENARIOS / "cassettes"))
+    worker = Worker(config)
+    worker.setup.telemetry.tracer_provider.add_span_processor(SimpleSpanProcessor(memory))
+    for scenario in load_all([SCENARIOS / "language", SCENARIOS / "model", SCENARIOS / "recall"]):
+        worker.run(scenario)
+    spans = list(memory.get_finished_spans())
+    assert len(spans) > 150
+    # and the corners a replay never reaches: links, remote parents, every value type, statuses, a second scope
+    provider = TracerProvider(resource=Resource.create({"service.name": "corner", "n": 3, "ok": True, "f": 0.5}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("corner-scope", "1.2.3", schema_url="https://example.test/schema")
+    with tracer.start_as_current_span("root", kind=SpanKind.CLIENT) as root:
+        root.set_attributes({"s": "", "i": -7, "f": float("inf"), "n": float("nan"), "b": False,
+                             "arr": ("a", "b"), "ints": [1, 2], "empty": ()})
+        root.add_event("evt", {"k": 1.25})
+        root.set_status(Status(StatusCode.ERROR, "broken"))
+        link = Link(root.get_span_context(), {"why": "follows"})
+    with tracer.start_span("linked", links=[link], kind=SpanKind.PRODUCER) as linked:
+        linked.set_status(Status(StatusCode.OK))
+    corner = [s for s in memory.get_finished_spans() if s.resource.attributes.get("service.name") == "corner"]
+    for batch in ([s] for s in spans[:50]):
+        assert _direct(batch) == protobuf_otlp_json(batch)
+    by_trace: dict[int, list[Any]] = {}
+    for span in spans:
+        by_trace.setdefault(span.context.trace_id, []).append(span)
+    for batch in [*by_trace.values(), spans, corner, [*corner, *spans[:5]]]:
+        direct, reference = _direct(batch), protobuf_otlp_json(batch)
+        assert json.dumps(direct, sort_keys=True) == json.dumps(reference, sort_keys=True)  # NaN-safe comparison

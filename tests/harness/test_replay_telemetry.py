@@ -181,3 +181,61 @@ def test_a_vanished_file_is_listed_but_gone(tmp_path: Path) -> None:
     assert store.stat("user/a.md") is None
     assert "user/a.md" in store.list()  # the second listing still names it
     assert store.list() == ["user/b.md"]  # then the listing is true again
+
+
+def _reference_without(*missing: str) -> Any:
+    from harness.replay import Capability
+    from harness.replay._reference import factory_for
+
+    base = factory_for()
+
+    def factory(workdir: Path, clock: Any, model: Any, events: Any) -> Any:
+        system = base(workdir, clock, model, events)
+        system.capabilities = system.capabilities - {Capability(m) for m in missing}
+        return system
+    return factory
+
+
+def test_a_queue_is_skipped_whole_when_one_of_its_steps_needs_a_missing_capability(tmp_path: Path, otel: OTel) -> None:
+    for tool_step in (0, 1):  # the opening or the closing step writes memory itself
+        turns = ['{user: "always rebase before merging"}', '{user: "never skip ci on release branches"}']
+        turns[tool_step] += ", {tool_write: feedback/x.md}"
+        path = tmp_path / f"q{tool_step}.yaml"
+        path.write_text("steps:\n"
+                        f"  - {{session: a, turns: [{turns[0]}], queued_behind: busy}}\n"
+                        f"  - {{session: b, turns: [{turns[1]}], queued_behind: busy, expect_trailing: {{runs: 1}}}}\n"
+                        "  - {session: c, turns: [{user: 'I prefer tabs over spaces in every file I edit'}],"
+                        " expect_extract: {status: completed}}\n", encoding="utf-8")
+        result = replay(load_scenario(path), strategy="heuristic", telemetry=otel.telemetry,
+                        system_factory=_reference_without("memory_tool"))
+        assert result.error is None, result.error
+        assert result.failures == ()  # the extraction after the queue is not stuck behind a hold never released
+        skipped = [p for p in result.probes if p.skipped]
+        assert [p.step for p in skipped] == [0, 1]
+        assert all("tool_write needs capability memory_tool" in (p.skipped or "") for p in skipped)
+
+
+def test_records_are_listed_again_after_a_clock_advance(tmp_path: Path, otel: OTel) -> None:
+    from datetime import timedelta
+
+    from harness.replay._reference import factory_for
+
+    base = factory_for()
+
+    def factory(workdir: Path, clock: Any, model: Any, events: Any) -> Any:
+        system = base(workdir, clock, model, events)
+        original, born = system.documents, clock.now()
+
+        def fresh_only() -> Any:  # a system whose records expire after a day by its clock (a TTL)
+            return [] if clock.now() - born > timedelta(days=1) else original()
+        system.documents = fresh_only
+        return system
+
+    path = tmp_path / "ttl.yaml"
+    path.write_text("clock: 2026-03-02T09:00:00Z\nfacts:\n  tabs: {type: user, match: [tabs]}\n"
+                    "memories:\n  - {path: user/tabs.md, type: user, name: Tabs, body: 'Indents with tabs',"
+                    " facts: [tabs]}\n"
+                    "steps:\n  - check: {facts_present: [tabs]}\n  - advance: 2d\n"
+                    "  - check: {facts_absent: [tabs]}\n", encoding="utf-8")
+    result = replay(load_scenario(path), strategy="heuristic", telemetry=otel.telemetry, system_factory=factory)
+    assert result.failures == (), result.failures

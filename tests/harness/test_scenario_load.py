@@ -188,6 +188,8 @@ def test_queue_groups_open_and_close(write_scenario: Callable[[str, str], Path])
          ":5: steps[3].expect_trailing.runs: expected an integer"),
         (lambda t: t.replace("status: completed", "status: done"), ":4: steps[2].expect_trailing.status: expected one of"),
         (lambda t: t.replace("sessions: [b]", "colour: [b]"), ":4: steps[2].expect_trailing.colour: unknown key"),
+        (lambda t: t.replace("queued_behind: busy}", "queued_behind: '#busy'}"),
+         ":2: steps[0].queued_behind: expected a queue label that does not start with '#'"),
     ],
 )
 def test_queue_group_errors_name_line_and_field(write_scenario: Callable[[str, str], Path],
@@ -196,3 +198,15 @@ def test_queue_group_errors_name_line_and_field(write_scenario: Callable[[str, s
     with pytest.raises(ScenarioError) as err:
         load_scenario(path)
     assert where in str(err.value), str(err.value)
+
+
+def test_every_shipped_scenario_round_trips_through_the_dumper(tmp_path: Path) -> None:
+    from harness.scenario import scenario_to_yaml
+
+    fields = ("id", "description", "tags", "clock", "facts", "memories", "steps", "strategies", "systems",
+              "strategy_overrides", "scripted_model")
+    for i, scenario in enumerate(load_all([SCENARIOS])):
+        path = tmp_path / f"s{i}.yaml"
+        path.write_text(scenario_to_yaml(scenario), encoding="utf-8")
+        again = load_scenario(path)
+        assert [f for f in fields if getattr(again, f) != getattr(scenario, f)] == [], scenario.id
