@@ -75,6 +75,12 @@ def test_schema_knows_the_registry_strategies() -> None:
     (lambda d: d["steps"].append({"dream": {"expect_status": "done"}}), "bad dream status"),
     (lambda d: d.update(memories=[{"path": "/etc/passwd.md", "type": "user"}]), "absolute memory path"),
     (lambda d: d.update(facts={"f": {"type": "user"}}), "fact without match"),
+    (lambda d: d["steps"].append({"session": "s", "queued_behind": 3}), "a number as queue label"),
+    (lambda d: d["steps"].append({"session": "s", "queued_behind": "#q"}), "a queue label starting with #"),
+    (lambda d: d["steps"].append({"session": "s", "queued_behind": "q", "expect_trailing": {"runs": -1}}),
+     "negative trailing runs"),
+    (lambda d: d["steps"].append({"session": "s", "queued_behind": "q", "expect_trailing": {"colour": 1}}),
+     "unknown expect_trailing key"),
 ])
 def test_schema_rejects_broken_scenarios(validator: Any, mutate: Any, why: str) -> None:
     base = _json_value(SCENARIOS / "recall" / "type-user.yaml")
