@@ -287,6 +287,9 @@ class _Run:
                                     step.expect_fallback)
         ok &= self.outcome_ok(i, "forget", step.outcome, strategy=res.strategy, fallback=res.fallback_reason,
                               touched=res.touched, count=len(res.removed))
+        ok &= step.expect_removed_ids is None or self.check(tuple(res.removed) == step.expect_removed_ids, i, "forget",
+                                                            f"removed {list(res.removed)}, expected exactly "
+                                                            f"{list(step.expect_removed_ids)}")
         op.facts(step.expect_removed, tuple(sorted(before - after)))
         self.judge(op, n_failures, res.fallback_reason, None)
         removed = sorted(before - after)

@@ -157,7 +157,8 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
     if kind == "recall":
         return more.recall(ctx, value, here, facts)
     if kind == "forget":
-        f = ctx.mapping(value, here, ("query", "expect_removed", "strategy", *more.OUTCOME_KEYS, "expect_removed_count"))
+        f = ctx.mapping(value, here, ("query", "expect_removed", "strategy", *more.OUTCOME_KEYS, "expect_removed_count",
+                                      "expect_removed_ids"))
         if "query" not in f:
             raise ctx.fail(value, here, "expected a 'query'")
         return ForgetStep(
@@ -169,6 +170,8 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
             expect_strategy=ctx.string(f["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)
             if "expect_strategy" in f else None,
             expect_fallback=ctx.text(f["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in f else None,
+            expect_removed_ids=tuple(ctx.seq(f["expect_removed_ids"], f"{here}.expect_removed_ids", ctx.text))
+            if "expect_removed_ids" in f else None,
         )
     if kind == "lock":
         lk = ctx.mapping(value, here, ("pid", "age"))

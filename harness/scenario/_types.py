@@ -170,6 +170,8 @@ class ForgetStep:
     expect_strategy: str | None = None
     expect_fallback: str | None = None
     outcome: Outcome = Outcome()
+    expect_removed_ids: tuple[str, ...] | None = None
+    """The exact ids the system reports removed, in its order (the reference: ``path`` or ``path:i``, spec §8.1)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -188,6 +188,8 @@ def test_queue_groups_open_and_close(write_scenario: Callable[[str, str], Path])
          ":5: steps[3].expect_trailing.runs: expected an integer"),
         (lambda t: t.replace("status: completed", "status: done"), ":4: steps[2].expect_trailing.status: expected one of"),
         (lambda t: t.replace("sessions: [b]", "colour: [b]"), ":4: steps[2].expect_trailing.colour: unknown key"),
+        (lambda t: t.replace("{recall: {query: anything}}", "{forget: {query: x, expect_removed_ids: oops}}"),
+         ":3: steps[1].forget.expect_removed_ids: expected a list"),
         (lambda t: t.replace("queued_behind: busy}", "queued_behind: '#busy'}"),
          ":2: steps[0].queued_behind: expected a queue label that does not start with '#'"),
     ],
