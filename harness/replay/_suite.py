@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import multiprocessing as mp
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,7 +20,7 @@ from harness.replay._protocol import SystemFactory
 from harness.replay._records import ScenarioResult
 from harness.replay._reference import factory_for
 from harness.replay._replay import replay
-from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, Scenario
+from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario
 from harness.telemetry import TelemetrySetup, build_telemetry
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model
@@ -219,10 +220,29 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
                     progress(r)
 
     jobs = 1 if config.model is not None and config.model.mode == "record" else max(1, config.jobs)
+    global _SUITES_RUN
+    _SUITES_RUN += 1
     if jobs == 1:
+        side = _side_indices(selected, config) if _SUITES_RUN == 1 else []
         worker = Worker(config)
         try:
-            collect(map(worker.run, selected))
+            if not side:
+                collect(map(worker.run, selected))
+            else:  # litellm's import runs on the other core while this process replays everything else
+                outputs: dict[int, tuple[list[ScenarioResult], list[dict[str, Any]]]] = {}
+                with ProcessPoolExecutor(max_workers=1, initializer=_init, initargs=(config,)) as pool:
+                    futures = {i: pool.submit(_task, selected[i]) for i in side}
+                    for i, scenario in enumerate(selected):
+                        if i not in futures:
+                            outputs[i] = worker.run(scenario)
+                            collect([(outputs[i][0], [])])
+                    for i, future in futures.items():
+                        outputs[i] = future.result()
+                        collect([(outputs[i][0], [])])
+                run.results, run.spans = [], []
+                for i in range(len(selected)):
+                    run.results += outputs[i][0]
+                    run.spans += outputs[i][1]
         finally:
             worker.shutdown()
         run.cassette_entries = len(worker.cassette) if worker.cassette is not None else 0
@@ -231,3 +251,23 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
                              initargs=(config,)) as pool:
         collect(pool.map(_task, selected))
     return run
+
+
+_SUITES_RUN = 0
+"""Suites run in this process: only the first may split (a long-lived process imports litellm once anyway)."""
+
+
+def _side_indices(selected: Sequence[Scenario], config: RunConfig) -> list[int]:
+    """Scenarios to replay in a second process at the start of a serial run: those whose model faults go through
+    the real litellm adapter, while importing litellm (seconds of pure Python) would otherwise stall this one.
+    Only with a spare core, fork, and litellm not yet imported here."""
+    if "litellm" in sys.modules or (os.cpu_count() or 1) < 2 or "fork" not in mp.get_all_start_methods() \
+            or mp.get_start_method(allow_none=True) not in (None, "fork"):
+        return []
+    side = [i for i, s in enumerate(selected) if _needs_transport(s, config)]
+    return side if len(side) < len(selected) else []
+
+
+def _needs_transport(scenario: Scenario, config: RunConfig) -> bool:
+    return any(isinstance(step, FaultStep) and step.model is not None for step in scenario.steps) \
+        and any(s in MODEL_STRATEGIES for s in strategies_for(scenario, config.strategies))

@@ -168,3 +168,36 @@ def test_ranked_strategies_run_the_recall_suite(tmp_path: Path) -> None:
     bm25 = [r for r in rows if r["strategy"] == "bm25" and r["kind"] == "recall" and r["selected"]]
     assert bm25
     assert all(len(r["scores"]) == len(r["selected"]) and r["scores"] == sorted(r["scores"], reverse=True) for r in bm25)
+
+
+def test_a_fresh_run_replays_the_litellm_scenarios_beside_the_rest_with_the_same_results(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from harness.replay import _suite
+
+    paths = [str(SCENARIOS / "language"), str(SCENARIOS / "forget")]
+    env = {"MEMHARNESS_RUN_ID": "fixed-run"}
+    monkeypatch.setattr(_suite, "_SUITES_RUN", 1)  # this process has run a suite: it replays everything itself
+    assert main(["run", *paths, "--cassettes", str(SCENARIOS / "cassettes"), "--out", str(tmp_path / "inproc"),
+                 "--no-gates"], environ=env) == 0
+    # a fresh process with a spare core replays language/model-transport-faults in a forked second process
+    fresh = subprocess.run([sys.executable, "-m", "harness", "run", *paths, "--cassettes", str(SCENARIOS / "cassettes"),
+                            "--out", str(tmp_path / "fresh"), "--no-gates"], capture_output=True, text=True,
+                           env={**os.environ, **env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}, timeout=300, check=False)
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    assert _rows(tmp_path / "fresh") == _rows(tmp_path / "inproc")
+    names = [[s["name"] for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+             for d in ("fresh", "inproc") for line in (tmp_path / d / "traces.jsonl").read_text().splitlines()]
+    half = len(names) // 2
+    assert names[:half] == names[half:]  # the same traces, in the same (scenario, strategy) order
+
+    def instances(d: str) -> list[str]:  # each process's providers carry their own service.instance.id
+        return [next(a["value"]["stringValue"] for a in json.loads(line)["resourceSpans"][0]["resource"]["attributes"]
+                     if a["key"] == "service.instance.id")
+                for line in (tmp_path / d / "traces.jsonl").read_text().splitlines()]
+    assert len(set(instances("inproc"))) == 1
+    if (os.cpu_count() or 1) >= 2:
+        assert len(set(instances("fresh"))) == 2  # the transport-fault scenario came from the second process
