@@ -46,7 +46,7 @@ def test_validation_time_is_linear(tmp_path: Path) -> None:
     for size in (100_000, 400_000):
         path = tmp_path / f"s{size}.yaml"
         path.write_text(_big_scenario(size), encoding="utf-8")
-        times.append(_cpu(path))
+        times.append(min(_cpu(path) for _ in range(3)))  # the least disturbed of three: a neighbour's load is noise
     assert times[1] < 4 * times[0] * 2.0, times  # 4x the input: well under a quadratic 16x
 
 

@@ -7,7 +7,7 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hypothesis import assume, given
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from memory_core.age import memory_age_days
@@ -81,6 +81,7 @@ def test_topic_file_round_trip(name: str, description: str, kind: str, items: li
     assert parse_entries(doc.body) == items
 
 
+@settings(suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])  # big on purpose: > 200 lines
 @given(docs(max_size=260, with_entries=False))
 def test_index_caps_hold_for_any_docs(items: list[TopicDoc]) -> None:
     built = build_index(items)
