@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import multiprocessing as mp
+import multiprocessing.util as mp_util
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -194,7 +195,10 @@ _WORKER: Worker | None = None
 def _init(config: RunConfig) -> None:
     global _WORKER
     _WORKER = Worker(config)
-    atexit.register(_WORKER.shutdown)  # flush OTLP exporters when the pool's process exits
+    # flush OTLP exporters when the pool's process exits: a forked worker leaves through os._exit, which runs
+    # multiprocessing's finalizers but not atexit (a spawned one runs both; shutdown runs once either way)
+    mp_util.Finalize(None, _WORKER.shutdown, exitpriority=10)
+    atexit.register(_WORKER.shutdown)
 
 
 def _task(scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:

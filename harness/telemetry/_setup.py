@@ -85,9 +85,13 @@ class TelemetrySetup:
     telemetry: Telemetry
     jsonl: JsonLinesSpanExporter
     readers: list[MetricReader]
+    closed: bool = field(default=False, init=False)
 
     def shutdown(self) -> None:
-        """Flush and shut down every provider; failures are logged, never raised."""
+        """Flush and shut down every provider, once (later calls do nothing); failures are logged, never raised."""
+        if self.closed:
+            return
+        self.closed = True
         for provider in (self.telemetry.tracer_provider, self.telemetry.meter_provider,
                          self.telemetry.logger_provider):
             try:

@@ -144,3 +144,29 @@ def test_direct_otlp_json_equals_the_protobuf_path_on_every_span_of_a_run() -> N
     for batch in [*by_trace.values(), spans, corner, [*corner, *spans[:5]]]:
         direct, reference = _direct(batch), protobuf_otlp_json(batch)
         assert json.dumps(direct, sort_keys=True) == json.dumps(reference, sort_keys=True)  # NaN-safe comparison
+
+
+def test_pool_workers_deliver_every_span_before_they_exit(tmp_path: Path) -> None:
+    """A forked pool worker leaves through os._exit (no atexit): its batched spans must still reach the collector."""
+    from harness.reporting import read_jsonl
+    from harness.telemetry import otlp_spans
+
+    _Collector.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}"}
+        assert main(["run", str(SCENARIOS / "forget"), str(SCENARIOS / "dream"), "--jobs", "2", "--no-gates",
+                     "--out", str(tmp_path / "o")], environ=env) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    received = set()
+    for path, body in _Collector.received:
+        if path == "/v1/traces":
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
+            received |= {s.span_id.hex() for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans}
+    written = {s["spanId"] for s in otlp_spans(read_jsonl(tmp_path / "o" / "traces.jsonl"))}
+    assert written
+    assert written == received
