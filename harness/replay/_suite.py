@@ -250,6 +250,8 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
         finally:
             worker.shutdown()
         run.cassette_entries = len(worker.cassette) if worker.cassette is not None else 0
+        if side and worker.cassette is None and config.model is not None:  # only the side process used the model
+            run.cassette_entries = len(Cassette.open(config.model.cassettes))
         return run
     with ProcessPoolExecutor(max_workers=min(jobs, os.cpu_count() or 1, len(selected) or 1), initializer=_init,
                              initargs=(config,)) as pool:
@@ -265,8 +267,8 @@ def _side_indices(selected: Sequence[Scenario], config: RunConfig) -> list[int]:
     """Scenarios to replay in a second process at the start of a serial run: those whose model faults go through
     the real litellm adapter, while importing litellm (seconds of pure Python) would otherwise stall this one.
     Only with a spare core, fork, and litellm not yet imported here."""
-    if "litellm" in sys.modules or (os.cpu_count() or 1) < 2 or "fork" not in mp.get_all_start_methods() \
-            or mp.get_start_method(allow_none=True) not in (None, "fork"):
+    if "litellm" in sys.modules or (os.cpu_count() or 1) < 2 or mp.get_context().get_start_method() != "fork" \
+            or (config.model is not None and config.model.mode != "replay"):  # record/live import litellm here anyway
         return []
     side = [i for i, s in enumerate(selected) if _needs_transport(s, config)]
     return side if len(side) < len(selected) else []

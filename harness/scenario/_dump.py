@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 import yaml
@@ -28,9 +28,9 @@ def duration(delta: timedelta) -> str:
     for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
-    if seconds == int(seconds):
-        return f"{int(seconds)}s"  # not :g, which writes 2591999 s as 2.592e+06s (no duration the loader reads)
-    return f"{seconds!r}s"
+    # plain decimals to the microsecond (a timedelta's resolution): never :g or repr, which write 2591999 s as
+    # 2.592e+06s and a microsecond as 1e-06s, no duration the loader reads
+    return f"{seconds:.6f}".rstrip("0").rstrip(".") + "s"
 
 
 def _step(step: Step) -> dict[str, Any]:
@@ -97,7 +97,7 @@ def _step(step: Step) -> dict[str, Any]:
         return {"lock": {"pid": step.pid, "age": duration(step.age)}}
     if isinstance(step, FaultStep):
         if step.model is not None:
-            return {"fault": {"model": step.model, "times": step.times}}
+            return {"fault": {"model": step.model, "match": step.match, "times": step.times}}
         return {"fault": {"io": step.io, "match": step.match, "times": step.times}}
     assert isinstance(step, CheckStep)
     c: dict[str, Any] = {}
@@ -135,7 +135,7 @@ def _outcome(o: Outcome, prefix: str, count_key: str) -> dict[str, Any]:
 def scenario_to_dict(s: Scenario) -> dict[str, Any]:
     """The scenario as plain data in the v1 layout (key order as in DESIGN §2)."""
     out: dict[str, Any] = {"id": s.id, "description": s.description, "tags": list(s.tags),
-                           "clock": s.clock.strftime("%Y-%m-%dT%H:%M:%SZ")}
+                           "clock": s.clock.astimezone(UTC).isoformat().replace("+00:00", "Z")}
     if s.systems:
         out["systems"] = list(s.systems)
     if s.strategies:
@@ -149,10 +149,10 @@ def scenario_to_dict(s: Scenario) -> dict[str, Any]:
         mems = []
         for m in s.memories:
             item: dict[str, Any] = {"path": m.path}
-            if m.raw is not None:
-                item["raw"] = m.raw
-            else:
-                item.update({"name": m.name, "description": m.description, "type": m.type, "body": m.body})
+            item.update({"name": m.name, "description": m.description, "type": m.type, "body": m.body})
+            if m.raw is not None:  # the raw text is the file; the other fields are kept so the scenario reads back equal
+                item = {"path": m.path, "raw": m.raw, **{k: v for k, v in item.items() if k != "path" and v and
+                                                         (k, v) != ("type", "user")}}
             if m.facts:
                 item["facts"] = list(m.facts)
             if m.age:

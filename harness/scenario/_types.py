@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -262,7 +262,7 @@ class Scenario:
         """A short hash of the scenario content (reported as ``memory.scenario.hash``)."""
         payload = json.dumps(
             {"facts": {k: asdict(v) for k, v in self.facts.items()}, "memories": [asdict(m) for m in self.memories],
-             "steps": [repr(s) for s in self.steps], "clock": self.clock.isoformat()},
+             "steps": [repr(s) for s in self.steps], "clock": self.clock.astimezone(UTC).isoformat()},
             sort_keys=True, default=str,
         )
         return hashlib.sha256(payload.encode()).hexdigest()[:16]

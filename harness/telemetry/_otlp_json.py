@@ -97,7 +97,8 @@ def _span(span: ReadableSpan) -> dict[str, Any]:
         out["traceState"] = ",".join(f"{k}={v}" for k, v in context.trace_state.items())
     if span.parent is not None:
         out["parentSpanId"] = f"{span.parent.span_id:016x}"
-    out["name"] = span.name
+    if span.name:
+        out["name"] = span.name
     out["kind"] = _KIND[span.kind]
     if span.start_time:
         out["startTimeUnixNano"] = str(span.start_time)
@@ -162,7 +163,9 @@ def _value(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         return {"stringValue": value}
     if isinstance(value, int):
-        return {"intValue": str(value)}
+        if not -(2**63) <= value < 2**63:
+            raise _Unsupported("int outside int64")  # protobuf drops such an attribute: keep its behaviour
+        return {"intValue": str(int(value))}
     if isinstance(value, float):
         if math.isnan(value):
             return {"doubleValue": "NaN"}

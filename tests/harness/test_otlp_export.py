@@ -112,7 +112,7 @@ def test_direct_otlp_json_equals_the_protobuf_path_on_every_span_of_a_run() -> N
 
     from harness.replay import ModelSpec, RunConfig, Worker
     from harness.scenario import load_all
-    from harness.telemetry import protobuf_otlp_json
+    from harness.telemetry import protobuf_otlp_json, spans_to_otlp_json
     from harness.telemetry._otlp_json import _direct  # the fast path itself, not its protobuf fallback
 
     memory = InMemorySpanExporter()
@@ -135,13 +135,18 @@ def test_direct_otlp_json_equals_the_protobuf_path_on_every_span_of_a_run() -> N
         link = Link(root.get_span_context(), {"why": "follows"})
     with tracer.start_span("linked", links=[link], kind=SpanKind.PRODUCER) as linked:
         linked.set_status(Status(StatusCode.OK))
+        linked.set_attribute("too_big", 2**63)  # outside int64: protobuf drops it, and so must the direct path
+    with tracer.start_span("") as unnamed:
+        unnamed.set_status(Status(StatusCode.UNSET, "ignored"))
     corner = [s for s in memory.get_finished_spans() if s.resource.attributes.get("service.name") == "corner"]
     for batch in ([s] for s in spans[:50]):
         assert _direct(batch) == protobuf_otlp_json(batch)
     by_trace: dict[int, list[Any]] = {}
     for span in spans:
         by_trace.setdefault(span.context.trace_id, []).append(span)
-    for batch in [*by_trace.values(), spans, corner, [*corner, *spans[:5]]]:
+    in_range = [c for c in corner if "too_big" not in (c.attributes or {})]
+    assert spans_to_otlp_json(corner) == protobuf_otlp_json(corner)  # the out-of-range int takes the protobuf path
+    for batch in [*by_trace.values(), spans, in_range, [*in_range, *spans[:5]]]:
         direct, reference = _direct(batch), protobuf_otlp_json(batch)
         assert json.dumps(direct, sort_keys=True) == json.dumps(reference, sort_keys=True)  # NaN-safe comparison
 

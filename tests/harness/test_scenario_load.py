@@ -212,3 +212,48 @@ def test_every_shipped_scenario_round_trips_through_the_dumper(tmp_path: Path) -
         path.write_text(scenario_to_yaml(scenario), encoding="utf-8")
         again = load_scenario(path)
         assert [f for f in fields if getattr(again, f) != getattr(scenario, f)] == [], scenario.id
+
+
+EVERY_KEY = """\
+clock: 2026-03-02T09:00:00.500+02:00
+strategies: [heuristic, model]
+strategy_overrides: {"1": bm25}
+scripted_model: [{selected_memories: []}, "raw text", {error: timeout, message: slow}]
+facts:
+  f1: {type: user, match: ["tabs"]}
+memories:
+  - {path: user/a.md, raw: "---\\nname: A\\ntype: user\\n---\\nIndents with tabs\\n", type: feedback, name: Raw A, facts: [f1]}
+  - {path: user/b.md, name: B, description: d, type: user, body: "Indents with tabs", age: 0.00005s}
+steps:
+  - advance: 0.000001s
+  - recall: {query: tabs, expect: [f1], k: 3, require: {precision: 0.5, model: {recall: 0.25}}, measure: true,
+             exclude_surfaced: true, prompt_contains: [a], prompt_excludes: [b], forbid: [], expect_selected: [user/a.md],
+             expect_covered: [f1], expect_strategy: heuristic, expect_fallback: none, expect_event: {name: r}}
+  - fault: {model: timeout, match: "x*", times: 2}
+  - fault: {io: vanish, match: "user/*", times: 3}
+  - lock: {pid: dead, age: 0.5s}
+  - {session: a, turns: [{user: "hello"}, {assistant: "hi"}], queued_behind: q, expect_extract: {status: skipped, reason: queued}}
+  - {session: b, turns: [{user: "hello there friend"}], queued_behind: q,
+     expect_trailing: {runs: 1, sessions: [b], status: completed, strategy: heuristic, fallback: none, touched: [user],
+                       written: 0, event: {name: x}}}
+  - {session: c, turns: [{tool_write: user/x.md}], queued_behind: true}
+  - dream: {force: true, expect_status: noop, expect_strategy: heuristic, expect_touched: [], expect_deduped: 0,
+            expect_event: {status: noop}}
+  - forget: {query: tabs, expect_removed: [f1], expect_removed_ids: ["user/a.md"], expect_touched: [user],
+             expect_removed_count: 1, expect_event: {name: y}}
+  - check: {facts_present: [f1], only_files: [user/a.md], index_order: [user/a.md], lock_held: false, index_lines: 1,
+            entries: [{record: user/a.md, summary: tabs}], system: {episodes: 1}, no_stray_files: true}
+"""
+
+
+def test_a_scenario_using_every_key_round_trips(write_scenario: Callable[[str, str], Path], tmp_path: Path) -> None:
+    from harness.scenario import scenario_to_yaml
+
+    scenario = load_scenario(write_scenario("every.yaml", EVERY_KEY))
+    again = tmp_path / "again.yaml"
+    again.write_text(scenario_to_yaml(scenario), encoding="utf-8")
+    back = load_scenario(again)
+    fields = ("description", "tags", "clock", "facts", "memories", "steps", "strategies", "systems",
+              "strategy_overrides", "scripted_model")
+    assert [f for f in fields if getattr(back, f) != getattr(scenario, f)] == []
+    assert back.digest == scenario.digest
