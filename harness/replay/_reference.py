@@ -128,9 +128,8 @@ class ReferenceSystem:
         self._extract.model = self._model_for(strategy)
         request = ExtractRequest(session_uuid(session_id), tuple(self.histories.get(session_id, [])))
         if queued_behind and not self._extract.holding:  # a lone queued request: its own in-flight extraction
-            self._extract.begin_hold()
-            out = self._extract.schedule(request, now=now)
-            self._extract.release()
+            with self._extract.hold():
+                out = self._extract.schedule(request, now=now)
         else:
             out = self._extract.schedule(request, now=now)
         return _extract_result(out)

@@ -7,7 +7,6 @@ system does not declare are skipped, and the probe says why.
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,7 +19,7 @@ from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, 
 from harness.replay._expect import FaultingModel, RecordingSink, check_outcome, recall_expectations
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
-from harness.replay._needs import PROBE_KIND, scenario_needs, step_needs
+from harness.replay._needs import PROBE_KIND, scenario_needs
 from harness.replay._observed import Observed
 from harness.replay._protocol import (
     Capability,
@@ -122,8 +121,7 @@ class _Run:
             self.counter.log = CallLog()
         if isinstance(self.system, Observed):
             self.system.refresh()  # a step may change what the system reports without a call (a clock advance)
-        needs = self.needs[i] if i < len(self.needs) else step_needs(step)  # a queue's steps need what all need
-        missing = [(c, part) for c, part in needs if c not in self.capabilities]
+        missing = [(c, part) for c, part in self.needs[i] if c not in self.capabilities]  # a queue: all its needs
         if missing and not isinstance(step, CheckStep):
             reason = "; ".join(f"{part} needs capability {c.value}" for c, part in missing)
             self.probe(i, PROBE_KIND[type(step)], skipped=reason, query=getattr(step, "query", ""))
@@ -175,9 +173,7 @@ class _Run:
                    touched: tuple[str, ...] = (), count: int | None = None) -> bool:
         if not want.stated():
             return True
-        events = self.sink.events if Capability.EVENTS in self.capabilities else []
-        if want.event and Capability.EVENTS not in self.capabilities:
-            want = dataclasses.replace(want, event={})
+        events = self.sink.events if Capability.EVENTS in self.capabilities else None
         return check_outcome(lambda ok, msg: self.check(ok, i, kind, msg), want, strategy=strategy, fallback=fallback,
                              touched=touched, count=count, events=events, kind=kind)
 

@@ -215,13 +215,17 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     selected = select_shard(scenarios, config.shard)
     run = SuiteRun([], [])
 
-    def collect(outputs: Iterable[tuple[list[ScenarioResult], list[dict[str, Any]]]]) -> None:
+    def announce(out: list[ScenarioResult]) -> None:
+        for r in out:
+            if progress:
+                progress(r)
+
+    def collect(outputs: Iterable[tuple[list[ScenarioResult], list[dict[str, Any]]]], *, announced: bool = False) -> None:
         for out, spans in outputs:
             run.results += out
             run.spans += spans
-            for r in out:
-                if progress:
-                    progress(r)
+            if not announced:
+                announce(out)
 
     jobs = 1 if config.model is not None and config.model.mode == "record" else max(1, config.jobs)
     global _SUITES_RUN
@@ -239,14 +243,11 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
                     for i, scenario in enumerate(selected):
                         if i not in futures:
                             outputs[i] = worker.run(scenario)
-                            collect([(outputs[i][0], [])])
+                            announce(outputs[i][0])
                     for i, future in futures.items():
                         outputs[i] = future.result()
-                        collect([(outputs[i][0], [])])
-                run.results, run.spans = [], []
-                for i in range(len(selected)):
-                    run.results += outputs[i][0]
-                    run.spans += outputs[i][1]
+                        announce(outputs[i][0])
+                collect((outputs[i] for i in range(len(selected))), announced=True)  # back in (scenario, strategy) order
         finally:
             worker.shutdown()
         run.cassette_entries = len(worker.cassette) if worker.cassette is not None else 0

@@ -17,6 +17,7 @@ from harness.reporting import _charts as charts
 from harness.reporting import _view as view
 from harness.reporting._history import TREND_METRICS, HistoryRun
 from harness.reporting._text import HEADLINE
+from harness.telemetry import otlp_spans
 
 TREND_CHART_METRICS = ("recall.f1", "recall.precision", "recall.recall")
 
@@ -46,11 +47,8 @@ def _num(value: Any, digits: int = 3) -> Markup | str:
 def flatten_spans(lines: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """OTLP-JSON lines → spans grouped by trace id."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for line in lines:
-        for rs in line.get("resourceSpans", []):
-            for ss in rs.get("scopeSpans", []):
-                for span in ss.get("spans", []):
-                    out.setdefault(span["traceId"], []).append(span)
+    for span in otlp_spans(lines):
+        out.setdefault(span["traceId"], []).append(span)
     return out
 
 

@@ -40,21 +40,15 @@ def _step(step: Step) -> dict[str, Any]:
             out["extract"] = False
         if step.queued_behind:
             out["queued_behind"] = True if step.queued_behind.startswith("#") else step.queued_behind
-        o = step.outcome
-        expect = {k: v for k, v in (("status", step.expect_status), ("reason", step.expect_reason),
-                                    ("strategy", o.strategy), ("fallback", o.fallback),
-                                    ("touched", list(o.touched) if o.touched is not None else None),
-                                    ("written", o.count), ("event", dict(o.event) or None)) if v is not None}
+        expect = {k: v for k, v in (("status", step.expect_status), ("reason", step.expect_reason)) if v is not None}
+        expect.update(_outcome(step.outcome, "", "written"))
         if expect:
             out["expect_extract"] = expect
         if step.expect_trailing is not None:
             t = step.expect_trailing
-            o = t.outcome
             fields = (("runs", t.runs), ("sessions", list(t.sessions) if t.sessions is not None else None),
-                      ("status", t.status), ("strategy", o.strategy), ("fallback", o.fallback),
-                      ("touched", list(o.touched) if o.touched is not None else None), ("written", o.count),
-                      ("event", dict(o.event) or None))
-            out["expect_trailing"] = {k: v for k, v in fields if v is not None}
+                      ("status", t.status))
+            out["expect_trailing"] = {**{k: v for k, v in fields if v is not None}, **_outcome(t.outcome, "", "written")}
         return out
     if isinstance(step, AdvanceStep):
         return {"advance": duration(step.delta)}

@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from harness.telemetry import otlp_spans
+
 REPO = Path(__file__).resolve().parents[2]
 API_BASE = os.environ.get("MEMHARNESS_LIVE_API_BASE", "").rstrip("/")
 REQUIRED = os.environ.get("MEMHARNESS_LIVE_REQUIRED") == "1"
@@ -70,12 +72,9 @@ class Run:
     def spans(self) -> list[dict[str, Any]]:
         """Every span of traces.jsonl (OTLP JSON, one export per line), attributes flattened to a dict."""
         out = []
-        for export in self.jsonl("traces.jsonl"):
-            for rs in export.get("resourceSpans", []):
-                for ss in rs.get("scopeSpans", []):
-                    for span in ss.get("spans", []):
-                        attrs = {a["key"]: _otlp_value(a["value"]) for a in span.get("attributes", [])}
-                        out.append({**span, "attrs": attrs})
+        for span in otlp_spans(self.jsonl("traces.jsonl")):
+            attrs = {a["key"]: _otlp_value(a["value"]) for a in span.get("attributes", [])}
+            out.append({**span, "attrs": attrs})
         return out
 
     def chat_spans(self) -> list[dict[str, Any]]:
