@@ -146,7 +146,8 @@ def _plan_and_apply(n: int) -> float:
 
 
 def test_a_2000_patch_answer_is_linear() -> None:
-    small, big = _plan_and_apply(200), _plan_and_apply(2000)
+    # the least disturbed of three runs per size: beside a parallel test run one preempted run is the noise
+    small, big = (min(_plan_and_apply(n) for _ in range(3)) for n in (200, 2000))
     assert big < 1.0
     assert big / small < 10 * 2.5  # quadratic would be ~100x; linear is ~10x (slack for a loaded machine)
 
