@@ -7,8 +7,8 @@ reference system, no model), so load on this shared box hits all of them alike:
 
   sdk disabled    OTEL_SDK_DISABLED=true: no-op tracer, meter and logger (the floor)
   spans kept      the run's providers; spans kept in memory, never encoded
-  export on       the run's providers, and after each scenario its spans encoded to OTLP-JSON and appended to a
-                  traces.jsonl (what `memharness run` does)
+  export on       the run's providers; after each scenario its spans encoded to OTLP/JSON, and at the end of the
+                  round written to a traces.jsonl by the run's own writer (what `memharness run` does)
 
 It prints the median and p95 suite time per contender and, the number to read, the median over rounds of each
 contender's CPU time (``time.process_time``: what this process did, not what the box's other jobs did) divided by
@@ -21,7 +21,6 @@ is noise far larger than the effect measured, and a smaller denominator only mak
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -29,10 +28,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness.replay import replay
 from harness.scenario import Scenario, load_all
-from harness.telemetry import TelemetrySetup, build_telemetry, otlp_spans
+from harness.telemetry import TelemetrySetup, build_telemetry, otlp_jsonl, otlp_spans
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -54,20 +54,22 @@ def _setup(*, disabled: bool) -> TelemetrySetup:
             os.environ["OTEL_SDK_DISABLED"] = old
 
 
-def _contender(scenarios: list[Scenario], setup: TelemetrySetup, traces: Path | None) -> Callable[[], int]:
-    def run() -> int:
-        spans = 0
+def _contender(scenarios: list[Scenario], setup: TelemetrySetup, traces: Path | None) -> Callable[[], Callable[[], int]]:
+    """One round: replay every scenario; with ``traces``, take each scenario's spans as OTLP/JSON and write them all
+    at the end, as ``memharness run`` does. Returns how to count the round's spans (called outside the timing)."""
+    def run() -> Callable[[], int]:
+        kept = 0
+        requests: list[dict[str, Any]] = []
         for s in scenarios:
             replay(s, strategy="heuristic", telemetry=setup.telemetry)
             if traces is None:
-                spans += len(setup.jsonl.spans)
+                kept += len(setup.jsonl.spans)
                 setup.jsonl.spans.clear()
-                continue
-            taken = setup.jsonl.take()
-            spans += len(otlp_spans(taken))
-            with traces.open("a", encoding="utf-8") as handle:
-                handle.writelines(json.dumps(span, separators=(",", ":")) + "\n" for span in taken)
-        return spans
+            else:
+                requests += setup.jsonl.take()
+        if traces is not None:
+            traces.write_text(otlp_jsonl(requests), encoding="utf-8")
+        return lambda: kept + len(otlp_spans(requests))
     return run
 
 
@@ -104,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
             rng.shuffle(order)
             for name in order:
                 t0 = time.process_time()  # this process's CPU: the work telemetry adds, not the neighbours' load
-                spans[name] = contenders[name]()
+                count = contenders[name]()
                 samples[name].append((time.process_time() - t0) * 1000)
+                spans[name] = count()
     floor = samples["sdk disabled"]
     print(f"replay of {len(scenarios)} shipped scenarios (heuristic), {rounds} interleaved rounds, CPU milliseconds "
           f"(work dirs in {args.tmp or tempfile.gettempdir()}, fsync {'on' if args.fsync else 'off'})")

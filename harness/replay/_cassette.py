@@ -57,7 +57,7 @@ class Cassette:
         cassette = cls(directory)
         path = directory / CASSETTE_FILE
         if path.exists() or path.is_symlink():
-            for n, line in enumerate(_read_text(path).splitlines(), 1):
+            for n, line in enumerate(_read_text(path).split("\n"), 1):  # not splitlines(): U+2028 may be in a reply
                 if not line.strip():
                     continue
                 try:

@@ -105,6 +105,8 @@ class _Run:
         return own or self.s.strategy_overrides.get(i, self.strategy)
 
     def record_store(self) -> None:
+        if not self.t.metrics_on:  # nothing reads the gauges: do not count
+            return
         counts = dict.fromkeys(("user", "feedback", "project", "reference"), 0)
         for doc in self.system.documents():
             counts[doc.type] = counts.get(doc.type, 0) + 1

@@ -17,6 +17,7 @@ from harness.replay import Probe, ScenarioResult
 from harness.reporting._text import junit_xml, summary_markdown
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
+from harness.telemetry import otlp_jsonl
 
 
 def _clean(value: Any) -> Any:
@@ -63,7 +64,7 @@ def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResul
     atomic_write(out / "summary.json", json.dumps(_clean(summary.to_dict()), indent=2, ensure_ascii=False) + "\n")
     atomic_write(out / "probes.jsonl", jsonl(p.to_row() for r in results for p in r.probes))
     atomic_write(out / "results.jsonl", jsonl(r.to_row() for r in results))
-    atomic_write(out / "traces.jsonl", jsonl(spans))
+    atomic_write(out / "traces.jsonl", otlp_jsonl(spans))
     atomic_write(out / "junit.xml", junit_xml(results))
     atomic_write(out / "summary.md", summary_markdown(summary, results))
     atomic_write(out / "report.html", html)
@@ -78,7 +79,9 @@ def _read_text(path: Path) -> str:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
-    for n, line in enumerate(_read_text(path).splitlines(), 1):
+    # "\n" only: str.splitlines() also breaks at U+2028, U+0085, form feed and more, which the writers leave
+    # unescaped inside strings (ensure_ascii off), so a query holding one made the run unreadable
+    for n, line in enumerate(_read_text(path).split("\n"), 1):
         if line.strip():
             try:
                 row = json.loads(line)

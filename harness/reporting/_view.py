@@ -246,7 +246,7 @@ def load_cassette_calls(directory: str | Path | None) -> dict[tuple[str, int], l
     path = Path(directory) / "cassette.jsonl"
     out: dict[tuple[str, int], list[ModelCall]] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 may be inside a reply
     except (OSError, UnicodeDecodeError):
         return {}
     for line in lines:

@@ -9,6 +9,7 @@ from harness.telemetry._setup import (
     JsonLinesSpanExporter,
     TelemetrySetup,
     build_telemetry,
+    otlp_jsonl,
     otlp_spans,
     span_to_otlp_json,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "TelemetrySetup",
     "TracedModel",
     "build_telemetry",
+    "otlp_jsonl",
     "otlp_spans",
     "protobuf_otlp_json",
     "semconv",

@@ -60,9 +60,18 @@ def _hex_fields(node: dict[str, Any]) -> None:
 
 
 def _direct(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
-    grouped: dict[Any, dict[Any, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    # grouped by the resource object's identity first: ``Resource.__hash__`` serialises every attribute to JSON,
+    # once per span; equal resources that are distinct objects still merge below, as encode_spans merges them
+    by_id: dict[int, tuple[Any, dict[Any, list[dict[str, Any]]]]] = {}
     for span in spans:
-        grouped[span.resource][span.instrumentation_scope or None].append(_span(span))
+        resource = span.resource
+        if id(resource) not in by_id:
+            by_id[id(resource)] = (resource, defaultdict(list))
+        by_id[id(resource)][1][span.instrumentation_scope or None].append(_span(span))
+    grouped: dict[Any, dict[Any, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for resource, scoped in by_id.values():
+        for scope, encoded in scoped.items():
+            grouped[resource][scope].extend(encoded)
     resource_spans = []
     for resource, scopes in grouped.items():
         scope_spans = []

@@ -21,8 +21,8 @@ from datetime import datetime
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry._logs import LoggerProvider, NoOpLoggerProvider
+from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
@@ -93,17 +93,18 @@ class Operation:
 
     def facts(self, expected: Sequence[str], covered: Sequence[str]) -> None:
         """Gold fact ids (ids, never content) the operation was judged on."""
-        self.span.set_attribute(sc.MEMORY_EXPECTED_FACTS, list(expected))
-        self.span.set_attribute(sc.MEMORY_COVERED_FACTS, list(covered))
+        self.span.set_attributes({sc.MEMORY_EXPECTED_FACTS: list(expected), sc.MEMORY_COVERED_FACTS: list(covered)})
 
     def retrieved(self, ids: Sequence[str], scores: Sequence[float]) -> None:
         """Retrieved documents as OpenInference sees them. Record ids are file names: with content capture off
         they are replaced by a stable digest (the events.py promise), so a backend still sees ranks and scores."""
+        attrs: dict[str, Any] = {}
         for i, rid in enumerate(ids):
             shown = rid if self.capture else "sha256:" + hashlib.sha256(rid.encode()).hexdigest()[:16]
-            self.span.set_attribute(sc.RETRIEVAL_DOCUMENT_ID.format(i=i), shown)
+            attrs[sc.RETRIEVAL_DOCUMENT_ID.format(i=i)] = shown
             score = scores[i] if i < len(scores) else 1.0 / (i + 1)  # unranked strategies: reciprocal rank
-            self.span.set_attribute(sc.RETRIEVAL_DOCUMENT_SCORE.format(i=i), float(score))
+            attrs[sc.RETRIEVAL_DOCUMENT_SCORE.format(i=i)] = float(score)
+        self.span.set_attributes(attrs)
 
     def fail(self, message: str) -> None:
         self.errors.append(message)
@@ -126,7 +127,9 @@ class Operation:
 
 @dataclass
 class Telemetry:
-    """Spans, metrics and log events for one process; build it with providers (``harness.telemetry.build_telemetry``)."""
+    """Spans, metrics and log events for one process; build it with providers (``harness.telemetry.build_telemetry``).
+    A no-op meter or logger provider (what ``build_telemetry`` gives when no reader or exporter would see them)
+    turns that signal's work off entirely."""
 
     tracer_provider: TracerProvider
     meter_provider: MeterProvider
@@ -142,6 +145,8 @@ class Telemetry:
     _instruments: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.metrics_on = not isinstance(self.meter_provider, NoOpMeterProvider)
+        self.logs_on = not isinstance(self.logger_provider, NoOpLoggerProvider)
         self.tracer = self.tracer_provider.get_tracer("memharness", "0.1.0")
         meter = self.meter_provider.get_meter("memharness", "0.1.0")
         self.logger = self.logger_provider.get_logger("memharness", "0.1.0")
@@ -228,6 +233,8 @@ class Telemetry:
 
     def record_store(self, counts_by_type: dict[str, int], index_bytes: int) -> None:
         """Gauges of the store's state after an operation (never raises)."""
+        if not self.metrics_on:
+            return
         try:
             for kind, count in counts_by_type.items():
                 self._instruments["store_records"].set(count, {"memory.type": kind})
@@ -254,17 +261,24 @@ class Telemetry:
     def _emit(self, event: Event) -> None:
         span = trace.get_current_span()
         attrs, body, op = _event_attributes(event, capture=self.capture_content)
-        for key, value in attrs.items():
-            span.set_attribute(key, value)
+        span.set_attributes(attrs)
         status = getattr(event, "status", "completed")
+        if status in FAILED_STATUSES:
+            error = getattr(event, "error", None) or "failed"
+            span.set_attribute(sc.ERROR_TYPE, error.split(":", 1)[0])
+            span.set_status(Status(StatusCode.ERROR, error))
+        if self.metrics_on:
+            self._metrics(event, op, status)
+        if self.logs_on:
+            self.logger.emit(event_name=f"memory.{op}", body=body, attributes={
+                "event.name": event.name, "session.id": event.session_id,
+                **{k: v for k, v in attrs.items() if not isinstance(v, tuple)}})
+
+    def _metrics(self, event: Event, op: str, status: str) -> None:
         metric_attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_SPAN[op], sc.MEMORY_OPERATION: op,
                                         sc.MEMORY_STATUS: status}
         if status in FAILED_STATUSES:
-            error = getattr(event, "error", None) or "failed"
-            error_type = error.split(":", 1)[0]
-            span.set_attribute(sc.ERROR_TYPE, error_type)
-            span.set_status(Status(StatusCode.ERROR, error))
-            metric_attrs[sc.ERROR_TYPE] = error_type
+            metric_attrs[sc.ERROR_TYPE] = (getattr(event, "error", None) or "failed").split(":", 1)[0]
         if isinstance(event, RecallEvent):
             metric_attrs[sc.MEMORY_RECALL_STRATEGY] = event.strategy
             self._instruments["records"].record(event.docs_selected, {sc.MEMORY_RECALL_STRATEGY: event.strategy})
@@ -272,9 +286,6 @@ class Telemetry:
         self._instruments["duration"].record(event.duration_ms / 1000, metric_attrs)
         for change, count in _changes(event):
             self._instruments["changes"].add(count, {sc.MEMORY_OPERATION: op, "memory.change": change})
-        self.logger.emit(event_name=f"memory.{op}", body=body, attributes={
-            "event.name": event.name, "session.id": event.session_id, **{k: v for k, v in attrs.items()
-                                                                           if not isinstance(v, tuple)}})
 
 
 def _event_attributes(event: Event, *, capture: bool) -> tuple[dict[str, Any], str, str]:
@@ -365,6 +376,8 @@ class TracedModel:
         return reply
 
     def _safe_metric(self, ms: float, attrs: dict[str, Any], error: str | None, reply: ModelReply | None) -> None:
+        if not self.telemetry.metrics_on:
+            return
         try:
             base = {k: attrs[k] for k in (sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_PROVIDER_NAME)}
             self.telemetry._instruments["duration"].record(ms / 1000, {**base, **({sc.ERROR_TYPE: error} if error else {})})

@@ -115,3 +115,27 @@ def test_a_metric_measured_in_the_baseline_and_no_longer_fails_its_gate() -> Non
     assert measured["recall.recall"] == 1.0
     assert measured["dedupe.retention"] is None  # nothing dreamt: no invented 1.0 for a gate to pass on
     assert measured["index.within_limits"] is None
+
+
+def test_a_run_whose_text_holds_unicode_line_breaks_reads_back(tmp_path: Path) -> None:
+    # the writers leave non-ASCII unescaped: U+2028, U+0085 or a form feed inside a query must not split a row
+    odd = "tabs\u2028or\u0085spaces\x0cand\u2029more\x1c"
+    results = [_result("u", "heuristic", (_recall("u", 0, "heuristic", 1.0, 1.0, query=odd),))]
+    summary = evaluate_run(results, ["heuristic"])
+    span = {"resourceSpans": [{"scopeSpans": [{"spans": [{"name": odd}]}]}]}
+    write_run(tmp_path, summary=summary, results=results, spans=[span], html="<html></html>")
+    _, back, spans = read_run(tmp_path)
+    assert back == results and spans == [span]
+
+
+def test_a_cassette_whose_reply_holds_a_unicode_line_break_reads_back(tmp_path: Path) -> None:
+    from harness.replay import Cassette
+    from harness.reporting._view import load_cassette_calls
+
+    entry = {"key": "k1", "scenario": "s", "step": 0, "purpose": "recall", "prompt_version": "v",
+             "request": {"messages": [{"role": "user", "content": "q\u2028x"}]},
+             "response": {"text": '{"selected_memories": ["a\u2028b\u0085c"]}'}}
+    Cassette(tmp_path).append(entry)
+    assert Cassette.open(tmp_path).entries == {"k1": entry}
+    [call] = load_cassette_calls(tmp_path)[("s", 0)]
+    assert "a\u2028b\u0085c" in call.reply

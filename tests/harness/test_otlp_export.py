@@ -175,3 +175,21 @@ def test_pool_workers_deliver_every_span_before_they_exit(tmp_path: Path) -> Non
     written = {s["spanId"] for s in otlp_spans(read_jsonl(tmp_path / "o" / "traces.jsonl"))}
     assert written
     assert written == received
+
+
+def test_traces_jsonl_lines_parse_back_to_the_requests_and_refused_values_fall_back() -> None:
+    from harness.telemetry import otlp_jsonl
+
+    plain = {"resourceSpans": [{"resource": {"attributes": [{"key": "k", "value": {"stringValue": "é ✓ \u2028"}}]},
+                                "scopeSpans": [{"spans": [{"name": "s", "attributes": [
+                                    {"key": "d", "value": {"doubleValue": 0.1}},
+                                    {"key": "n", "value": {"doubleValue": "NaN"}}]}]}]}]}
+    big = {"resourceSpans": [], "n": 2**70}  # orjson refuses ints past 64 bits
+    surrogate = {"name": "lone \ud800 surrogate"}  # and strings that are not valid UTF-8
+    text = otlp_jsonl([plain, big, surrogate])
+    lines = text.split("\n")[:-1]
+    assert len(lines) == 3 and text.endswith("\n")
+    assert [json.loads(line) for line in lines] == [plain, big, surrogate]
+    assert "é ✓" in lines[0]  # UTF-8 as is, not \u escapes
+    text.encode("utf-8")  # the fallback escaped the surrogate: the file can be written
+    assert otlp_jsonl([]) == ""
