@@ -152,6 +152,17 @@ def _progress(total: int) -> tuple[Callable[[ScenarioResult], None], Callable[[]
 
 
 def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    from harness.replay import discard_side, prestart_side
+
+    if not (args.record or args.live) and args.jobs <= 1:
+        prestart_side()  # litellm's import starts on the spare core now (used only if a scenario needs the adapter)
+    try:
+        return _run(args, environ)
+    finally:
+        discard_side()
+
+
+def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from harness.replay import ModelSpec, RunConfig, needs_cassette_model, read_meta, run_suite, select_shard, strategies_for
 
     paths = args.paths or [DEFAULT_SCENARIOS]

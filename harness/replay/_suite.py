@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import importlib
-import multiprocessing as mp
 import multiprocessing.util as mp_util
 import os
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.replay import _side
 from harness.replay._cassette import Cassette, CassetteModel, Mode, read_meta
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._protocol import SystemFactory
@@ -232,21 +232,23 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     _SUITES_RUN += 1
     if jobs == 1:
         side = _side_indices(selected, config) if _SUITES_RUN == 1 else []
+        if not side:
+            _side.discard()
         worker = Worker(config)
         try:
             if not side:
                 collect(map(worker.run, selected))
             else:  # litellm's import runs on the other core while this process replays everything else
+                process = _side.take()
+                process.replay(config, [selected[i] for i in side])
                 outputs: dict[int, tuple[list[ScenarioResult], list[dict[str, Any]]]] = {}
-                with ProcessPoolExecutor(max_workers=1, initializer=_init, initargs=(config,)) as pool:
-                    futures = {i: pool.submit(_task, selected[i]) for i in side}
-                    for i, scenario in enumerate(selected):
-                        if i not in futures:
-                            outputs[i] = worker.run(scenario)
-                            announce(outputs[i][0])
-                    for i, future in futures.items():
-                        outputs[i] = future.result()
+                for i, scenario in enumerate(selected):
+                    if i not in side:
+                        outputs[i] = worker.run(scenario)
                         announce(outputs[i][0])
+                for i, output in zip(side, process.outputs(), strict=True):
+                    outputs[i] = output
+                    announce(output[0])
                 collect((outputs[i] for i in range(len(selected))), announced=True)  # back in (scenario, strategy) order
         finally:
             worker.shutdown()
@@ -254,6 +256,7 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
         if side and worker.cassette is None and config.model is not None:  # only the side process used the model
             run.cassette_entries = len(Cassette.open(config.model.cassettes))
         return run
+    _side.discard()
     with ProcessPoolExecutor(max_workers=min(jobs, os.cpu_count() or 1, len(selected) or 1), initializer=_init,
                              initargs=(config,)) as pool:
         collect(pool.map(_task, selected))
@@ -264,13 +267,24 @@ _SUITES_RUN = 0
 """Suites run in this process: only the first may split (a long-lived process imports litellm once anyway)."""
 
 
+def prestart_side() -> None:
+    """Before a process's first serial replay-mode run: fork the side process now (``_side``), so that litellm's
+    import overlaps loading the scenarios as well as replaying them. ``run_suite`` uses it or stops it."""
+    if _SUITES_RUN == 0:
+        _side.prestart()
+
+
+def discard_side() -> None:
+    """Stop a prestarted side process that no run took (the run failed before replaying)."""
+    _side.discard()
+
+
 def _side_indices(selected: Sequence[Scenario], config: RunConfig) -> list[int]:
     """Scenarios to replay in a second process at the start of a serial run: those whose model faults go through
     the real litellm adapter, while importing litellm (seconds of pure Python) would otherwise stall this one.
-    Only with a spare core, fork, and litellm not yet imported here."""
-    if "litellm" in sys.modules or (os.cpu_count() or 1) < 2 or mp.get_context().get_start_method() != "fork" \
-            or (config.model is not None and config.model.mode != "replay"):  # record/live import litellm here anyway
-        return []
+    Only with a spare core, fork, and litellm not yet imported here (``_side.possible``), in replay mode."""
+    if not _side.possible() or (config.model is not None and config.model.mode != "replay"):
+        return []  # record/live import litellm here anyway
     side = [i for i, s in enumerate(selected) if _needs_transport(s, config)]
     return side if len(side) < len(selected) else []
 

@@ -1,0 +1,112 @@
+"""The side process of a serial run: forked as the run starts, it imports litellm (seconds of pure Python) on the
+spare core while this process loads and replays everything else, then replays the scenarios that need the real
+litellm adapter (model faults beneath it) and sends their results back.
+
+``prestart`` forks it before the scenarios are even loaded; ``run_suite`` hands it its scenarios (``take``) or
+stops it when none needs it (``discard``). Results, probes and trace order are the same as an in-process replay.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.replay._records import ScenarioResult
+    from harness.replay._suite import RunConfig
+    from harness.scenario import Scenario
+
+Output = tuple[list["ScenarioResult"], list[dict[str, Any]]]
+
+
+def possible() -> bool:
+    """A side process helps only with a spare core, ``fork``, and litellm not imported here yet."""
+    return "litellm" not in sys.modules and (os.cpu_count() or 1) >= 2 and "fork" in mp.get_all_start_methods()
+
+
+class SideProcess:
+    """One forked process, one batch of scenarios."""
+
+    def __init__(self) -> None:
+        ctx = mp.get_context("fork")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_main, args=(child,), daemon=True, name="memharness-litellm-side")
+        self.process.start()
+        child.close()
+
+    def replay(self, config: RunConfig, scenarios: Sequence[Scenario]) -> None:
+        """Start replaying ``scenarios`` (every strategy of the run for each) over there."""
+        self.conn.send((config, list(scenarios)))
+
+    def outputs(self) -> list[Output]:
+        """Each scenario's (results, spans), in the order given; re-raises what the side process raised."""
+        try:
+            kind, payload = self.conn.recv()
+        except (EOFError, OSError):
+            raise HarnessError(f"the side process replaying the litellm scenarios died "
+                               f"(exit code {self.process.exitcode})") from None
+        finally:
+            self.close()
+        if kind == "error":
+            raise payload
+        return payload  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Stop the process (mid-import when it was not needed) and reap it."""
+        self.conn.close()
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join()
+
+
+def _main(conn: Connection) -> None:
+    from memory_core.litellm_model import _litellm
+
+    _litellm()  # the import this process exists for, while the parent loads and replays the rest
+    try:
+        config, scenarios = conn.recv()
+    except (EOFError, OSError):  # the run did not need it
+        return
+    from harness.replay._suite import Worker
+
+    worker = Worker(config)
+    try:
+        conn.send(("ok", [worker.run(s) for s in scenarios]))
+    except BaseException as exc:  # handed to the parent, which raises it
+        try:
+            conn.send(("error", exc))
+        except Exception:  # an exception that does not pickle: its text
+            conn.send(("error", HarnessError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        worker.shutdown()  # flush OTLP exporters before the forked process leaves through os._exit
+
+
+_PRESTARTED: SideProcess | None = None
+
+
+def prestart() -> None:
+    """Fork the side process now, so litellm's import overlaps loading the scenarios too (``memharness run``)."""
+    global _PRESTARTED
+    if _PRESTARTED is None and possible():
+        _PRESTARTED = SideProcess()
+
+
+def take() -> SideProcess:
+    """The prestarted side process, else a new one."""
+    global _PRESTARTED
+    side, _PRESTARTED = _PRESTARTED, None
+    return side or SideProcess()
+
+
+def discard() -> None:
+    """Stop a prestarted side process the run turned out not to need."""
+    global _PRESTARTED
+    if _PRESTARTED is not None:
+        side, _PRESTARTED = _PRESTARTED, None
+        side.close()
