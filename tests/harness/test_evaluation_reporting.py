@@ -125,7 +125,8 @@ def test_a_run_whose_text_holds_unicode_line_breaks_reads_back(tmp_path: Path) -
     span = {"resourceSpans": [{"scopeSpans": [{"spans": [{"name": odd}]}]}]}
     write_run(tmp_path, summary=summary, results=results, spans=[span], html="<html></html>")
     _, back, spans = read_run(tmp_path)
-    assert back == results and spans == [span]
+    assert back == results
+    assert spans == [span]
 
 
 def test_a_cassette_whose_reply_holds_a_unicode_line_break_reads_back(tmp_path: Path) -> None:

@@ -188,7 +188,8 @@ def test_traces_jsonl_lines_parse_back_to_the_requests_and_refused_values_fall_b
     surrogate = {"name": "lone \ud800 surrogate"}  # and strings that are not valid UTF-8
     text = otlp_jsonl([plain, big, surrogate])
     lines = text.split("\n")[:-1]
-    assert len(lines) == 3 and text.endswith("\n")
+    assert len(lines) == 3
+    assert text.endswith("\n")
     assert [json.loads(line) for line in lines] == [plain, big, surrogate]
     assert "é ✓" in lines[0]  # UTF-8 as is, not \u escapes
     text.encode("utf-8")  # the fallback escaped the surrogate: the file can be written
