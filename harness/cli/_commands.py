@@ -164,6 +164,7 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from harness.replay import ModelSpec, RunConfig, needs_cassette_model, read_meta, run_suite, select_shard, strategies_for
+    from harness.reporting import prepare_report
 
     paths = args.paths or [DEFAULT_SCENARIOS]
     scenarios = load_all(paths)
@@ -208,7 +209,8 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         raise HarnessError(f"no scenario runs with strategy {', '.join(requested or ())}: each one lists other strategies")
     advance, stop = _progress(total)
     try:
-        run = run_suite(scenarios, config, progress=advance)
+        # the report template compiles while the run waits for its side process anyway
+        run = run_suite(scenarios, config, progress=advance, idle=prepare_report)
     finally:
         stop()
     meta = {"strategies": list(strategies), "scenarios": len(selected), "jobs": args.jobs,

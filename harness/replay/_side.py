@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
@@ -42,20 +43,26 @@ class SideProcess:
 
     def replay(self, config: RunConfig, scenarios: Sequence[Scenario]) -> None:
         """Start replaying ``scenarios`` (every strategy of the run for each) over there."""
-        self.conn.send((config, list(scenarios)))
+        try:
+            self.conn.send((config, list(scenarios)))
+        except OSError:
+            self.close()
+            raise self._died() from None
 
     def outputs(self) -> list[Output]:
         """Each scenario's (results, spans), in the order given; re-raises what the side process raised."""
         try:
             kind, payload = self.conn.recv()
         except (EOFError, OSError):
-            raise HarnessError(f"the side process replaying the litellm scenarios died "
-                               f"(exit code {self.process.exitcode})") from None
-        finally:
             self.close()
+            raise self._died() from None
+        self.close()
         if kind == "error":
             raise payload
         return payload  # type: ignore[no-any-return]
+
+    def _died(self) -> HarnessError:
+        return HarnessError(f"the side process replaying the litellm scenarios died (exit code {self.process.exitcode})")
 
     def close(self) -> None:
         """Stop the process (mid-import when it was not needed) and reap it."""
@@ -66,12 +73,21 @@ class SideProcess:
 
 
 def _main(conn: Connection) -> None:
-    from memory_core.litellm_model import _litellm
+    # Ctrl-C is the parent's to handle (it stops this process): no second traceback from here
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    failed: BaseException | None = None
+    try:
+        from memory_core.litellm_model import _litellm
 
-    _litellm()  # the import this process exists for, while the parent loads and replays the rest
+        _litellm()  # the import this process exists for, while the parent loads and replays the rest
+    except BaseException as exc:  # reported when (and only if) the run needs this process
+        failed = HarnessError(f"cannot import litellm for the model-fault scenarios: {type(exc).__name__}: {exc}")
     try:
         config, scenarios = conn.recv()
     except (EOFError, OSError):  # the run did not need it
+        return
+    if failed is not None:
+        conn.send(("error", failed))
         return
     from harness.replay._suite import Worker
 

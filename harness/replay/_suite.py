@@ -207,8 +207,10 @@ def _task(scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]
 
 
 def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
-              progress: Callable[[ScenarioResult], None] | None = None) -> SuiteRun:
-    """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order."""
+              progress: Callable[[ScenarioResult], None] | None = None,
+              idle: Callable[[], None] | None = None) -> SuiteRun:
+    """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order.
+    ``idle`` is called when this process has nothing left to replay but the side process is still at work."""
     for strategy in config.strategies or ():
         if strategy not in STRATEGY_NAMES:
             raise HarnessError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGY_NAMES)}")
@@ -246,6 +248,8 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
                     if i not in side:
                         outputs[i] = worker.run(scenario)
                         announce(outputs[i][0])
+                if idle is not None:
+                    idle()
                 for i, output in zip(side, process.outputs(), strict=True):
                     outputs[i] = output
                     announce(output[0])

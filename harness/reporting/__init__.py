@@ -4,7 +4,7 @@ Renders what evaluation computed; imports nothing from the CLI.
 """
 
 from harness.reporting._history import HistoryRun, append_run, history_path, read_history, record_history
-from harness.reporting._html import flatten_spans, render_benchmark, render_report
+from harness.reporting._html import flatten_spans, prepare_report, render_benchmark, render_report
 from harness.reporting._rundir import atomic_write, jsonl, read_jsonl, read_run, write_run
 from harness.reporting._terminal import closing_table, github_outputs
 from harness.reporting._text import HEADLINE, junit_xml, summary_markdown
@@ -23,6 +23,7 @@ __all__ = [
     "history_path",
     "jsonl",
     "junit_xml",
+    "prepare_report",
     "read_history",
     "read_jsonl",
     "read_run",

@@ -87,6 +87,11 @@ def _json_for_script(data: Any) -> Markup:
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
+def prepare_report() -> None:
+    """Load and compile the report template now (a run does this while it waits for its side process)."""
+    _env().get_template("report.html.j2")
+
+
 def render_report(summary: RunSummary, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]],
                   *, bench: Mapping[str, Any] | None = None, history: Sequence[HistoryRun] = ()) -> str:
     """The whole report as one HTML string. ``history``: past runs (oldest first) for the trend chart and table."""

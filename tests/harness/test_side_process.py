@@ -1,0 +1,76 @@
+"""The side process of a serial run (harness/replay/_side.py): used, stopped when not needed, and its failures
+reach the user as one clear error. (That its results equal an in-process replay is tests/harness/test_cli.py.)"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.replay import RunConfig, _side
+from harness.scenario import load_all
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+@pytest.fixture
+def no_litellm_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forked child inherits this patch: it skips the seconds-long import these tests do not need."""
+    import memory_core.litellm_model as lm
+
+    monkeypatch.setattr(lm, "_litellm", lambda: None)
+
+
+@pytest.mark.usefixtures("no_litellm_import")
+def test_a_prestarted_side_process_the_run_does_not_need_is_stopped() -> None:
+    _side.prestart()
+    side = _side._PRESTARTED
+    if side is None:
+        pytest.skip("no side process here (one core, no fork, or litellm already imported)")
+    assert side.process.is_alive() or side.process.exitcode is not None
+    _side.discard()
+    assert _side._PRESTARTED is None
+    assert not side.process.is_alive()
+    assert side.process.exitcode in (0, -signal.SIGTERM)
+
+
+@pytest.mark.usefixtures("no_litellm_import")
+def test_the_side_process_replays_what_it_is_given_in_order() -> None:
+    scenarios = [s for s in load_all([SCENARIOS / "forget"])][:3]
+    side = _side.SideProcess()
+    side.replay(RunConfig(("heuristic",)), scenarios)
+    outputs = side.outputs()
+    assert [results[0].scenario for results, _ in outputs] == [s.id for s in scenarios]
+    assert all(r.status == "passed" for results, _ in outputs for r in results)
+    assert all(spans for _, spans in outputs)  # each scenario's trace came back with it
+    assert not side.process.is_alive()
+
+
+def test_a_side_process_that_cannot_import_litellm_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory_core.litellm_model as lm
+
+    def broken() -> None:
+        raise ImportError("No module named 'litellm'")
+
+    monkeypatch.setattr(lm, "_litellm", broken)
+    side = _side.SideProcess()
+    side.replay(RunConfig(("model",)), [])
+    with pytest.raises(HarnessError, match=r"cannot import litellm for the model-fault scenarios: ImportError"):
+        side.outputs()
+
+
+@pytest.mark.usefixtures("no_litellm_import")
+def test_a_side_process_that_died_is_one_clear_error() -> None:
+    side = _side.SideProcess()
+    side.process.kill()
+    side.process.join()
+
+
+    def hand_over_and_collect() -> None:  # the death shows at whichever end of the pipe notices it first
+        side.replay(RunConfig(("heuristic",)), [])
+        side.outputs()
+
+    with pytest.raises(HarnessError, match=r"side process .* died \(exit code -9\)"):
+        hand_over_and_collect()
