@@ -21,6 +21,7 @@ is noise far larger than the effect measured, and a smaller denominator only mak
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import statistics
@@ -87,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.fsync:
         os.environ["MEMORY_CORE_FSYNC"] = "0"
     scenarios = [s for s in load_all([SCENARIOS]) if _eligible(s)]
+    gc.freeze()  # as `memharness run` does once its scenarios are loaded
     rounds = args.rounds
     if args.quick:
         scenarios, rounds = scenarios[:5], 2

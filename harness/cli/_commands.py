@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import json
 import os
 import platform
@@ -160,6 +161,7 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return _run(args, environ)
     finally:
         discard_side()
+        gc.unfreeze()  # a process that runs again (tests, the plugin) may collect this run's objects after all
 
 
 def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
@@ -207,6 +209,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     total = sum(len(strategies_for(s, requested)) for s in selected)
     if total == 0:
         raise HarnessError(f"no scenario runs with strategy {', '.join(requested or ())}: each one lists other strategies")
+    gc.freeze()  # what is loaded now lives for the run: the collector need not walk it again (~7% of a replay)
     advance, stop = _progress(total)
     try:
         # the report template compiles while the run waits for its side process anyway

@@ -201,3 +201,20 @@ def test_a_fresh_run_replays_the_litellm_scenarios_beside_the_rest_with_the_same
     assert len(set(instances("inproc"))) == 1
     if (os.cpu_count() or 1) >= 2:
         assert len(set(instances("fresh"))) == 2  # the transport-fault scenario came from the second process
+
+
+def test_a_run_freezes_what_it_loaded_only_while_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    frozen: list[int] = []
+    real_freeze = gc.freeze
+
+    def freeze() -> None:
+        real_freeze()
+        frozen.append(gc.get_freeze_count())
+
+    monkeypatch.setattr(gc, "freeze", freeze)
+    assert main(["run", str(SCENARIOS / "forget"), "--out", str(tmp_path / "o"), "--no-gates"], environ={}) == 0
+    assert len(frozen) == 1  # frozen once, for the run: its scenarios and modules
+    assert frozen[0] > 0
+    assert gc.get_freeze_count() == 0  # and given back to the collector after it (tests and the plugin run again)
