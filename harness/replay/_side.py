@@ -28,7 +28,15 @@ Output = tuple[list["ScenarioResult"], list[dict[str, Any]]]
 
 def possible() -> bool:
     """A side process helps only with a spare core, ``fork``, and litellm not imported here yet."""
-    return "litellm" not in sys.modules and (os.cpu_count() or 1) >= 2 and "fork" in mp.get_all_start_methods()
+    return "litellm" not in sys.modules and _usable_cores() >= 2 and "fork" in mp.get_all_start_methods()
+
+
+def _usable_cores() -> int:
+    """Cores this process may run on (its affinity, e.g. ``taskset`` or a container's cpuset), not the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class SideProcess:

@@ -75,3 +75,14 @@ def test_a_side_process_that_died_is_one_clear_error() -> None:
 
     with pytest.raises(HarnessError, match=r"side process .* died \(exit code -9\)"):
         hand_over_and_collect()
+
+
+def test_no_side_process_without_a_spare_core_in_this_process_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import sys
+
+    monkeypatch.delitem(sys.modules, "litellm", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert _side.possible()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})  # taskset -c 3, or a one-cpu container
+    assert not _side.possible()
