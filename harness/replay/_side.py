@@ -8,8 +8,10 @@ stops it when none needs it (``discard``). Results, probes and trace order are t
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
+import pickle
 import signal
 import sys
 from collections.abc import Sequence
@@ -27,8 +29,9 @@ Output = tuple[list["ScenarioResult"], list[dict[str, Any]]]
 
 
 def possible() -> bool:
-    """A side process helps only with a spare core, ``fork``, and litellm not imported here yet."""
-    return "litellm" not in sys.modules and _usable_cores() >= 2 and "fork" in mp.get_all_start_methods()
+    """A side process helps only with a spare core, ``fork`` as this process's start method (not one a caller chose
+    otherwise, nor Python 3.14's forkserver default), and litellm not imported here yet."""
+    return "litellm" not in sys.modules and _usable_cores() >= 2 and mp.get_context().get_start_method() == "fork"
 
 
 def _usable_cores() -> int:
@@ -39,13 +42,18 @@ def _usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+FLUSH_TIMEOUT_S = 30.0
+"""How long the parent waits for the side process to flush its exporters and leave after sending its results."""
+
+
 class SideProcess:
     """One forked process, one batch of scenarios."""
 
     def __init__(self) -> None:
         ctx = mp.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_main, args=(child,), daemon=True, name="memharness-litellm-side")
+        # the child closes its copy of our end first thing: if this process dies, the child's recv() sees EOF
+        self.process = ctx.Process(target=_main, args=(child, self.conn), daemon=True, name="memharness-litellm-side")
         self.process.start()
         child.close()
 
@@ -64,6 +72,10 @@ class SideProcess:
         except (EOFError, OSError):
             self.close()
             raise self._died() from None
+        except Exception as exc:  # an exception of the child's that does not unpickle here
+            self.close()
+            raise HarnessError(f"the side process failed and its error could not be read back ({exc})") from None
+        self.process.join(FLUSH_TIMEOUT_S)  # it flushes its exporters (OTLP, console) and leaves: let it
         self.close()
         if kind == "error":
             raise payload
@@ -73,14 +85,15 @@ class SideProcess:
         return HarnessError(f"the side process replaying the litellm scenarios died (exit code {self.process.exitcode})")
 
     def close(self) -> None:
-        """Stop the process (mid-import when it was not needed) and reap it."""
+        """Stop the process (mid-import when it was not needed) and reap it; idempotent."""
         self.conn.close()
         if self.process.is_alive():
             self.process.terminate()
         self.process.join()
 
 
-def _main(conn: Connection) -> None:
+def _main(conn: Connection, parents_end: Connection) -> None:
+    parents_end.close()
     # Ctrl-C is the parent's to handle (it stops this process): no second traceback from here
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     failed: BaseException | None = None
@@ -92,23 +105,35 @@ def _main(conn: Connection) -> None:
         failed = HarnessError(f"cannot import litellm for the model-fault scenarios: {type(exc).__name__}: {exc}")
     try:
         config, scenarios = conn.recv()
-    except (EOFError, OSError):  # the run did not need it
+    except (EOFError, OSError):  # the run did not need it, or the parent is gone
         return
     if failed is not None:
-        conn.send(("error", failed))
+        _send(conn, ("error", failed))
         return
     from harness.replay._suite import Worker
 
     worker = Worker(config)
     try:
-        conn.send(("ok", [worker.run(s) for s in scenarios]))
+        outputs = [worker.run(s) for s in scenarios]
     except BaseException as exc:  # handed to the parent, which raises it
-        try:
-            conn.send(("error", exc))
-        except Exception:  # an exception that does not pickle: its text
-            conn.send(("error", HarnessError(f"{type(exc).__name__}: {exc}")))
+        _send(conn, ("error", exc if _round_trips(exc) else HarnessError(f"{type(exc).__name__}: {exc}")))
+    else:
+        _send(conn, ("ok", outputs))
     finally:
         worker.shutdown()  # flush OTLP exporters before the forked process leaves through os._exit
+
+
+def _round_trips(exc: BaseException) -> bool:
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return False
+    return True
+
+
+def _send(conn: Connection, message: tuple[str, Any]) -> None:
+    with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
+        conn.send(message)
 
 
 _PRESTARTED: SideProcess | None = None

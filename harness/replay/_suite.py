@@ -242,15 +242,19 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
                 collect(map(worker.run, selected))
             else:  # litellm's import runs on the other core while this process replays everything else
                 process = _side.take()
-                process.replay(config, [selected[i] for i in side])
                 outputs: dict[int, tuple[list[ScenarioResult], list[dict[str, Any]]]] = {}
-                for i, scenario in enumerate(selected):
-                    if i not in side:
-                        outputs[i] = worker.run(scenario)
-                        announce(outputs[i][0])
-                if idle is not None:
-                    idle()
-                for i, output in zip(side, process.outputs(), strict=True):
+                try:
+                    process.replay(config, [selected[i] for i in side])
+                    for i, scenario in enumerate(selected):
+                        if i not in side:
+                            outputs[i] = worker.run(scenario)
+                            announce(outputs[i][0])
+                    if idle is not None:
+                        idle()
+                    side_outputs = process.outputs()
+                finally:
+                    process.close()  # whatever happened here, the side process is stopped and reaped
+                for i, output in zip(side, side_outputs, strict=True):
                     outputs[i] = output
                     announce(output[0])
                 collect((outputs[i] for i in range(len(selected))), announced=True)  # back in (scenario, strategy) order

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,6 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
     SpanExportResult,
 )
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from harness.telemetry import semconv as sc
 from harness.telemetry._otlp_json import spans_to_otlp_json
@@ -45,14 +45,26 @@ def otlp_jsonl(requests: Iterable[Mapping[str, Any]]) -> str:
     go through orjson (a tenth of the stdlib encoder's time; issue 19's telemetry budget) with no cleaning pass:
     the encoders make them JSON-safe (ids and 64-bit ints are strings; NaN and the infinities are the strings
     OTLP/JSON uses). A request orjson refuses (an int past 64 bits or a lone surrogate, from a hand-edited run
-    merged in) is written by the stdlib encoder with ASCII escapes instead."""
+    merged in) is written by the stdlib encoder with ASCII escapes instead, NaN and the infinities as null as orjson
+    writes them."""
     lines = []
     for request in requests:
         try:
             lines.append(orjson.dumps(request).decode())
         except (orjson.JSONEncodeError, TypeError):
-            lines.append(json.dumps(request, separators=(",", ":")))
+            lines.append(json.dumps(_finite(request), separators=(",", ":")))
     return "".join(line + "\n" for line in lines)
+
+
+def _finite(value: Any) -> Any:
+    """NaN and the infinities as null (what orjson writes; json.dumps would write invalid JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def otlp_spans(requests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -228,9 +240,7 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
                                                  environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(",") if "=" in p)}
     resource = Resource.create({k: v for k, v in own.items() if v}).merge(Resource(override))
     ids = DeterministicIds()
-    # every span is kept and no parent ever arrives unsampled: ALWAYS_ON decides as ParentBased(ALWAYS_ON) would,
-    # without asking the parent first on every span
-    tracer_provider = TracerProvider(resource=resource, id_generator=ids, sampler=ALWAYS_ON)
+    tracer_provider = TracerProvider(resource=resource, id_generator=ids)
     jsonl = JsonLinesSpanExporter()
     tracer_provider.add_span_processor(RunAttributes({k: own[k] for k in (sc.RUN_ID, sc.GIT_COMMIT, sc.CI_RUN_ID)},
                                                      jsonl))

@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from harness.cli import main
@@ -194,3 +195,37 @@ def test_traces_jsonl_lines_parse_back_to_the_requests_and_refused_values_fall_b
     assert "é ✓" in lines[0]  # UTF-8 as is, not \u escapes
     text.encode("utf-8")  # the fallback escaped the surrogate: the file can be written
     assert otlp_jsonl([]) == ""
+
+
+def test_the_side_process_delivers_every_span_before_it_exits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forked litellm side process flushes its exporters after sending its results: the parent waits for it."""
+    from harness.replay import _side, _suite
+    from harness.reporting import read_jsonl
+    from harness.telemetry import otlp_spans
+
+    monkeypatch.setattr(_suite, "_SUITES_RUN", 0)  # a fresh process, as far as the run can tell
+    monkeypatch.setattr(_side, "possible", lambda: True)  # with a spare core, whatever this worker imported
+    _Collector.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}"}
+        assert main(["run", str(SCENARIOS / "language" / "model-transport-faults.yaml"), str(SCENARIOS / "forget"),
+                     "--cassettes", str(SCENARIOS / "cassettes"), "--no-gates", "--out", str(tmp_path / "o")],
+                    environ=env) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    received = set()
+    for path, body in _Collector.received:
+        if path == "/v1/traces":
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
+            received |= {s.span_id.hex() for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans}
+    requests = read_jsonl(tmp_path / "o" / "traces.jsonl")
+    instances = {a["value"]["stringValue"] for r in requests for a in r["resourceSpans"][0]["resource"]["attributes"]
+                 if a["key"] == "service.instance.id"}
+    assert len(instances) == 2  # the transport-fault scenario's trace came from the side process
+    written = {s["spanId"] for s in otlp_spans(requests)}
+    assert written
+    assert written == received

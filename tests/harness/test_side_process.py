@@ -29,9 +29,11 @@ def test_a_prestarted_side_process_the_run_does_not_need_is_stopped(monkeypatch:
     _side.prestart()
     side = _side._PRESTARTED
     assert side is not None
-    _side.prestart()
-    assert _side._PRESTARTED is side  # one at a time
-    _side.discard()
+    try:
+        _side.prestart()
+        assert _side._PRESTARTED is side  # one at a time
+    finally:
+        _side.discard()
     assert _side._PRESTARTED is None
     assert not side.process.is_alive()
     assert side.process.exitcode in (0, -signal.SIGTERM)
@@ -68,7 +70,6 @@ def test_a_side_process_that_died_is_one_clear_error() -> None:
     side.process.kill()
     side.process.join()
 
-
     def hand_over_and_collect() -> None:  # the death shows at whichever end of the pipe notices it first
         side.replay(RunConfig(("heuristic",)), [])
         side.outputs()
@@ -86,3 +87,59 @@ def test_no_side_process_without_a_spare_core_in_this_process_affinity(monkeypat
     assert _side.possible()
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})  # taskset -c 3, or a one-cpu container
     assert not _side.possible()
+
+
+class _TwoArgs(Exception):
+    """Pickles, but does not unpickle (its __init__ wants two arguments): as some providers' errors do."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+
+
+def test_an_error_of_the_side_process_that_does_not_unpickle_arrives_as_its_text(
+        monkeypatch: pytest.MonkeyPatch, no_litellm_import: None) -> None:
+    from harness.replay import _suite
+
+    def boom(self: object, scenario: object) -> None:
+        raise _TwoArgs(503, "provider unavailable")
+
+    monkeypatch.setattr(_suite.Worker, "run", boom)  # the forked child inherits the patch
+    side = _side.SideProcess()
+    side.replay(RunConfig(("heuristic",)), [s for s in load_all([SCENARIOS / "forget"])][:1])
+    with pytest.raises(HarnessError, match=r"_TwoArgs: 503: provider unavailable"):
+        side.outputs()
+    assert not side.process.is_alive()
+
+
+def _gone(pid: int) -> bool:
+    """Exited: no such process, or a zombie waiting for whoever adopted it to reap it."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return "\nState:\tZ" in status
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+def test_the_side_process_leaves_when_its_parent_dies_without_cleaning_up(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, signal, sys, time\n"
+        "import memory_core.litellm_model as lm\n"
+        "lm._litellm = lambda: time.sleep(0.5)  # a short stand-in for the import\n"
+        "from harness.replay import _side\n"
+        "side = _side.SideProcess()\n"
+        "print(side.process.pid, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)  # no finally, no atexit: as a CI cancel or an OOM kill\n",
+        encoding="utf-8")
+    parent = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False)
+    assert parent.returncode == -9, parent.stderr[-2000:]
+    child = int(parent.stdout.split()[0])
+    deadline = time.monotonic() + 20
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(child), f"side process {child} outlived its parent"
