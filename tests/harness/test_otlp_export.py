@@ -187,11 +187,12 @@ def test_traces_jsonl_lines_parse_back_to_the_requests_and_refused_values_fall_b
                                     {"key": "n", "value": {"doubleValue": "NaN"}}]}]}]}]}
     big = {"resourceSpans": [], "n": 2**70}  # orjson refuses ints past 64 bits
     surrogate = {"name": "lone \ud800 surrogate"}  # and strings that are not valid UTF-8
-    text = otlp_jsonl([plain, big, surrogate])
+    odd = {"n": -(2**70), "x": [float("nan"), float("inf")]}  # the fallback writes null for these, as orjson does
+    text = otlp_jsonl([plain, big, surrogate, odd])
     lines = text.split("\n")[:-1]
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert text.endswith("\n")
-    assert [json.loads(line) for line in lines] == [plain, big, surrogate]
+    assert [json.loads(line) for line in lines] == [plain, big, surrogate, {"n": -(2**70), "x": [None, None]}]
     assert "é ✓" in lines[0]  # UTF-8 as is, not \u escapes
     text.encode("utf-8")  # the fallback escaped the surrogate: the file can be written
     assert otlp_jsonl([]) == ""
