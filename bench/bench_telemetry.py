@@ -82,11 +82,26 @@ def main(argv: list[str] | None = None) -> int:
                         help="directory for scenario work directories (default /dev/shm when present)")
     parser.add_argument("--fsync", action="store_true", help="keep the core's fsync of every write")
     args = parser.parse_args(argv)
-    if args.tmp:
-        os.environ["TMPDIR"] = args.tmp
-        tempfile.tempdir = None  # re-read TMPDIR
-    if not args.fsync:
-        os.environ["MEMORY_CORE_FSYNC"] = "0"
+    saved = {name: os.environ.get(name) for name in ("TMPDIR", "MEMORY_CORE_FSYNC")}
+    saved_tempdir = tempfile.tempdir
+    try:
+        if args.tmp:
+            os.environ["TMPDIR"] = args.tmp
+            tempfile.tempdir = None  # re-read TMPDIR
+        if not args.fsync:
+            os.environ["MEMORY_CORE_FSYNC"] = "0"
+        return _measure(args)
+    finally:  # a caller in the same process (the bench's test) gets its environment and collector back
+        gc.unfreeze()
+        tempfile.tempdir = saved_tempdir
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _measure(args: argparse.Namespace) -> int:
     scenarios = [s for s in load_all([SCENARIOS]) if _eligible(s)]
     gc.freeze()  # as `memharness run` does once its scenarios are loaded
     rounds = args.rounds

@@ -68,12 +68,15 @@ def _direct(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
         if id(resource) not in by_id:
             by_id[id(resource)] = (resource, defaultdict(list))
         by_id[id(resource)][1][span.instrumentation_scope or None].append(_span(span))
-    grouped: dict[Any, dict[Any, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for resource, scoped in by_id.values():
-        for scope, encoded in scoped.items():
-            grouped[resource][scope].extend(encoded)
+    groups = list(by_id.values())
+    if len(groups) > 1:  # distinct but equal resources merge (the usual single resource is never hashed)
+        merged: dict[Any, dict[Any, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+        for resource, scoped in groups:
+            for scope, encoded in scoped.items():
+                merged[resource][scope].extend(encoded)
+        groups = list(merged.items())
     resource_spans = []
-    for resource, scopes in grouped.items():
+    for resource, scopes in groups:
         scope_spans = []
         for scope, encoded in scopes.items():
             entry: dict[str, Any] = {"scope": _scope(scope), "spans": encoded}
@@ -162,7 +165,11 @@ def _flags(parent: SpanContext | None) -> int:
 
 def _with_attributes(out: dict[str, Any], attributes: Mapping[str, Any] | None) -> dict[str, Any]:
     if attributes:
-        out["attributes"] = [{"key": key, "value": _value(value)} for key, value in attributes.items()]
+        # the SDK hands out a read-only view of its BoundedAttributes, whose items() steps through Python per key;
+        # its copy() is a plain dict. Strings, most values, skip the type dispatch.
+        plain = attributes.copy() if hasattr(attributes, "copy") else attributes
+        out["attributes"] = [{"key": key, "value": {"stringValue": value} if type(value) is str else _value(value)}
+                             for key, value in plain.items()]
     return out
 
 

@@ -147,7 +147,13 @@ def test_direct_otlp_json_equals_the_protobuf_path_on_every_span_of_a_run() -> N
         by_trace.setdefault(span.context.trace_id, []).append(span)
     in_range = [c for c in corner if "too_big" not in (c.attributes or {})]
     assert spans_to_otlp_json(corner) == protobuf_otlp_json(corner)  # the out-of-range int takes the protobuf path
-    for batch in [*by_trace.values(), spans, in_range, [*in_range, *spans[:5]]]:
+    twin = TracerProvider(resource=Resource.create({"service.name": "corner", "n": 3, "ok": True, "f": 0.5}))
+    twin.add_span_processor(SimpleSpanProcessor(memory))  # an equal resource in another object: merged, as protobuf does
+    with twin.get_tracer("corner-scope", "1.2.3", schema_url="https://example.test/schema").start_span("twin"):
+        pass
+    twins = [s for s in memory.get_finished_spans() if s.name == "twin"]
+    assert twins[0].resource is not in_range[0].resource
+    for batch in [*by_trace.values(), spans, in_range, [*in_range, *spans[:5]], [*in_range, *twins, *spans[:3]]]:
         direct, reference = _direct(batch), protobuf_otlp_json(batch)
         assert json.dumps(direct, sort_keys=True) == json.dumps(reference, sort_keys=True)  # NaN-safe comparison
 

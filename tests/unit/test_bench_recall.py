@@ -38,13 +38,13 @@ def test_telemetry_bench_quick_run_prints_the_ratio(capsys: pytest.CaptureFixtur
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    for name in ("TMPDIR", "MEMORY_CORE_FSYNC"):  # the bench sets them for its own process: restore them after
-        if name in os.environ:
-            monkeypatch.setenv(name, os.environ[name])
-        else:
-            monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(tempfile, "tempdir", tempfile.tempdir)
+    before = {name: os.environ.get(name) for name in ("TMPDIR", "MEMORY_CORE_FSYNC")}
+    tempdir = tempfile.tempdir
     assert module.main(["--quick"]) == 0
+    # the bench sets them for its own run and gives them back: this worker's later tests (the store's fsync
+    # interruption test among them) must not run with fsync off
+    assert {name: os.environ.get(name) for name in before} == before
+    assert tempfile.tempdir == tempdir
     out = capsys.readouterr().out
     for contender in ("sdk disabled", "spans kept", "export on"):
         assert re.search(rf"^{contender}\s+\d+\.\d\s+\d+\.\d\s+\d+\s+\d+\.\d{{3}} \(", out, re.MULTILINE), out
