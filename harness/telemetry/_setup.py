@@ -169,7 +169,7 @@ class RunAttributes(SpanProcessor):
         span.set_attributes(self.attributes)
 
     def on_end(self, span: ReadableSpan) -> None:
-        if self.keep is not None:
+        if self.keep is not None and span.context is not None and span.context.trace_flags.sampled:  # as SimpleSpanProcessor did
             self.keep.export((span,))
 
     def shutdown(self) -> None:
