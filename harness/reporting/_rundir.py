@@ -4,7 +4,6 @@ summary.md and report.html; and read one back into the same typed records (``rep
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,17 +16,7 @@ from harness.replay import Probe, ScenarioResult
 from harness.reporting._text import junit_xml, summary_markdown
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
-from harness.telemetry import otlp_jsonl
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
+from harness.telemetry import finite_json, otlp_jsonl
 
 
 def _umask() -> int:
@@ -54,14 +43,14 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
-    return "".join(json.dumps(_clean(dict(r)), ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    return "".join(json.dumps(finite_json(dict(r)), ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
 
 
 def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResult],
               spans: Sequence[Mapping[str, Any]], html: str) -> None:
     """Write every output file of a run directory."""
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "summary.json", json.dumps(_clean(summary.to_dict()), indent=2, ensure_ascii=False) + "\n")
+    atomic_write(out / "summary.json", json.dumps(finite_json(summary.to_dict()), indent=2, ensure_ascii=False) + "\n")
     atomic_write(out / "probes.jsonl", jsonl(p.to_row() for r in results for p in r.probes))
     atomic_write(out / "results.jsonl", jsonl(r.to_row() for r in results))
     atomic_write(out / "traces.jsonl", otlp_jsonl(spans))

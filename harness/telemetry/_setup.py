@@ -52,18 +52,19 @@ def otlp_jsonl(requests: Iterable[Mapping[str, Any]]) -> str:
         try:
             lines.append(orjson.dumps(request).decode())
         except (orjson.JSONEncodeError, TypeError):
-            lines.append(json.dumps(_finite(request), separators=(",", ":")))
+            lines.append(json.dumps(finite_json(request), separators=(",", ":")))
     return "".join(line + "\n" for line in lines)
 
 
-def _finite(value: Any) -> Any:
-    """NaN and the infinities as null (what orjson writes; json.dumps would write invalid JSON)."""
+def finite_json(value: Any) -> Any:
+    """``value`` with NaN and the infinities as null, mappings as dicts and tuples as lists: what json.dumps can write
+    as valid JSON (it would write ``NaN``). Also what the run directory's other files go through."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, Mapping):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
+        return [finite_json(v) for v in value]
     return value
 
 

@@ -269,22 +269,24 @@ class Telemetry:
         attrs, body, op = _event_attributes(event, capture=self.capture_content)
         span.set_attributes(attrs)
         status = getattr(event, "status", "completed")
+        error_type = None
         if status in FAILED_STATUSES:
             error = getattr(event, "error", None) or "failed"
-            span.set_attribute(sc.ERROR_TYPE, error.split(":", 1)[0])
+            error_type = error.split(":", 1)[0]
+            span.set_attribute(sc.ERROR_TYPE, error_type)
             span.set_status(Status(StatusCode.ERROR, error))
         if self.metrics_on:
-            self._metrics(event, op, status)
+            self._metrics(event, op, status, error_type)
         if self.logs_on:
             self.logger.emit(event_name=f"memory.{op}", body=body, attributes={
                 "event.name": event.name, "session.id": event.session_id,
                 **{k: v for k, v in attrs.items() if not isinstance(v, tuple)}})
 
-    def _metrics(self, event: Event, op: str, status: str) -> None:
+    def _metrics(self, event: Event, op: str, status: str, error_type: str | None) -> None:
         metric_attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_SPAN[op], sc.MEMORY_OPERATION: op,
                                         sc.MEMORY_STATUS: status}
-        if status in FAILED_STATUSES:
-            metric_attrs[sc.ERROR_TYPE] = (getattr(event, "error", None) or "failed").split(":", 1)[0]
+        if error_type is not None:
+            metric_attrs[sc.ERROR_TYPE] = error_type
         if isinstance(event, RecallEvent):
             metric_attrs[sc.MEMORY_RECALL_STRATEGY] = event.strategy
             self._instruments["records"].record(event.docs_selected, {sc.MEMORY_RECALL_STRATEGY: event.strategy})

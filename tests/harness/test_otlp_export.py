@@ -158,18 +158,17 @@ def test_direct_otlp_json_equals_the_protobuf_path_on_every_span_of_a_run() -> N
         assert json.dumps(direct, sort_keys=True) == json.dumps(reference, sort_keys=True)  # NaN-safe comparison
 
 
-def test_pool_workers_deliver_every_span_before_they_exit(tmp_path: Path) -> None:
-    """A forked pool worker leaves through os._exit (no atexit): its batched spans must still reach the collector."""
+def _delivered(argv: list[str], out: Path) -> tuple[set[str], list[dict[str, Any]]]:
+    """Run ``memharness run ARGV --out OUT`` against a local OTLP/HTTP collector: the span ids the collector received
+    and the run's ``traces.jsonl`` requests."""
     from harness.reporting import read_jsonl
-    from harness.telemetry import otlp_spans
 
     _Collector.received = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}"}
-        assert main(["run", str(SCENARIOS / "forget"), str(SCENARIOS / "dream"), "--jobs", "2", "--no-gates",
-                     "--out", str(tmp_path / "o")], environ=env) == 0
+        assert main(["run", *argv, "--no-gates", "--out", str(out)], environ=env) == 0
     finally:
         server.shutdown()
         server.server_close()
@@ -179,7 +178,16 @@ def test_pool_workers_deliver_every_span_before_they_exit(tmp_path: Path) -> Non
             request = ExportTraceServiceRequest()
             request.ParseFromString(body)
             received |= {s.span_id.hex() for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans}
-    written = {s["spanId"] for s in otlp_spans(read_jsonl(tmp_path / "o" / "traces.jsonl"))}
+    return received, read_jsonl(out / "traces.jsonl")
+
+
+def test_pool_workers_deliver_every_span_before_they_exit(tmp_path: Path) -> None:
+    """A forked pool worker leaves through os._exit (no atexit): its batched spans must still reach the collector."""
+    from harness.telemetry import otlp_spans
+
+    received, requests = _delivered([str(SCENARIOS / "forget"), str(SCENARIOS / "dream"), "--jobs", "2"],
+                                    tmp_path / "o")
+    written = {s["spanId"] for s in otlp_spans(requests)}
     assert written
     assert written == received
 
@@ -207,29 +215,13 @@ def test_traces_jsonl_lines_parse_back_to_the_requests_and_refused_values_fall_b
 def test_the_side_process_delivers_every_span_before_it_exits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The forked litellm side process flushes its exporters after sending its results: the parent waits for it."""
     from harness.replay import _side, _suite
-    from harness.reporting import read_jsonl
     from harness.telemetry import otlp_spans
 
     monkeypatch.setattr(_suite, "_SUITES_RUN", 0)  # a fresh process, as far as the run can tell
     monkeypatch.setattr(_side, "possible", lambda: True)  # with a spare core, whatever this worker imported
-    _Collector.received = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}"}
-        assert main(["run", str(SCENARIOS / "language" / "model-transport-faults.yaml"), str(SCENARIOS / "forget"),
-                     "--cassettes", str(SCENARIOS / "cassettes"), "--no-gates", "--out", str(tmp_path / "o")],
-                    environ=env) == 0
-    finally:
-        server.shutdown()
-        server.server_close()
-    received = set()
-    for path, body in _Collector.received:
-        if path == "/v1/traces":
-            request = ExportTraceServiceRequest()
-            request.ParseFromString(body)
-            received |= {s.span_id.hex() for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans}
-    requests = read_jsonl(tmp_path / "o" / "traces.jsonl")
+    received, requests = _delivered([str(SCENARIOS / "language" / "model-transport-faults.yaml"),
+                                     str(SCENARIOS / "forget"), "--cassettes", str(SCENARIOS / "cassettes")],
+                                    tmp_path / "o")
     instances = {a["value"]["stringValue"] for r in requests for a in r["resourceSpans"][0]["resource"]["attributes"]
                  if a["key"] == "service.instance.id"}
     assert len(instances) == 2  # the transport-fault scenario's trace came from the side process
