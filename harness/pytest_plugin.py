@@ -160,6 +160,7 @@ def _from_rows(text: str) -> list[Any]:
     return [ScenarioResult.from_row(d["result"], tuple(Probe.from_row(p) for p in d["probes"])) for d in json.loads(text)]
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without xdist, pytest would refuse to start
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """pytest-xdist controller: collect a worker's results."""
     config = node.config
