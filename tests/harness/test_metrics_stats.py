@@ -89,12 +89,14 @@ def test_mcnemar_exact_values() -> None:
     assert mcnemar_exact(3, 3) == 1.0
 
 
-def test_mcnemar_exact_agrees_with_scipy_binomtest() -> None:
-    from scipy import stats as sps
+def test_mcnemar_exact_agrees_with_scipy_binomial_cdf() -> None:
+    # the exact two-sided test at p = 1/2 is min(1, 2 * P(X <= min(b, c))), X ~ Binomial(b + c, 1/2); scipy.special's
+    # binomial CDF (Cephes) is the oracle: scipy.stats.binomtest says the same at a 1.3 s import and 1 ms a call
+    from scipy.special import bdtr
 
     for n in [*range(1, 41), 99, 200]:
         for b in range(n + 1):
-            want = float(sps.binomtest(min(b, n - b), n, 0.5).pvalue)
+            want = min(1.0, 2.0 * float(bdtr(min(b, n - b), n, 0.5)))
             assert mcnemar_exact(b, n - b) == pytest.approx(want, rel=1e-9, abs=1e-300), (b, n - b)
 
 
