@@ -11,15 +11,18 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from memory_core.clock import FixedClock
-from memory_core.store import FileStore, InMemoryStore, Store
+from memory_core.store import FSYNC_ENV, FileStore, InMemoryStore, Store
 
-settings.register_profile("dev", max_examples=60, deadline=None)
+settings.register_profile("dev", max_examples=10, deadline=None)  # quick local runs; .ci/run uses "ci"
 settings.register_profile(
     "ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 T0 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
+
+
+pytest_plugins = ["tests._tiers"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -37,11 +40,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def isolate_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test sees the developer's memory, OTel or model settings."""
+    """No test sees the developer's memory, OTel or model settings; store writes skip fsync."""
     for name in list(os.environ):
         if name.startswith(("OTEL_", "QWEN_", "MEMHARNESS_")):
             monkeypatch.delenv(name)
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # Throwaway directories need no fsync (the write stays atomic); tests of the durable path delete this.
+    monkeypatch.setenv(FSYNC_ENV, "0")
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ def _request_from(entry: dict[str, Any]) -> ModelRequest:
                         5.0, entry["prompt_version"], r["temperature"], r["max_tokens"], r.get("grammar"))
 
 
+@pytest.mark.slow
 def test_committed_cassette_replays_through_litellm_twice_identically() -> None:
     cassette = Cassette.open(SCENARIOS / "cassettes")
     assert len(cassette) >= 10
@@ -109,6 +110,7 @@ def test_prompt_version_changes_with_the_template(tmp_path: Path, monkeypatch: p
         prompts._environment.cache_clear()
 
 
+@pytest.mark.slow
 def test_response_format_choice() -> None:
     request = recall_request("q", DOCS, limit=5, timeout_s=5)
     local = LiteLLMModel("openai/smollm2").response_format(request)
@@ -119,6 +121,7 @@ def test_response_format_choice() -> None:
     assert hosted["type"] == "json_schema"
 
 
+@pytest.mark.slow
 def test_adapter_errors_become_model_errors() -> None:
     request = ModelRequest("p", (Message("user", "hi"),), RECALL_SCHEMA, 5.0, "v")
     model = LiteLLMModel("openai/fake")
@@ -131,6 +134,7 @@ def test_adapter_errors_become_model_errors() -> None:
     assert (good.data, good.input_tokens, good.output_tokens) == ({"selected_memories": []}, 7, 3)
 
 
+@pytest.mark.slow
 def test_cost_when_litellm_knows_the_price() -> None:
     request = ModelRequest("p", (Message("user", "hi"),), RECALL_SCHEMA, 5.0, "v")
     mock = {"choices": [{"message": {"role": "assistant", "content": '{"selected_memories": []}'}}],
@@ -151,6 +155,7 @@ class _Slow(BaseHTTPRequestHandler):
         return None
 
 
+@pytest.mark.slow
 def test_timeout_against_a_slow_local_server_is_a_timeout_error() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

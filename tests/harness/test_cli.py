@@ -19,6 +19,7 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path]:
     return code, out
 
 
+@pytest.mark.slow
 def test_default_suite_passes_offline_with_both_strategies(full_run: tuple[int, Path]) -> None:
     code, out = full_run
     assert code == 0
@@ -135,6 +136,7 @@ def test_compare_shows_changed_probes_and_paired_ci(tmp_path: Path, monkeypatch:
     assert summary["baseline"]["changed"]
 
 
+@pytest.mark.slow
 def test_cassettes_status_and_report_rerender(full_run: tuple[int, Path], tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cassettes", "status", str(SCENARIOS / "cassettes")], environ={}) == 0
@@ -170,6 +172,7 @@ def test_ranked_strategies_run_the_recall_suite(tmp_path: Path) -> None:
     assert all(len(r["scores"]) == len(r["selected"]) and r["scores"] == sorted(r["scores"], reverse=True) for r in bm25)
 
 
+@pytest.mark.slow
 def test_a_fresh_run_replays_the_litellm_scenarios_beside_the_rest_with_the_same_results(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os

@@ -11,6 +11,8 @@ from harness.replay import load_factory
 from harness.scenario import load_scenario
 from harness.tools import default_properties, fuzz
 
+pytestmark = pytest.mark.slow  # runs the property suite end to end against the core and each broken twin
+
 CASES = [
     ("index-within-caps", "tests.twins:bloated_index"),
     ("index-within-caps", "tests.twins:escaping"),

@@ -91,6 +91,7 @@ def test_missing_dataset_is_a_clear_error(tmp_path: Path) -> None:
         load_locomo(tmp_path / "nope.json")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not REAL.exists(), reason="the LoCoMo file is not at ../shared/datasets/locomo/")
 def test_bm25_reproduces_the_calibration_numbers() -> None:
     bench = run_benchmark(REAL, ["bm25"])

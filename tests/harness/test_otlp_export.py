@@ -104,6 +104,7 @@ def test_traces_jsonl_holds_one_trace_per_line_with_hex_ids_that_round_trip(tmp_
         assert base64.b64encode(bytes.fromhex(spans[0]["spanId"])).decode()
 
 
+@pytest.mark.slow
 def test_direct_otlp_json_equals_the_protobuf_path_on_every_span_of_a_run() -> None:
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -212,6 +213,7 @@ def test_traces_jsonl_lines_parse_back_to_the_requests_and_refused_values_fall_b
     assert otlp_jsonl([]) == ""
 
 
+@pytest.mark.slow
 def test_the_side_process_delivers_every_span_before_it_exits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The forked litellm side process flushes its exporters after sending its results: the parent waits for it."""
     from harness.replay import _side, _suite

@@ -34,6 +34,19 @@ def test_scenarios_become_test_items_with_trace_ids(pytester: pytest.Pytester) -
     assert len(props["otel.trace_id"]) == 32
 
 
+def test_a_session_without_pytest_xdist_starts(pytester: pytest.Pytester) -> None:
+    """xdist is a dev extra: the entry-point plugin must not break a pytest that lacks it (its xdist hook is
+    optional), with or without --memharness."""
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    (pytester.path / "ok.yaml").write_text((SCENARIOS / "forget" / "one-entry-of-many.yaml").read_text())
+    plain = pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:cacheprovider", "test_plain.py")
+    plain.assert_outcomes(passed=1)
+    scenarios = pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:cacheprovider", "--memharness", "ok.yaml")
+    scenarios.assert_outcomes(passed=1)
+    assert "INTERNALERROR" not in plain.stdout.str() + scenarios.stdout.str()
+
+
+@pytest.mark.slow
 def test_gate_failure_fails_the_session(pytester: pytest.Pytester, tmp_path: Path) -> None:
     gates = tmp_path / "gates.toml"
     gates.write_text('[[gate]]\nmetric = "forget.recall"\nmin = 2\n')
@@ -48,6 +61,7 @@ SHIPPED = [str(SCENARIOS / "recall" / "type-user.yaml"), str(SCENARIOS / "recall
            str(SCENARIOS / "model" / "fallback-timeout.yaml")]
 
 
+@pytest.mark.slow
 def test_shipped_scenarios_pass_with_both_strategies_under_xdist_and_print_the_summary(
         pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist")

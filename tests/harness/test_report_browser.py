@@ -63,6 +63,7 @@ def browser():  # type: ignore[no-untyped-def]
     driver.quit()
 
 
+@pytest.mark.slow
 def test_report_in_chromium(report: Path, browser) -> None:  # type: ignore[no-untyped-def]
     from selenium.webdriver.common.by import By
 

@@ -135,6 +135,7 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "md": (tmp / "out" / "sensitivity.md").read_text(encoding="utf-8")}
 
 
+@pytest.mark.slow
 def test_a_mutant_breaking_a_checked_rule_is_killed_by_the_scenario_that_checks_it(e2e: dict[str, Any]) -> None:
     kill = e2e["report"]["results"][0]
     assert kill["name"] == "no-body-bonus"
@@ -146,6 +147,7 @@ def test_a_mutant_breaking_a_checked_rule_is_killed_by_the_scenario_that_checks_
     assert "by parity-worked-example [heuristic]" in e2e["out"]
 
 
+@pytest.mark.slow
 def test_a_no_op_mutant_survives_and_is_listed_with_its_source_line(e2e: dict[str, Any]) -> None:
     noop = e2e["report"]["results"][1]
     assert noop["status"] == "survived"
@@ -159,6 +161,7 @@ def test_a_no_op_mutant_survives_and_is_listed_with_its_source_line(e2e: dict[st
     assert f"| comment-only | `memory_core/recall.py:{line}` |" in e2e["md"]
 
 
+@pytest.mark.slow
 def test_the_run_reports_the_kill_rate_and_exits_1_below_the_floor(e2e: dict[str, Any]) -> None:
     report = e2e["report"]
     assert (report["mutants"], report["killed"], report["survived"], report["kill_rate"]) == (2, 1, 1, 0.5)
@@ -188,6 +191,7 @@ def test_a_timeout_counts_as_killed() -> None:
     assert report.kill_rate == 1.0
 
 
+@pytest.mark.slow
 def test_a_hanging_mutant_is_stopped_at_the_timeout(tmp_path: Path) -> None:
     cat = _catalogue(tmp_path, '[[mutant]]\nname = "hang"\nfile = "recall.py"\nfind = "DEFAULT_RECALL_LIMIT: Final = 5"\n'
                                'replace = "DEFAULT_RECALL_LIMIT: Final = __import__(\'time\').sleep(600) or 5"\nrule = "r"\n')

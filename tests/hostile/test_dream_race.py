@@ -36,6 +36,7 @@ def _windows(lines: list[list[str]]) -> tuple[list[tuple[int, int, str]], list[t
     return sorted(windows), muts
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_eight_racing_processes_never_dream_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "memory"

@@ -22,6 +22,7 @@ from memory_core.sessions import InMemorySessions
 from memory_core.state import read_cursor, read_meta
 from memory_core.store import CURSOR_KEY, INDEX_KEY, LOCK_KEY, MAX_FILE_BYTES, META_KEY, FileStore, InMemoryStore
 from tests.conftest import T0
+from tests.helpers import examples
 from tests.hostile.checks import index_targets
 from tests.hostile.harness import run_all, run_direct, seeded_store, within
 
@@ -177,7 +178,7 @@ def test_garbage_lock_never_raises_and_is_held_while_young(tmp_path: Path, data:
     assert not lock.exists()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(meta=st.binary(max_size=200), cursor=st.binary(max_size=200), lock=st.binary(max_size=40))
 def test_schedulers_never_raise_on_any_state_bytes(meta: bytes, cursor: bytes, lock: bytes) -> None:
     store = InMemoryStore(FixedClock(T0))

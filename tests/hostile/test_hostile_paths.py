@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from memory_core.errors import UnsafePathError
 from memory_core.paths import memory_root, validate_memory_path
+from tests.helpers import examples
 from tests.hostile.harness import within
 
 HOME = Path("/home/u")
@@ -57,7 +58,7 @@ def test_memory_root_expands_home_in_the_base_dir(tmp_path: Path) -> None:
     assert root.parts[: len((tmp_path / "h" / "mem").parts)] == (tmp_path / "h" / "mem").parts
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(st.text(max_size=40), st.text(alphabet="~/.\\:C\x00a", max_size=12)))
 def test_any_text_is_refused_or_a_safe_absolute_path(raw: str) -> None:
     try:

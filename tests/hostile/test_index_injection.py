@@ -20,6 +20,7 @@ from memory_core.scan import scan
 from memory_core.store import INDEX_KEY, FileStore, InMemoryStore
 from memory_core.topic import TopicDoc
 from tests.conftest import T0
+from tests.helpers import examples
 from tests.hostile.checks import index_targets
 
 ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=60)
@@ -31,7 +32,7 @@ NASTY = st.sampled_from([
 TEXT = st.one_of(NASTY, ANY_TEXT, st.lists(st.one_of(NASTY, ANY_TEXT), max_size=4).map("".join))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(TEXT, TEXT, TEXT), min_size=1, max_size=8))
 def test_any_doc_fields_give_one_safe_line_each(fields: list[tuple[str, str, str]]) -> None:
     docs = [TopicDoc("user", f"{i}/{path}", title, desc, "b") for i, (title, desc, path) in enumerate(fields)]
@@ -44,7 +45,7 @@ FILE_NAME = st.text(alphabet=st.characters(exclude_categories=("Cs",), exclude_c
                     min_size=1, max_size=40).filter(lambda n: len(n.encode()) <= 200 and n not in (".", ".."))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(TEXT, TEXT, FILE_NAME), min_size=1, max_size=5, unique_by=lambda f: f[2]))
 def test_files_on_disk_with_any_frontmatter_and_name(tmp_path_factory: pytest.TempPathFactory,
                                                      fields: list[tuple[str, str, str]]) -> None:
@@ -73,7 +74,7 @@ def test_hostile_file_names(tmp_path: Path, raw: bytes) -> None:
     index_targets(store.read(INDEX_KEY), docs=len(scan(store).docs))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(TEXT)
 def test_model_summaries_cannot_forge_index_lines(summary: str) -> None:
     store = InMemoryStore(FixedClock(T0))

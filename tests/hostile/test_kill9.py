@@ -118,6 +118,7 @@ def _verify(store: FileStore, root: Path, tag: str) -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_sigkill_at_random_points_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORY_CORE_FSYNC", "0")  # a SIGKILL keeps the page cache: fsync is for power loss

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from harness.errors import ScenarioError
 from harness.replay import RunConfig, run_suite
 from harness.scenario import Scenario, load_scenario
+from tests.helpers import examples
 
-SETTINGS = settings(max_examples=50, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=examples(50), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 BASE: dict[str, Any] = {
     "description": "d", "tags": ["a"], "clock": "2026-03-02T09:00:00Z",

@@ -5,7 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.scenario import load_scenario
+from tests.helpers import cpu_seconds
 
 
 def _big_scenario(target_bytes: int) -> str:
@@ -28,6 +31,7 @@ def _big_scenario(target_bytes: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 def test_one_megabyte_scenario_validates_without_blowing_up(tmp_path: Path) -> None:
     path = tmp_path / "big.yaml"
     path.write_text(_big_scenario(1_000_000), encoding="utf-8")
@@ -41,6 +45,7 @@ def test_one_megabyte_scenario_validates_without_blowing_up(tmp_path: Path) -> N
     assert elapsed < 10.0, f"{elapsed:.2f}s CPU to validate 1 MB"
 
 
+@pytest.mark.slow
 def test_validation_time_is_linear(tmp_path: Path) -> None:
     times = []
     for size in (100_000, 400_000):
@@ -51,6 +56,4 @@ def test_validation_time_is_linear(tmp_path: Path) -> None:
 
 
 def _cpu(path: Path) -> float:
-    start = time.process_time()
-    load_scenario(path)
-    return time.process_time() - start
+    return cpu_seconds(lambda: load_scenario(path))

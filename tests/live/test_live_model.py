@@ -17,6 +17,8 @@ import pytest
 
 from tests.live.conftest import TIMEOUT_SCALE, Live, Run, closed_port, run_cli
 
+pytestmark = pytest.mark.slow  # talks to a live local model server
+
 REASON = re.compile(r"^[a-z][a-z_]*$")
 TIMING = {"duration_ms"}
 

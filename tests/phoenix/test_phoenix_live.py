@@ -30,7 +30,7 @@ from tests.phoenix.conftest import (
     wait_for_spans,
 )
 
-pytestmark = pytest.mark.xdist_group("phoenix")  # one Phoenix server, on one xdist worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("phoenix")]  # one Phoenix server, on one xdist worker
 
 RUN_ID_ATTR = "memharness.run_id"  # also summary.json "run_id"
 FAKE_TIME_ATTR = "memory.scenario.time"  # the scenario's fake clock, now that timestamps are wall-clock

@@ -14,6 +14,8 @@ from harness.cli import main
 from memory_core.entries import parse_entries
 from memory_core.topic import TopicDoc
 
+pytestmark = pytest.mark.slow  # replays the whole shipped suite once per mutation
+
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 recall_mod = importlib.import_module("memory_core.recall")
 patches_mod = importlib.import_module("memory_core.patches")

@@ -8,7 +8,7 @@ import pytest
 from memory_core.clock import FixedClock
 from memory_core.errors import UnsafePathError
 from memory_core.formats import to_ms
-from memory_core.store import CURSOR_KEY, LOCK_KEY, META_KEY, FileStore, Store, check_key
+from memory_core.store import CURSOR_KEY, FSYNC_ENV, LOCK_KEY, META_KEY, FileStore, Store, check_key
 from tests.conftest import T0
 
 
@@ -94,6 +94,7 @@ class _Crash(BaseException):
 def test_write_interrupted_at_any_point_leaves_old_or_new_never_partial(
     tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
+    monkeypatch.delenv(FSYNC_ENV)  # the default: every write is fsynced, and a crash there is one more point
     fs = FileStore(tmp_path / "memory", clock)
     fs.write("a.md", "old text")
 
@@ -112,6 +113,7 @@ def test_write_interrupted_at_any_point_leaves_old_or_new_never_partial(
 def test_create_interrupted_leaves_nothing_and_never_an_empty_file(
     tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
+    monkeypatch.delenv(FSYNC_ENV)  # the default: every write is fsynced, and a crash there is one more point
     fs = FileStore(tmp_path / "memory", clock)
 
     def crash(*_args: object, **_kwargs: object) -> None:
