@@ -1,6 +1,6 @@
 """Two tiers of tests: the bare ``python -m pytest`` (the README's command) runs the quick tier; tests marked
-``slow`` run with ``--slow`` (both tiers), ``-m slow`` (that tier alone, as ``.ci/run`` does) or when the command
-names their files.
+``slow`` run with ``--slow`` (both tiers), ``-m slow`` (that tier alone, as ``.ci/run`` does), and whenever the
+command chooses tests itself (``-k``, named paths, ``--lf`` for the ones that failed).
 
 A test is ``slow`` when it starts a live server or a browser (Phoenix, Chromium, a local model), replays the shipped
 suite end to end (full runs, suite mutants, sensitivity, the pytest plugin under xdist, the fuzzer, the benchmarks),
@@ -31,24 +31,46 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"slow: {SLOW_TIER}; left out of a bare `pytest` (tests/_tiers.py)")
 
 
+def _is_slow(item: pytest.Item) -> bool:
+    return item.get_closest_marker("slow") is not None
+
+
+def _bare(config: pytest.Config) -> bool:
+    """No paths named: ``pytest`` at the root (testpaths), in a subdirectory, or ``pytest tests`` itself."""
+    source = config.args_source
+    if source is not pytest.Config.ArgsSource.ARGS:
+        return True
+    roots = {(config.rootpath / p).resolve() for p in config.getini("testpaths")}
+    return bool(roots) and all((config.invocation_params.dir / a).resolve() in roots for a in config.args)
+
+
 def runs_slow_tier(config: pytest.Config) -> bool:
-    """Slow tests run with ``--slow``, under a ``-m`` expression (which then decides alone), and when the command
-    names test paths itself: only the bare ``pytest`` over ``testpaths`` leaves them out."""
-    return bool(config.getoption("--slow") or config.option.markexpr
-                or config.args_source is not pytest.Config.ArgsSource.TESTPATHS)
+    """Slow tests run with ``--slow``, and whenever the command chooses tests itself: a ``-m`` or ``-k``
+    expression (which then decides alone) or named paths. A bare ``pytest`` leaves them out."""
+    return bool(config.getoption("--slow") or config.option.markexpr or config.option.keyword or not _bare(config))
+
+
+def _last_failed(config: pytest.Config) -> set[str]:
+    """Under ``--lf`` / ``--ff``, the slow tests that failed last time run again (a slow failure from ``.ci/run``
+    must not vanish from ``pytest --lf``)."""
+    if not (config.getoption("lf", False) or config.getoption("failedfirst", False)) or config.cache is None:
+        return set()
+    return set(config.cache.get("cache/lastfailed", {}))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if runs_slow_tier(config):
         return
-    slow = [item for item in items if "slow" in item.keywords]
+    failed = _last_failed(config)
+    slow = [item for item in items if _is_slow(item) and item.nodeid not in failed]
     config.stash[_DESELECTED] = len(slow)
     if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints the banner
         config.workeroutput["slow_deselected"] = len(slow)
     if slow:
         config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if "slow" not in item.keywords]
+        dropped = {id(item) for item in slow}
+        items[:] = [item for item in items if id(item) not in dropped]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -70,6 +92,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def _quick_tier_never_imports_litellm(request: pytest.FixtureRequest) -> Iterator[None]:
     before = HEAVY_IMPORT in sys.modules
     yield
-    if not before and HEAVY_IMPORT in sys.modules and "slow" not in request.node.keywords:
+    if not before and HEAVY_IMPORT in sys.modules and not _is_slow(request.node):
         pytest.fail(f"{request.node.nodeid} imported {HEAVY_IMPORT} (3-4 s of CPU in every process that does): "
                     "mark it @pytest.mark.slow", pytrace=False)

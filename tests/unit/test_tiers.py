@@ -29,8 +29,18 @@ def test_slow_may_import_the_heavy_module():
 
 
 def test_quick_importing_the_heavy_module():
-    if "--import-heavy" in sys.argv or __import__("os").environ.get("IMPORT_HEAVY"):
+    if __import__("os").environ.get("IMPORT_HEAVY"):
         sys.modules.setdefault("memharness_fake_heavy", sys)
+
+
+@pytest.mark.parametrize("speed", ["slow", "fast"])  # a parameter id is not the mark
+def test_quick_with_a_slow_id(speed):
+    pass
+
+
+@pytest.mark.slow
+def test_slow_that_can_fail():
+    assert not __import__("os").environ.get("FAIL_SLOW")
 '''
 
 
@@ -49,33 +59,55 @@ def _run(suite: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def test_a_bare_run_leaves_the_slow_tier_out_and_says_so(suite: pytest.Pytester) -> None:
-    result = _run(suite)
-    result.assert_outcomes(passed=2, deselected=2)
-    result.stdout.fnmatch_lines(["*!!! 2 tests of the slow tier*were not run: `python -m pytest -m slow` runs them*"])
-    assert "test_slow" not in "".join(line for line in result.stdout.lines if line.startswith("PASSED"))
+    for args in ((), ("t",)):  # pytest, and pytest with the testpaths named
+        result = _run(suite, *args)
+        result.assert_outcomes(passed=4, deselected=3)
+        result.stdout.fnmatch_lines(["*!!! 3 tests of the slow tier*were not run: `python -m pytest -m slow` runs them*"])
+        ran = [line for line in result.stdout.lines if line.startswith("PASSED")]
+        assert not [line for line in ran if "::test_slow" in line], ran
+        assert len([line for line in ran if "test_quick_with_a_slow_id" in line]) == 2
 
 
-@pytest.mark.parametrize(("args", "passed"), [
-    (("--slow",), 4),                # both tiers
-    (("-m", "slow"), 2),             # the slow tier alone (.ci/run)
-    (("-m", "not slow"), 2),         # an explicit expression decides alone
-    (("t/test_a.py",), 4),           # a named file runs whole
-    (("t/test_a.py::test_slow",), 1),
+@pytest.mark.parametrize(("args", "passed", "deselected"), [
+    (("--slow",), 7, 0),                      # both tiers
+    (("-m", "slow"), 3, 4),                   # the slow tier alone (.ci/run)
+    (("-m", "not slow"), 4, 3),               # an explicit expression decides alone
+    (("-k", "test_slow and not fail"), 2, 5), # so does a name expression
+    (("t/test_a.py",), 7, 0),                 # a named file runs whole
+    (("t/test_a.py::test_slow",), 1, 0),
 ])
-def test_the_slow_tier_runs_when_asked_for(suite: pytest.Pytester, args: tuple[str, ...], passed: int) -> None:
+def test_the_slow_tier_runs_when_asked_for(suite: pytest.Pytester, args: tuple[str, ...], passed: int,
+                                           deselected: int) -> None:
     result = _run(suite, *args)
-    result.assert_outcomes(passed=passed, deselected=4 - passed if args[0].startswith("-m") else 0)
+    result.assert_outcomes(passed=passed, deselected=deselected)
     assert "were not run" not in result.stdout.str()
+
+
+def _ran(result: pytest.RunResult) -> tuple[int, int]:
+    outcomes = result.parseoutcomes()
+    return outcomes.get("passed", 0), outcomes.get("failed", 0)
+
+
+def test_a_slow_failure_comes_back_under_last_failed(suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    lf = ("-p", "tests._tiers", "-p", "no:xdist", "--lf")
+    monkeypatch.setenv("FAIL_SLOW", "1")
+    assert _ran(suite.runpytest("-p", "tests._tiers", "-p", "no:xdist", "-m", "slow")) == (2, 1)
+    again = suite.runpytest(*lf)
+    assert _ran(again) == (0, 1)
+    again.stdout.fnmatch_lines(["FAILED t/test_a.py::test_slow_that_can_fail*"])
+    monkeypatch.delenv("FAIL_SLOW")
+    assert _ran(suite.runpytest(*lf)) == (1, 0)
+    assert _ran(suite.runpytest(*lf)) == (4, 0)  # nothing failed now: --lf runs the quick tier, as a bare run does
 
 
 def test_a_quick_test_that_imports_litellm_fails_naming_the_mark(suite: pytest.Pytester,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IMPORT_HEAVY", "1")
-    result = _run(suite, "--slow", "-k", "quick_importing")
-    result.assert_outcomes(passed=1, errors=1, deselected=3)
+    result = _run(suite, "-k", "quick_importing")
+    result.assert_outcomes(passed=1, errors=1, deselected=6)
     result.stdout.fnmatch_lines(["*test_quick_importing_the_heavy_module imported memharness_fake_heavy (3-4 s of CPU*"
                                  "mark it @pytest.mark.slow*"])
 
 
 def test_a_slow_test_may_import_it(suite: pytest.Pytester) -> None:
-    _run(suite, "-m", "slow").assert_outcomes(passed=2, deselected=2)
+    _run(suite, "-m", "slow").assert_outcomes(passed=3, deselected=4)
