@@ -16,6 +16,13 @@ PRELOADED = (harness.evaluation, harness.replay, harness.reporting)
 pytest_plugins = ["pytester"]
 
 
+def _inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A pytest session in this process. It finds harness and hypothesis already imported without assertion
+    rewriting (this suite loads its plugins by name: pyproject's addopts), and would warn that it cannot rewrite
+    them: a fact about the test process, not about the plugin, so it is filtered."""
+    return pytester.runpytest_inprocess("-W", "ignore::pytest.PytestAssertRewriteWarning", *args)
+
+
 def test_scenarios_become_test_items_with_trace_ids(pytester: pytest.Pytester) -> None:
     suite = pytester.path / "suite"
     suite.mkdir()
@@ -25,7 +32,7 @@ def test_scenarios_become_test_items_with_trace_ids(pytester: pytest.Pytester) -
         "memories: [{path: user/a.md, type: user, body: uses vim}]\n"
         "steps:\n  - check: {facts_absent: [t]}\n")
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest_inprocess("--memharness", "-p", "no:cacheprovider", str(suite), f"--junitxml={junit}")
+    result = _inprocess(pytester, "--memharness", "-p", "no:cacheprovider", str(suite), f"--junitxml={junit}")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*bad.yaml: scenario suite/bad ?heuristic? failed:",
                                  "  step 0 (check, line 4): fact t is still covered"])
@@ -39,9 +46,9 @@ def test_a_session_without_pytest_xdist_starts(pytester: pytest.Pytester) -> Non
     optional), with or without --memharness."""
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     (pytester.path / "ok.yaml").write_text((SCENARIOS / "forget" / "one-entry-of-many.yaml").read_text())
-    plain = pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:cacheprovider", "test_plain.py")
+    plain = _inprocess(pytester, "-p", "no:xdist", "-p", "no:cacheprovider", "test_plain.py")
     plain.assert_outcomes(passed=1)
-    scenarios = pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:cacheprovider", "--memharness", "ok.yaml")
+    scenarios = _inprocess(pytester, "-p", "no:xdist", "-p", "no:cacheprovider", "--memharness", "ok.yaml")
     scenarios.assert_outcomes(passed=1)
     assert "INTERNALERROR" not in plain.stdout.str() + scenarios.stdout.str()
 
@@ -50,7 +57,7 @@ def test_a_session_without_pytest_xdist_starts(pytester: pytest.Pytester) -> Non
 def test_gate_failure_fails_the_session(pytester: pytest.Pytester, tmp_path: Path) -> None:
     gates = tmp_path / "gates.toml"
     gates.write_text('[[gate]]\nmetric = "forget.recall"\nmin = 2\n')
-    result = pytester.runpytest_inprocess("--memharness", "-p", "no:cacheprovider", str(SCENARIOS / "forget"),
+    result = _inprocess(pytester, "--memharness", "-p", "no:cacheprovider", str(SCENARIOS / "forget"),
                                           f"--memharness-gates={gates}")
     result.assert_outcomes(passed=4)
     assert result.ret == 1
@@ -88,7 +95,7 @@ def test_a_failure_is_a_few_lines_without_traceback(pytester: pytest.Pytester) -
         "facts: {t: {type: user, match: [vim]}}\n"
         "memories: [{path: user/a.md, type: user, body: uses vim}]\n"
         "steps:\n  - check: {facts_absent: [t]}\n")
-    result = pytester.runpytest_inprocess("--memharness", "-p", "no:cacheprovider", "--memharness-strategy",
+    result = _inprocess(pytester, "--memharness", "-p", "no:cacheprovider", "--memharness-strategy",
                                           "heuristic,model", str(pytester.path / "bad.yaml"))
     text = result.stdout.str()
     assert "Traceback" not in text
@@ -97,6 +104,6 @@ def test_a_failure_is_a_few_lines_without_traceback(pytester: pytest.Pytester) -
     assert len(section.strip().splitlines()) <= 8
     result.stdout.fnmatch_lines(["*bad.yaml: scenario bad ?heuristic? failed:", "  step 0 (check, line 4): fact t*"])
     (pytester.path / "broken.yaml").write_text("steps: 3\n")
-    broken = pytester.runpytest_inprocess("--memharness", "-p", "no:cacheprovider", str(pytester.path / "broken.yaml"))
+    broken = _inprocess(pytester, "--memharness", "-p", "no:cacheprovider", str(pytester.path / "broken.yaml"))
     broken.stdout.fnmatch_lines(["*broken.yaml:1: steps: expected a list*"])  # a bad file: its one-line error
     assert "Traceback" not in broken.stdout.str()
