@@ -35,24 +35,26 @@ def raw_doc(store: Store, path: str, text: str, *, mtime_ms: float | None = None
         store.set_mtime(path, mtime_ms)
 
 
-__all__ = ["put_doc", "raw_doc", "to_ms"]
-
-
 def cpu_seconds(fn: Callable[[], object]) -> float:
     """CPU seconds ``fn`` takes with the cyclic collector paused: a ratio of two timings measures the algorithm, not
     a gen-2 collection that happens to land in one of them (after litellm or a whole run is loaded in the same
     process, one such pass costs more than the small input's whole timing). CPU, not wall, time: the machines are
     shared."""
+    enabled = gc.isenabled()
     gc.disable()
     try:
         start = time.process_time()
         fn()
         return time.process_time() - start
     finally:
-        gc.enable()
+        if enabled:
+            gc.enable()
 
 
 def examples(n: int) -> int:
     """A property's Hypothesis example count: ``n`` under the CI profile (``HYPOTHESIS_PROFILE=ci``, which .ci/run
     sets), a fifth of it (at least 10) under the quick local ``dev`` profile, as the profiles in conftest do."""
     return max(10, n // 5) if os.environ.get("HYPOTHESIS_PROFILE", "dev") == "dev" else n
+
+
+__all__ = ["cpu_seconds", "examples", "put_doc", "raw_doc", "to_ms"]
