@@ -2,10 +2,15 @@
 ``slow`` run with ``--slow`` (both tiers), ``-m slow`` (that tier alone, as ``.ci/run`` does), and whenever the
 command chooses tests itself (``-k``, named paths, ``--lf`` for the ones that failed).
 
-A test is ``slow`` when it starts a live server or a browser (Phoenix, Chromium, a local model), replays the shipped
-suite end to end (full runs, suite mutants, sensitivity, the pytest plugin under xdist, the fuzzer, the benchmarks),
-imports litellm (3-4 s of CPU in each process that does), or measures scaling, crash loops or races. The last but
-one is enforced: a test not marked ``slow`` that imports litellm fails, naming the mark.
+A test is ``slow`` when it
+- starts a live server or a browser (Phoenix, Chromium, a local model);
+- replays the shipped suite, or a whole area of it, end to end more than once (full runs, the sqlite area in both
+  modes, runs in parallel worker processes and shards, suite mutants, sensitivity, the pytest plugin under xdist,
+  the fuzzer, the benchmarks);
+- imports litellm (3-4 s of CPU in each process that does): enforced, a test not marked ``slow`` that imports it
+  fails, naming the mark;
+- or measures scaling, crashes or races (inputs grown to read a slope, SIGKILL loops, a killed parent, racing
+  processes).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 import pytest
 
 SLOW_TIER = ("the slow tier (live Phoenix, Chromium and model servers; end-to-end runs of the shipped suite, its "
-             "mutants, benchmarks and the fuzzer; tests that import litellm; scaling, crash-loop and race tests)")
+             "areas, mutants, benchmarks and the fuzzer; tests that import litellm; scaling, crash and race tests)")
 HEAVY_IMPORT = "litellm"
 _DESELECTED = pytest.StashKey[int]()
 

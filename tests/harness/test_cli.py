@@ -87,6 +87,7 @@ def _rows(out: Path) -> list[str]:
     return sorted(json.dumps({k: v for k, v in r.items() if k != "duration_ms"}, sort_keys=True) for r in rows)
 
 
+@pytest.mark.slow
 def test_jobs_and_shards_match_serial(tmp_path: Path) -> None:
     paths = [str(SCENARIOS / "dream"), str(SCENARIOS / "extract")]
     env = {"MEMHARNESS_RUN_ID": "fixed-run"}  # trace ids derive from the run id: the same for every form of the run

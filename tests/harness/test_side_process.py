@@ -120,6 +120,7 @@ def _gone(pid: int) -> bool:
     return "\nState:\tZ" in status
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 def test_the_side_process_leaves_when_its_parent_dies_without_cleaning_up(tmp_path: Path) -> None:
     import subprocess

@@ -60,6 +60,7 @@ def test_every_scenario_is_mapped() -> None:
     assert all(s.systems == ("sqlite",) for s in load_all([SUITE]))
 
 
+@pytest.mark.slow
 def test_seed_mode_fails_exactly_the_spec_quirks_and_fixed_passes(tmp_path: Path) -> None:
     assert main(["run", str(SUITE), "--system", "sqlite", "--no-gates", "--out", str(tmp_path / "fixed")],
                 environ={}) == 0
