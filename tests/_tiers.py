@@ -49,7 +49,7 @@ def _bare(config: pytest.Config) -> bool:
     return bool(roots) and all((config.invocation_params.dir / a).resolve() in roots for a in config.args)
 
 
-def runs_slow_tier(config: pytest.Config) -> bool:
+def _runs_slow_tier(config: pytest.Config) -> bool:
     """Slow tests run with ``--slow``, and whenever the command chooses tests itself: a ``-m`` or ``-k``
     expression (which then decides alone) or named paths. A bare ``pytest`` leaves them out."""
     return bool(config.getoption("--slow") or config.option.markexpr or config.option.keyword or not _bare(config))
@@ -65,7 +65,7 @@ def _last_failed(config: pytest.Config) -> set[str]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if runs_slow_tier(config):
+    if _runs_slow_tier(config):
         return
     failed = _last_failed(config)
     slow = [item for item in items if _is_slow(item) and item.nodeid not in failed]

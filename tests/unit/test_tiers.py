@@ -54,8 +54,11 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
     return pytester
 
 
+TIERS = ("-p", "tests._tiers", "-p", "no:xdist")  # the plugin under test, alone
+
+
 def _run(suite: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return suite.runpytest("-p", "tests._tiers", "-p", "no:cacheprovider", "-p", "no:xdist", "-rA", *args)
+    return suite.runpytest(*TIERS, "-p", "no:cacheprovider", "-rA", *args)
 
 
 def test_a_bare_run_leaves_the_slow_tier_out_and_says_so(suite: pytest.Pytester) -> None:
@@ -89,9 +92,9 @@ def _ran(result: pytest.RunResult) -> tuple[int, int]:
 
 
 def test_a_slow_failure_comes_back_under_last_failed(suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    lf = ("-p", "tests._tiers", "-p", "no:xdist", "--lf")
+    lf = (*TIERS, "--lf")  # the cache plugin on: it keeps what failed
     monkeypatch.setenv("FAIL_SLOW", "1")
-    assert _ran(suite.runpytest("-p", "tests._tiers", "-p", "no:xdist", "-m", "slow")) == (2, 1)
+    assert _ran(suite.runpytest(*TIERS, "-m", "slow")) == (2, 1)
     again = suite.runpytest(*lf)
     assert _ran(again) == (0, 1)
     again.stdout.fnmatch_lines(["FAILED t/test_a.py::test_slow_that_can_fail*"])
