@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.cli._parser import DEFAULT_SCENARIOS, build_parser
-from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_schema
+from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate
 from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, cmd_traces, run_fuzz
 from harness.errors import HarnessError, one_line
-from harness.scenario import STRATEGIES, load_all, strict_problems
+from harness.scenario import STRATEGIES, load_all
 
 if TYPE_CHECKING:
     from harness.evaluation import RunSummary
@@ -165,7 +165,17 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    from harness.replay import ModelSpec, RunConfig, needs_cassette_model, read_meta, run_suite, select_shard, strategies_for
+    from harness.replay import (
+        ModelSpec,
+        RunConfig,
+        needs_cassette_model,
+        plan_columns,
+        read_meta,
+        run_plan,
+        select_shard,
+        strategies_for,
+        system_plan,
+    )
     from harness.reporting import prepare_report
 
     paths = args.paths or [DEFAULT_SCENARIOS]
@@ -204,16 +214,19 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         load_gates(gates_path)  # fail fast, before replaying anything
     run_id = environ.get("MEMHARNESS_RUN_ID") or uuid.uuid4().hex[:12]  # fixed: reproducible trace ids
     env = {**environ, "MEMHARNESS_GIT_COMMIT": environ.get("MEMHARNESS_GIT_COMMIT") or _git_commit()}
-    config = RunConfig(requested, model, args.jobs, args.shard, args.system, env, run_id=run_id,
-                       suite=suite_dir.resolve().name or "memharness")
-    total = sum(len(strategies_for(s, requested)) for s in selected)
+    plan = system_plan(args.system, selected)
+    if len(plan) > 1:  # every shipped system: columns `strategy` (the first system) and `strategy@system`
+        strategies = plan_columns(plan, requested)
+    total = sum(len(strategies_for(s, requested)) for _, _, part in plan for s in part)
     if total == 0:
         raise HarnessError(f"no scenario runs with strategy {', '.join(requested or ())}: each one lists other strategies")
+    config = RunConfig(requested, model, args.jobs, None, args.system, env, run_id=run_id,
+                       suite=suite_dir.resolve().name or "memharness")
     gc.freeze()  # what is loaded now lives for the run: the collector need not walk it again (~7% of a replay)
     advance, stop = _progress(total)
     try:
         # the report template compiles while the run waits for its side process anyway
-        run = run_suite(scenarios, config, progress=advance, idle=prepare_report)
+        run = run_plan(plan, config, progress=advance, idle=prepare_report)
     finally:
         stop()
     meta = {"strategies": list(strategies), "scenarios": len(selected), "jobs": args.jobs,
@@ -221,7 +234,8 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             "model": (model.model or read_meta(cassettes).get("model")) if model else None,
             "model_mode": model.mode if model else None,
             "cassettes": str(cassettes) if model else None, "cassette_entries": run.cassette_entries or None,
-            "system": args.system or "reference", "trace_url": _trace_url(environ)}
+            "system": args.system or "reference", "systems": [name for name, _, _ in plan],
+            "trace_url": _trace_url(environ)}
     fuzz_report = None
     if args.fuzz_examples > 0:
         fuzz_report = run_fuzz(system=args.system, max_examples=args.fuzz_examples, seed=0,
@@ -237,27 +251,6 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                                   run_id=run_id)
     code = _print_outcome(summary, args.out, run.results, print)
     return code if code or fuzz_report is None or fuzz_report["passed"] else 1
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    scenarios = load_all(args.paths)
-    problems = [p for s in scenarios for p in strict_problems(s)] if args.strict else []
-    for problem in problems:
-        print(f"memharness: {problem}", file=sys.stderr)
-    if problems:
-        return 2
-    print(f"{len(scenarios)} scenario(s) valid" + (" (strict)" if args.strict else ""))
-    return 0
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from harness.reporting import atomic_write, history_path, read_history, read_run, render_report
-
-    summary, results, spans = read_run(args.run_dir)
-    target = args.output or args.run_dir / "report.html"
-    atomic_write(target, render_report(summary, results, spans, history=read_history(history_path(args.run_dir))))
-    print(f"wrote {target}")
-    return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

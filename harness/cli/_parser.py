@@ -41,7 +41,7 @@ _scale = bounded(float, lambda v: 0 < v < 1e6, "a number above 0")
 def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
     sens = sub.add_parser("sensitivity", help="mutation analysis: which injected faults the scenario suite catches")
     sens.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
-    sens.add_argument("--system", help="package.module:factory of your own MemorySystem (default: the reference core)")
+    sens.add_argument("--system", help="as `memharness run --system` (default: every shipped system)")
     sens.add_argument("--tag", action="append", dest="tags", metavar="TAG",
                       help="replay only scenarios with this tag (as `memharness run --tag`)")
     sens.add_argument("--gates", type=Path, help="gates TOML for every run (default: the suite's own gates.toml)")
@@ -52,6 +52,12 @@ def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
     sens.add_argument("--generated", type=int, default=0, metavar="N",
                       help="also run N cosmic-ray mutants of the target, sampled with --seed (needs the mutation extra)")
     sens.add_argument("--seed", type=int, default=0, help="sampling seed for --generated (default 0)")
+    sens.add_argument("--module", action="append", dest="modules", metavar="GLOB",
+                      help="sample --generated mutants only from the target's modules matching GLOB (e.g. 'sqlite/*'; "
+                           "repeatable)")
+    sens.add_argument("--equivalents", type=Path, metavar="FILE",
+                      help="TOML of generated mutants triaged as equivalent, left out of the score (default: the "
+                           "shipped list when --target is memory_core)")
     sens.add_argument("--only", action="append", metavar="NAME", help="run only these mutants (repeatable; commas allowed)")
     sens.add_argument("--subset", help="run only the catalogue's named subset (e.g. ci)")
     sens.add_argument("--strategy", default="heuristic,model", help="strategies of each suite run (default heuristic,model)")
@@ -86,7 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=_positive, default=1, help="scenario × strategy runs replayed in parallel processes")
     run.add_argument("--shard", type=_shard, metavar="I/N",
                      help="run only the I-th of N slices of the scenarios (merge the shards with `memharness merge`)")
-    run.add_argument("--system", help="package.module:factory of your own MemorySystem (default: the reference core)")
+    run.add_argument("--system", help="a shipped system (reference, sqlite, sqlite:seed) or package.module:factory of your "
+                                      "own MemorySystem (default: every shipped system, each replaying the scenarios "
+                                      "that target it; columns heuristic, heuristic@sqlite, ...)")
     run.add_argument("--benchmark", type=Path, help="a benchmark.json from `memharness bench` to include in the report")
     run.add_argument("--fuzz-examples", type=_count, default=0,
                      help="also run the property suite with this many examples and add it to the report")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
 from harness.cli._argtypes import bounded
 from harness.errors import HarnessError
+from harness.scenario import load_all, strict_problems
 
 DEFAULT_HISTORY: Final = Path("reports/history.sqlite")
 DEFAULT_CLI_DOC: Final = Path("docs/cli.md")
@@ -142,4 +144,25 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
     atomic_write(args.output, text)
     print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    scenarios = load_all(args.paths)
+    problems = [p for s in scenarios for p in strict_problems(s)] if args.strict else []
+    for problem in problems:
+        print(f"memharness: {problem}", file=sys.stderr)
+    if problems:
+        return 2
+    print(f"{len(scenarios)} scenario(s) valid" + (" (strict)" if args.strict else ""))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.reporting import atomic_write, history_path, read_history, read_run, render_report
+
+    summary, results, spans = read_run(args.run_dir)
+    target = args.output or args.run_dir / "report.html"
+    atomic_write(target, render_report(summary, results, spans, history=read_history(history_path(args.run_dir))))
+    print(f"wrote {target}")
     return 0

@@ -12,6 +12,7 @@ from harness.scenario import load_all
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
     """Exit 0 when the kill rate reaches ``--min-kill-rate``, 1 below it, 2 for usage errors."""
+    from harness.tools._equivalent import default_equivalents, load_equivalents, split_equivalent
     from harness.tools._generated import generated_mutants
     from harness.tools._mutants import default_catalogue, load_catalogue, resolve_target, select
     from harness.tools._sensitivity import Oracle, exit_code, format_lines, run_sensitivity, write_report
@@ -30,11 +31,16 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     catalogue = None if args.no_catalogue else args.catalogue or (
         default_catalogue() if target.name == "memory_core" else None)
     mutants = load_catalogue(catalogue, target) if catalogue is not None else []
-    mutants += generated_mutants(target, args.generated, seed=args.seed)
+    modules = tuple(m.strip() for item in args.modules or [] for m in item.split(",") if m.strip())
+    mutants += generated_mutants(target, args.generated, seed=args.seed, modules=modules)
     only = [n.strip() for item in args.only or [] for n in item.split(",") if n.strip()] or None
     if not mutants:
         raise HarnessError(f"no mutants: give --catalogue FILE or --generated N for --target {target.name}")
     mutants = select(mutants, only=only, subset=args.subset)
+    equivalents_file = args.equivalents or (default_equivalents() if target.name == "memory_core" else None)
+    mutants, equivalent = split_equivalent(mutants, load_equivalents(equivalents_file) if equivalents_file else [])
+    if not mutants:
+        raise HarnessError("no mutants left to run: every selected mutant is listed as equivalent")
     tags = tuple(t.strip() for tag in args.tags or [] for t in tag.split(",") if t.strip())
     gates = args.gates.resolve() if args.gates else None
     if gates is not None:
@@ -44,8 +50,9 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     oracle = Oracle(tuple(paths), target, args.strategy, args.system, tags, gates)
     report = run_sensitivity(
         mutants, oracle, jobs=args.jobs, timeout_s=args.timeout, min_kill_rate=args.min_kill_rate,
-        progress=lambda line: print(line, file=sys.stderr, flush=True),
+        progress=lambda line: print(line, file=sys.stderr, flush=True), equivalent=equivalent,
         meta={"catalogue": str(catalogue) if catalogue else None, "generated": args.generated, "seed": args.seed,
+              "modules": list(modules), "equivalents": str(equivalents_file) if equivalents_file else None,
               "subset": args.subset, "only": only, "system": args.system or "reference",
               "tags": list(tags), "gates": str(gates) if gates else None},
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import GateFileError
 from harness.evaluation._stats import Comparison
+from harness.replay import column_label, split_column
 from harness.scenario import STRATEGY_NAMES
 
 if TYPE_CHECKING:
@@ -137,33 +138,39 @@ FLIP_GATE: Final = Gate("baseline.flips", max=0, vs="baseline", name="no check f
 def evaluate(gates: Sequence[Gate], strategies: Mapping[str, StrategySummary], *,
              comparisons: Sequence[Comparison] = (), baseline: BaselineComparison | None = None,
              system: str = "reference") -> list[GateResult]:
-    """Evaluate every gate (a gate without ``strategy`` applies to each strategy of the run). With a baseline,
-    a built-in gate fails on any scenario or probe that passed in the baseline and fails now."""
+    """Evaluate every gate against every summary column it names (a gate without ``strategy`` or ``system``
+    applies to each strategy / system of the run; ``system`` is the name of the run's own, unsuffixed columns).
+    With a baseline, a built-in gate fails on any scenario or probe that passed in the baseline and fails now."""
     out: list[GateResult] = []
     if baseline is not None:
         flips = baseline.flips
         detail = "; ".join(f"{f.scenario} [{f.strategy}]" + (f" step {f.step}" if f.step is not None else "")
                            + f" now {f.now}" for f in flips[:10]) + (f" (+{len(flips) - 10} more)" if len(flips) > 10 else "")
         out.append(GateResult(FLIP_GATE, passed=not flips, value=float(len(flips)), detail=detail))
+    columns = {c: split_column(c, system) for c in strategies}
+    systems = sorted({sys_name for _, sys_name in columns.values()})
     for gate in gates:
-        if gate.system and gate.system != system:
+        if gate.system and gate.system not in systems:
             out.append(GateResult(gate, passed=True, value=None, skipped=True,
-                                  detail=f"skipped: for system {gate.system}, this run is {system}"))
+                                  detail=f"skipped: for system {gate.system}, this run is {', '.join(systems) or system}"))
             continue
-        if gate.strategy and gate.strategy not in strategies:
+        targets = [c for c, (strat, sys_name) in columns.items()
+                   if (not gate.strategy or strat == gate.strategy) and (not gate.system or sys_name == gate.system)]
+        if not targets:
             out.append(GateResult(gate, passed=True, value=None, skipped=True,
                                   detail=f"skipped: strategy {gate.strategy} is not in this run"))
             continue
-        targets = [gate.strategy] if gate.strategy else list(strategies)
-        for strategy in targets:
-            bound = Gate(gate.metric, strategy, gate.min, gate.max, gate.max_drop, gate.vs, gate.name, gate.system)
+        for column in targets:
+            _, sys_name = columns[column]
+            vs = gate.vs if gate.vs in (None, "baseline") else column_label(gate.vs, sys_name, system)
+            bound = Gate(gate.metric, column, gate.min, gate.max, gate.max_drop, vs, gate.name, gate.system)
             if gate.max_drop is not None:
                 out.append(_regression(bound, comparisons, baseline))
                 continue
-            value = strategies[strategy].metric(gate.metric)
+            value = strategies[column].metric(gate.metric)
             if value is None or math.isnan(value):  # nothing in this run measures it (no such probes, or the
                 # system lacks the capability, e.g. no index): reported as skipped, never as passing on a value
-                detail = f"not measured: no probe of strategy {strategy} produced {gate.metric}"
+                detail = f"not measured: no probe of strategy {column} produced {gate.metric}"
                 out.append(GateResult(bound, passed=True, value=None, skipped=True, detail=detail))
                 continue
             ok = (gate.min is None or value >= gate.min) and (gate.max is None or value <= gate.max)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from harness.evaluation._records import ChangedProbe, ScenarioCounts, StrategySummary
 from harness.evaluation._stats import Comparison, compare
-from harness.replay import Probe, ScenarioResult
+from harness.replay import Probe, ScenarioResult, split_column
 
 COMPARED_METRICS = ("recall.f1", "recall.precision", "recall.recall", "recall.mrr", "recall.ndcg",
                     "recall.abstention_accuracy")
@@ -155,6 +155,9 @@ def summarize(results: Sequence[ScenarioResult],
     comparisons: list[Comparison] = []
     for i, a in enumerate(strategies):
         for b in strategies[i + 1:]:
+            (sa, ya), (sb, yb) = split_column(a), split_column(b)
+            if sa != sb and ya != yb:
+                continue  # strategies within one system, or one strategy across systems: never both differ
             fa, fb = frame[frame["strategy"] == a], frame[frame["strategy"] == b]
             comparisons += paired(fa, fb, a, b)
     return block, comparisons

@@ -14,6 +14,7 @@ moment), ``expires_in`` (signed, e.g. ``-1h``), ``id`` (re-seeding an id is an u
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -54,8 +55,9 @@ class SqliteSystem:
 
     def __init__(self, workdir: Path, clock: Any, model: Any, events: Any, quirks: Quirks) -> None:
         self.clock = clock
+        ids = random.Random(0)  # ids drawn the same way in every replay: probes and reports are reproducible
         self.mem = SqliteMemory(workdir / "openakita.db", clock, model, quirks, events,
-                                identity_dir=workdir / "identity")
+                                identity_dir=workdir / "identity", id_factory=lambda: f"{ids.getrandbits(128):032x}")
 
     def seed(self, memory: SeedMemory, *, mtime: datetime) -> None:
         extra = dict(memory.system)

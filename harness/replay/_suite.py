@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +130,83 @@ def _import(target: str, spec: str) -> Any:
     except Exception as exc:
         raise HarnessError(f"--system {spec}: cannot import ({exc})") from None
     return factory
+
+
+def system_plan(spec: str | None, selected: Sequence[Scenario]) -> list[tuple[str, str | None, list[Scenario]]]:
+    """(name, --system spec, scenarios) per system the run replays. No ``--system``: every shipped system, each
+    with the scenarios that target it (``systems:`` names it, or is empty); a shipped system's name narrows the
+    run to it and its scenarios; a system of your own replays every scenario (those written for another system
+    are reported skipped, with the reason)."""
+    if spec is None:
+        names = list(SYSTEMS)
+    else:
+        name = spec.split(":", 1)[0]
+        if name not in SYSTEMS:
+            return [(spec, spec, list(selected))]
+        names = [name]
+    plan = []
+    for name in names:
+        part = [s for s in selected if not s.systems or name in s.systems]
+        if part:
+            plan.append((name, spec if spec is not None else None if name == "reference" else name, part))
+    if not plan:
+        raise HarnessError(f"no selected scenario targets system {spec}")
+    return plan
+
+
+def split_column(column: str, system: str = "reference") -> tuple[str, str]:
+    """A summary column's (strategy, system): ``heuristic`` is the run's own system, ``heuristic@sqlite`` another
+    system of a run that replays several (the default run replays every shipped system)."""
+    strategy, sep, other = column.partition("@")
+    return strategy, (other if sep else system)
+
+
+def column_label(strategy: str, system: str, primary: str) -> str:
+    """The inverse of :func:`split_column`: the primary (first) system's columns keep the bare strategy name."""
+    return strategy if system == primary else f"{strategy}@{system}"
+
+
+def plan_columns(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]],
+                 requested: Sequence[str] | None) -> tuple[str, ...]:
+    """The summary columns of a run over ``plan`` (:func:`system_plan`), system by system."""
+    primary = plan[0][0]
+    return tuple(column_label(x, name, primary) for name, _, part in plan
+                 for x in dict.fromkeys(y for s in part for y in strategies_for(s, requested)))
+
+
+def run_plan(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], config: RunConfig, *,
+             progress: Callable[[ScenarioResult], None] | None = None,
+             idle: Callable[[], None] | None = None) -> SuiteRun:
+    """Each system of ``plan`` in turn (``config`` with that system's ``--system``); the results of every system
+    after the first are relabelled ``strategy@system``."""
+    run = SuiteRun([], [])
+    primary = plan[0][0]
+    for name, spec, part in plan:
+        label = _labeller(name, primary)
+        tell = None if progress is None else _then(label, progress)
+        one = run_suite(part, replace(config, system=spec, shard=None), progress=tell, idle=idle)
+        run.results += [label(r) for r in one.results]
+        run.spans += one.spans
+        run.cassette_entries = max(run.cassette_entries, one.cassette_entries)
+    return run
+
+
+def _labeller(system: str, primary: str) -> Callable[[ScenarioResult], ScenarioResult]:
+    def label(r: ScenarioResult) -> ScenarioResult:
+        return r if system == primary else relabel(r, column_label(r.strategy, system, primary))
+
+    return label
+
+
+def _then(label: Callable[[ScenarioResult], ScenarioResult],
+          progress: Callable[[ScenarioResult], None]) -> Callable[[ScenarioResult], None]:
+    return lambda r: progress(label(r))
+
+
+def relabel(result: ScenarioResult, label: str) -> ScenarioResult:
+    """A result (and its probes) under its summary column's label (``heuristic@sqlite``)."""
+    return replace(result, strategy=label,
+                               probes=tuple(replace(p, strategy=label) for p in result.probes))
 
 
 def select_shard(scenarios: Sequence[Scenario], shard: tuple[int, int] | None) -> list[Scenario]:

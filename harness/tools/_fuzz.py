@@ -6,9 +6,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
@@ -16,7 +16,7 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 
-from harness.replay import ScenarioResult, SystemFactory, reference_factory, replay, scripted_model
+from harness.replay import ScenarioResult, SystemFactory, reference_factory, replay, scripted_model, system_name
 from harness.reporting import atomic_write
 from harness.scenario import Scenario, scenario_to_yaml
 from harness.telemetry import Telemetry
@@ -64,7 +64,16 @@ def _quiet_telemetry() -> Telemetry:
 
 class _Runner:
     def __init__(self, factory: SystemFactory, strategy: str) -> None:
-        self.factory, self.strategy, self.telemetry = factory, strategy, _quiet_telemetry()
+        self.strategy, self.telemetry = strategy, _quiet_telemetry()
+        self.system_name = ""
+        """The name the fuzzed system declares: a regression scenario is written for that system."""
+
+        def named(*args: Any) -> Any:
+            system = factory(*args)
+            self.system_name = system_name(system)
+            return system
+
+        self.factory = cast(SystemFactory, named)
 
     def __call__(self, scenario: Scenario) -> ScenarioResult:
         strategy = scenario.strategies[0] if scenario.strategies else self.strategy
@@ -99,7 +108,10 @@ def run_property(prop: Property, *, factory: SystemFactory, max_examples: int, s
     except AssertionError as exc:
         path = None
         if last_failing and regressions is not None:
-            text = scenario_to_yaml(last_failing[0])
+            failing = last_failing[0]
+            if run.system_name and not failing.systems:  # a property of the system it was found on, no other
+                failing = replace(failing, systems=(run.system_name,))
+            text = scenario_to_yaml(failing)
             digest = hashlib.sha256(text.encode()).hexdigest()[:8]
             target = regressions / f"{prop.name}-{digest}.yaml"
             atomic_write(target, text.replace("id: regressions/", f"id: regressions/{digest}-", 1))

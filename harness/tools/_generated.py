@@ -9,8 +9,9 @@ are sampled with a fixed seed, so the same N and seed always give the same mutan
 
 from __future__ import annotations
 
+import fnmatch
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -69,8 +70,11 @@ def _equivalent(tree: Any, ast_nodes: Any) -> set[int]:
     return {id(n) for root in roots for n in ast_nodes(root)}
 
 
-def _sites(target: Target, operators: dict[str, Any], get_ast: Any, ast_nodes: Any) -> Iterator[Site]:
+def _sites(target: Target, operators: dict[str, Any], get_ast: Any, ast_nodes: Any,
+           modules: Sequence[str] = ()) -> Iterator[Site]:
     for rel in target.modules():
+        if modules and not any(fnmatch.fnmatchcase(rel, pattern) for pattern in modules):
+            continue
         tree = get_ast(target.module_path(rel).read_text(encoding="utf-8"))
         nodes = list(ast_nodes(tree))
         skip = _equivalent(tree, ast_nodes)
@@ -83,18 +87,21 @@ def _sites(target: Target, operators: dict[str, Any], get_ast: Any, ast_nodes: A
                     occurrence += 1
 
 
-def generated_mutants(target: Target, count: int, *, seed: int) -> list[Mutant]:
-    """``count`` mutants sampled (fixed ``seed``) from every cosmic-ray site in the target, in sample order.
+def generated_mutants(target: Target, count: int, *, seed: int, modules: Sequence[str] = ()) -> list[Mutant]:
+    """``count`` mutants sampled (fixed ``seed``) from every cosmic-ray site in the target (or in its modules
+    matching one of the ``modules`` globs, e.g. ``sqlite/*``), in sample order.
 
     Annotations and parameter-list markers are not sites (equivalent mutants). Sites whose mutant does not compile,
-    or whose text equals the original, are skipped and replaced by the next sampled site, so the list has ``count``
-    mutants unless the target has fewer usable sites.
+    that the operator fails to mutate, or whose text equals the original, are skipped and replaced by the next
+    sampled site, so the list has ``count`` mutants unless the target has fewer usable sites.
     """
     if count <= 0:
         return []
     operators, get_ast, ast_nodes, mutate_code = _cosmic_ray()
     ops = operators()
-    sites = list(_sites(target, ops, get_ast, ast_nodes))
+    sites = list(_sites(target, ops, get_ast, ast_nodes, modules))
+    if modules and not sites:
+        raise HarnessError(f"--module {', '.join(modules)}: no module of {target.name} matches")
     order = random.Random(seed).sample(range(len(sites)), len(sites))
     sources: dict[str, str] = {}
     out: list[Mutant] = []
@@ -103,7 +110,10 @@ def generated_mutants(target: Target, count: int, *, seed: int) -> list[Mutant]:
             break
         site = sites[i]
         original = sources.setdefault(site.module, target.module_path(site.module).read_text(encoding="utf-8"))
-        mutated = mutate_code(original, ops[site.operator], site.occurrence)
+        try:
+            mutated = mutate_code(original, ops[site.operator], site.occurrence)
+        except Exception:  # an operator that cannot handle this node (cosmic-ray 8.x ExceptionReplacer on
+            continue  # `except (a.B, C)`): not a mutant, like one that does not compile; the next site replaces it
         if not mutated or mutated == original:
             continue
         try:

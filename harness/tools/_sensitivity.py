@@ -86,6 +86,8 @@ class SensitivityReport:
     min_kill_rate: float
     seconds: float
     meta: dict[str, Any] = field(default_factory=dict)
+    equivalent: tuple[tuple[Mutant, str], ...] = ()
+    """Mutants left out of the score as equivalent (triaged by hand), with the reason."""
 
     @property
     def killed(self) -> int:
@@ -100,6 +102,16 @@ class SensitivityReport:
         return self.killed / len(self.results) if self.results else 0.0
 
     @property
+    def kill_rate_ci95(self) -> tuple[float, float]:
+        """The Wilson score 95% interval of the kill rate (the mutants are a sample of all possible faults)."""
+        if not self.results:
+            return (0.0, 1.0)
+        from scipy.stats import binomtest
+
+        ci = binomtest(self.killed, len(self.results)).proportion_ci(confidence_level=0.95, method="wilson")
+        return (float(ci.low), float(ci.high))
+
+    @property
     def passed(self) -> bool:
         return self.kill_rate >= self.min_kill_rate
 
@@ -107,6 +119,8 @@ class SensitivityReport:
         return {"schema": SCHEMA, "target": self.target, "suite": list(self.suite), "strategies": self.strategies,
                 "mutants": len(self.results), "killed": self.killed, "survived": len(self.survivors),
                 "timeouts": sum(r.status == "timeout" for r in self.results), "kill_rate": round(self.kill_rate, 4),
+                "kill_rate_ci95": [round(x, 4) for x in self.kill_rate_ci95],
+                "equivalent": [{**m.to_dict(), "reason": why} for m, why in self.equivalent],
                 "min_kill_rate": self.min_kill_rate, "passed": self.passed,
                 "baseline_seconds": round(self.baseline_seconds, 2), "timeout_s": round(self.timeout_s, 1),
                 "seconds": round(self.seconds, 1), "meta": dict(self.meta),
@@ -241,6 +255,7 @@ class Oracle:
 def run_sensitivity(
     mutants: Sequence[Mutant], oracle: Oracle, *, jobs: int = 2, timeout_s: float | None = None,
     min_kill_rate: float = 0.9, progress: Callable[[str], None] | None = None, meta: dict[str, Any] | None = None,
+    equivalent: Sequence[tuple[Mutant, str]] = (),
 ) -> SensitivityReport:
     """Run the unmutated suite (must pass), then every mutant, ``jobs`` at a time; results in ``mutants`` order."""
     say = progress or (lambda _line: None)
@@ -271,6 +286,7 @@ def run_sensitivity(
         oracle.target.name, tuple(str(p) for p in oracle.suite), oracle.strategies,
         tuple(results[i] for i in range(len(mutants))), base_s, limit, min_kill_rate, time.monotonic() - t0,
         {"created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "jobs": jobs, **(meta or {})},
+        tuple(equivalent),
     )
 
 
@@ -298,9 +314,14 @@ def format_lines(report: SensitivityReport) -> list[str]:
             lines.append(f"  {report.target}/{r.mutant.file}:{r.mutant.line} {r.mutant.name} [{r.mutant.rule}]")
             lines.append(f"      - {r.mutant.before}")
             lines.append(f"      + {r.mutant.after}")
+    if report.equivalent:
+        lines.append(f"left out as equivalent ({len(report.equivalent)}, triaged by hand):")
+        lines += [f"  {report.target}/{m.file}:{m.line} {m.name}: {why}" for m, why in report.equivalent]
     verdict = "ok" if report.passed else "BELOW the floor"
-    lines.append(f"kill rate {report.kill_rate:.3f} ({report.killed}/{len(report.results)} killed, "
-                 f"{len(report.survivors)} survived; floor {report.min_kill_rate}: {verdict}) in {report.seconds:.0f}s")
+    low, high = report.kill_rate_ci95
+    lines.append(f"kill rate {report.kill_rate:.3f} (95% CI {low:.3f}-{high:.3f}, Wilson; {report.killed}/"
+                 f"{len(report.results)} killed, {len(report.survivors)} survived, {len(report.equivalent)} equivalent "
+                 f"left out; floor {report.min_kill_rate}: {verdict}) in {report.seconds:.0f}s")
     return lines
 
 
@@ -311,14 +332,21 @@ def _md(text: str) -> str:
 def markdown(report: SensitivityReport) -> str:
     """``sensitivity.md``: the kill rate, survivors with file:line and before/after, then every mutant."""
     out = [f"# Sensitivity of `{report.target}` to the scenario suite", "",
-           f"Kill rate **{report.kill_rate:.3f}** ({report.killed}/{len(report.results)} mutants killed, "
-           f"{len(report.survivors)} survived; floor {report.min_kill_rate}: {'ok' if report.passed else 'BELOW'}).",
+           f"Kill rate **{report.kill_rate:.3f}** (95% CI {report.kill_rate_ci95[0]:.3f}-{report.kill_rate_ci95[1]:.3f}, "
+           f"Wilson; {report.killed}/{len(report.results)} mutants killed, {len(report.survivors)} survived, "
+           f"{len(report.equivalent)} equivalent left out; floor {report.min_kill_rate}: "
+           f"{'ok' if report.passed else 'BELOW'}).",
            f"Suite: {', '.join(report.suite)} with `--strategy {report.strategies}` and its gates; "
            f"baseline {report.baseline_seconds:.1f}s, timeout {report.timeout_s:.0f}s per mutant.", ""]
     if report.survivors:
         out += ["## Survivors", "", "| mutant | where | rule | before | after |", "|---|---|---|---|---|"]
         out += [f"| {r.mutant.name} | `{report.target}/{r.mutant.file}:{r.mutant.line}` | {_md(r.mutant.rule)} | "
                 f"`{_md(r.mutant.before)}` | `{_md(r.mutant.after)}` |" for r in report.survivors]
+        out.append("")
+    if report.equivalent:
+        out += ["## Left out as equivalent", "", "| mutant | where | before | after | why |", "|---|---|---|---|---|"]
+        out += [f"| {m.name} | `{report.target}/{m.file}:{m.line}` | `{_md(m.before)}` | `{_md(m.after)}` | {_md(why)} |"
+                for m, why in report.equivalent]
         out.append("")
     out += ["## Every mutant", "", "| mutant | kind | status | killed by | seconds |", "|---|---|---|---|---|"]
     out += [f"| {r.mutant.name} | {r.mutant.kind} | {r.status} | {_md(_by(r, 5))} | {r.seconds:.1f} |"

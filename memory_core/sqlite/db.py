@@ -207,6 +207,10 @@ class Database:
                 return candidate
         raise SqliteMemoryError(f"{self.path}: could not draw a fresh memory id")  # fix: spec §7 Q16
 
+    def new_uuid(self) -> str:
+        """An episode id: a dashed uuid made from the id factory's 32 hex characters (uuid4 unless injected)."""
+        return str(uuid.UUID(hex=self._id_factory()))
+
     # ----------------------------------------------------------------------------------------------------- memories
     def save_memory(self, memory: Mapping[str, Any], *, keep_timestamps: bool = False) -> str:
         """Insert or overwrite a memory: ``INSERT OR REPLACE`` at the seed (Q5), an UPSERT when fixed.

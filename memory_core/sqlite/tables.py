@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Final
@@ -31,8 +30,8 @@ def _episode(row: Mapping[str, Any]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------------------ episodes
 def save_episode(db: Database, episode: Mapping[str, Any]) -> str:
-    """Insert an episode (full uuid4 id); JSON lists are encoded."""
-    row = {"id": str(uuid.uuid4()), "goal": "", "outcome": "completed", "importance_score": 0.5, "access_count": 0,
+    """Insert an episode (a full uuid id from the database's id factory); JSON lists are encoded."""
+    row = {"id": db.new_uuid(), "goal": "", "outcome": "completed", "importance_score": 0.5, "access_count": 0,
            "source": "session_end", **episode}
     cols = ["id", "session_id", "summary", "goal", "outcome", "started_at", "ended_at", *_EPISODE_JSON,
             "importance_score", "access_count", "source"]

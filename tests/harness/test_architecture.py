@@ -94,15 +94,15 @@ def test_the_example_system_imports_nothing_from_memory_core() -> None:
     assert not [m for m in modules if m.split(".")[0] == "memory_core"]
 
 
-@pytest.mark.parametrize("system", ["tests.example_system:factory", None])
-def test_portable_scenarios_pass_for_a_third_party_system_and_the_reference(system: str | None, tmp_path: Path) -> None:
+@pytest.mark.parametrize("system", ["tests.example_system:factory", "reference"])
+def test_portable_scenarios_pass_for_a_third_party_system_and_the_reference(system: str, tmp_path: Path) -> None:
     args = ["run", str(SCENARIOS), "--tag", "portable", "--strategy", "heuristic", "--no-gates", "--out", str(tmp_path)]
-    assert main([*args, *(["--system", system] if system else [])], environ={}) == 0
+    assert main([*args, "--system", system], environ={}) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     counts = summary["strategies"]["heuristic"]["scenarios"]
     assert counts["total"] == counts["passed"] >= 9
     probes = [json.loads(line) for line in (tmp_path / "probes.jsonl").read_text().splitlines()]
-    if system:  # what the example cannot do is skipped visibly, with the reason, never silently dropped
+    if system != "reference":  # what the example cannot do is skipped visibly, with the reason, never silently dropped
         skipped = [p for p in probes if p.get("skipped")]
         assert skipped
         assert all("capability" in p["skipped"] for p in skipped)

@@ -61,7 +61,9 @@ def test_failing_run_annotates_and_writes_the_step_summary(tmp_path: Path, monke
     text = step_summary.read_text()
     assert text.startswith("previous step\n## memharness — FAILED")  # appended, not overwritten
     assert "### Failed scenarios" in text
-    assert "FAILED — 0/1 scenario runs passed, 1 failed" in text
+    # the scenario names no system: it replays against both shipped systems, and fails on both
+    assert "FAILED — 0/2 scenario runs passed, 2 failed" in text
+    assert "title=memharness bad [heuristic@sqlite]::" in out
 
 
 def test_no_annotations_outside_github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -75,9 +77,9 @@ def test_no_annotations_outside_github(tmp_path: Path, monkeypatch: pytest.Monke
     assert "::error" not in captured.out
     assert "FAILED: bad [heuristic]" in captured.out
     # off a TTY: one progress line per strategy, not one per scenario
-    assert [line for line in captured.err.splitlines() if line.startswith("replayed ")] == \
-        [next(line for line in captured.err.splitlines() if line.startswith("replayed heuristic: 1 scenario run(s), "
-                                                                              "1 failed"))]
+    progress = [line for line in captured.err.splitlines() if line.startswith("replayed ")]
+    assert [line.split(" (")[0] for line in progress] == ["replayed heuristic: 1 scenario run(s), 1 failed",
+                                                          "replayed heuristic@sqlite: 1 scenario run(s), 1 failed"]
 
 
 def test_three_runs_make_a_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

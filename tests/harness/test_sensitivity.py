@@ -167,7 +167,8 @@ def test_the_run_reports_the_kill_rate_and_exits_1_below_the_floor(e2e: dict[str
     assert (report["mutants"], report["killed"], report["survived"], report["kill_rate"]) == (2, 1, 1, 0.5)
     assert report["passed"] is False
     assert e2e["code"] == 1
-    assert "kill rate 0.500 (1/2 killed, 1 survived; floor 0.9: BELOW the floor)" in e2e["out"]
+    assert "kill rate 0.500 (95% CI 0.095-0.905, Wilson; 1/2 killed, 1 survived, 0 equivalent left out; floor 0.9: " \
+           "BELOW the floor)" in e2e["out"]
     assert "baseline passed" in e2e["err"]
 
 
@@ -283,4 +284,4 @@ def test_generated_mutants_are_sampled_deterministically_and_name_their_line(tmp
 
 def test_the_shipped_catalogue_is_package_data() -> None:
     assert default_catalogue().is_file()
-    assert '"harness.tools" = ["spec_mutants.toml"]' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"harness.tools" = ["spec_mutants.toml", "equivalent_mutants.toml"]' in (REPO / "pyproject.toml").read_text(encoding="utf-8")

@@ -1,0 +1,78 @@
+"""Equivalent mutants, triaged by hand once: generated mutants that change no behaviour the spec defines.
+
+A generated sample's kill rate is only meaningful without them (no scenario can kill a mutant that behaves like the
+original), so ``memharness sensitivity`` leaves every mutant listed here out of the score, reports it with its reason,
+and does not run it. An entry names the module and the exact changed line before and after (as ``sensitivity.json``
+prints them), so it keeps matching when other code moves the line; the reason says why no observable behaviour can
+differ. The shipped list for ``memory_core`` is ``equivalent_mutants.toml`` beside this module.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Final
+
+from harness.errors import HarnessError
+from harness.tools._mutants import Mutant
+
+KEYS: Final = frozenset({"file", "before", "after", "reason", "operator"})
+
+
+@dataclass(frozen=True, slots=True)
+class Equivalent:
+    file: str
+    before: str
+    after: str
+    reason: str
+    operator: str | None = None
+
+    def matches(self, mutant: Mutant) -> bool:
+        return (mutant.file == self.file and mutant.before == self.before and mutant.after == self.after
+                and (self.operator is None or mutant.rule == f"cosmic-ray {self.operator}"))
+
+
+def default_equivalents() -> Path:
+    return Path(str(resources.files("harness.tools").joinpath("equivalent_mutants.toml")))
+
+
+def load_equivalents(path: Path) -> list[Equivalent]:
+    """Parse an equivalents TOML (``[[equivalent]]`` tables); every error names the file and the entry."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise HarnessError(f"{path}: invalid TOML ({exc})") from None
+    tables = data.get("equivalent", [])
+    if set(data) - {"equivalent"} or not isinstance(tables, list):
+        raise HarnessError(f"{path}: expected only [[equivalent]] tables")
+    out = []
+    for i, raw in enumerate(tables, 1):
+        where = f"{path}: equivalent {i}"
+        if not isinstance(raw, dict):
+            raise HarnessError(f"{where}: expected a table")
+        if extra := set(raw) - KEYS:
+            raise HarnessError(f"{where}: unknown key {sorted(extra)[0]!r}; expected {', '.join(sorted(KEYS))}")
+        for key in ("file", "before", "after", "reason"):
+            if not isinstance(raw.get(key), str) or not raw[key].strip():
+                raise HarnessError(f"{where}: {key!r} must be non-empty text")
+        if "operator" in raw and not isinstance(raw["operator"], str):
+            raise HarnessError(f"{where}: 'operator' must be text")
+        out.append(Equivalent(raw["file"], raw["before"], raw["after"], raw["reason"].strip(), raw.get("operator")))
+    return out
+
+
+def split_equivalent(mutants: list[Mutant], equivalents: list[Equivalent]) -> tuple[list[Mutant], list[tuple[Mutant, str]]]:
+    """(mutants to run, (equivalent mutant, reason) pairs)."""
+    run: list[Mutant] = []
+    left_out: list[tuple[Mutant, str]] = []
+    for m in mutants:
+        hit = next((e for e in equivalents if e.matches(m)), None) if m.kind == "generated" else None
+        if hit is None:
+            run.append(m)
+        else:
+            left_out.append((m, hit.reason))
+    return run, left_out
