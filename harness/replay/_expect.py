@@ -38,9 +38,17 @@ def applicable(want: Outcome, events: Sequence[Any] | None) -> Outcome:
 
 
 def check_outcome(check: Check, want: Outcome, *, strategy: str, fallback: str | None, touched: Sequence[str],
-                  count: int | None, events: Sequence[Any] | None, kind: str) -> bool:
+                  count: int | None, events: Sequence[Any] | None, kind: str, shown: Sequence[str] = ()) -> bool:
     want = applicable(want, events)
     ok = True
+    if want.model_shown and not check(bool(shown), f"expected a model request showing {want.model_shown[0]!r}, "
+                                                   "but the step made no model call"):
+        ok = False
+    elif want.model_shown:
+        for text in want.model_shown:
+            ok &= check(any(text in request for request in shown), f"the model was not shown {text!r}")
+    for text in want.model_hidden:
+        ok &= check(not any(text in request for request in shown), f"the model was shown {text!r}")
     if want.strategy is not None:
         ok &= check(strategy == want.strategy, f"expected strategy {want.strategy}, got {strategy}")
     if want.fallback is not None:

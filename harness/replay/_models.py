@@ -30,6 +30,8 @@ class CallLog:
     replayed: int = 0
     cost_usd: float | None = None
     prompt_versions: set[str] = field(default_factory=set)
+    shown: list[str] = field(default_factory=list)
+    """The text of every request's messages (``expect_model_shown`` / ``expect_model_hidden``)."""
 
     def usage(self) -> TokenUsage:
         return TokenUsage(self.calls, self.input_tokens, self.output_tokens, self.replayed, self.cost_usd)
@@ -50,6 +52,7 @@ class CountingModel:
 
     def query(self, request: ModelRequest) -> ModelReply:
         self.log.calls += 1
+        self.log.shown.append("\n".join(m.content for m in request.messages))
         self.log.prompt_versions.add(request.prompt_version)
         self.prompt_versions.add(request.prompt_version)
         reply = self.inner.query(request)

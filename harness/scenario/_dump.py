@@ -122,7 +122,8 @@ def _outcome(o: Outcome, prefix: str, count_key: str) -> dict[str, Any]:
     """The outcome keys of a dream, recall or forget step (``expect_strategy`` …, and the step's count key)."""
     fields = ((f"{prefix}strategy", o.strategy), (f"{prefix}fallback", o.fallback),
               (f"{prefix}touched", list(o.touched) if o.touched is not None else None),
-              (count_key, o.count if count_key else None), (f"{prefix}event", dict(o.event) or None))
+              (count_key, o.count if count_key else None), (f"{prefix}event", dict(o.event) or None),
+              (f"{prefix}model_shown", list(o.model_shown) or None), (f"{prefix}model_hidden", list(o.model_hidden) or None))
     return {k: v for k, v in fields if v is not None}
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Final
+from typing import Any, Final
 
 import yaml
 
@@ -27,7 +27,8 @@ STRATEGIES: Final = STRATEGY_NAMES
 MODEL_FAULTS: Final = ("timeout", "connection", "rate_limit", "server_error", "malformed")
 IO_FAULTS: Final = ("write_error", "vanish")
 EXTRACT_STATUSES: Final = ("completed", "skipped", "failed")
-OUTCOME_KEYS: Final = ("expect_strategy", "expect_fallback", "expect_touched", "expect_event")
+OUTCOME_KEYS: Final = ("expect_strategy", "expect_fallback", "expect_touched", "expect_event", "expect_model_shown",
+                        "expect_model_hidden")
 """Outcome keys shared by dream, forget and recall steps (plus a count key per kind)."""
 TOPICS: Final = ("user", "feedback", "project", "reference")
 
@@ -49,7 +50,17 @@ def outcome(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, *, count_ke
         if key("touched") in nodes else None,
         count=ctx.integer(nodes[count_key], f"{here}.{count_key}") if count_key and count_key in nodes else None,
         event=event(ctx, nodes[key("event")], f"{here}.{key('event')}") if key("event") in nodes else {},
+        **model_seen(ctx, nodes, here, prefix),
     )
+
+
+def model_seen(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, prefix: str = "expect_") -> dict[str, Any]:
+    """``model_shown`` / ``model_hidden`` of an Outcome from ``<prefix>model_shown`` / ``<prefix>model_hidden``."""
+    out: dict[str, Any] = {}
+    for name in ("model_shown", "model_hidden"):
+        if f"{prefix}{name}" in nodes:
+            out[name] = ctx.strings(nodes[f"{prefix}{name}"], f"{here}.{prefix}{name}")
+    return out
 
 
 def event(ctx: NodeReader, node: yaml.Node, here: str) -> dict[str, Scalar]:
@@ -82,7 +93,7 @@ def entries(ctx: NodeReader, node: yaml.Node, here: str) -> tuple[EntryExpect, .
 _RECALL_KEYS: Final = ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "prompt_excludes",
                        "strategy",
                        "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered", "measure",
-                       "expect_event")
+                       "expect_event", "expect_model_shown", "expect_model_hidden")
 REQUIRE_METRICS: Final = ("precision", "recall", "f1", "mrr", "ndcg", "abstention")
 
 
@@ -116,7 +127,8 @@ def recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact])
         require=require,
         require_by=require_by,
         measure=ctx.boolean(r["measure"], f"{here}.measure") if "measure" in r else False,
-        outcome=Outcome(event=event(ctx, r["expect_event"], f"{here}.expect_event")) if "expect_event" in r else Outcome(),
+        outcome=Outcome(event=event(ctx, r["expect_event"], f"{here}.expect_event") if "expect_event" in r else {},
+                        **model_seen(ctx, r, here)),
         exclude_surfaced=ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
         prompt_contains=ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
         prompt_excludes=ctx.strings(r["prompt_excludes"], f"{here}.prompt_excludes") if "prompt_excludes" in r else (),

@@ -62,9 +62,14 @@ class Outcome:
     """extract: records written; dream: entries deduped; forget: ids removed."""
     event: dict[str, Scalar] = field(default_factory=dict)
     """Fields the operation's event must carry (``name``, ``status``, ``skipped_reason``, ``fallback_reason``…)."""
+    model_shown: tuple[str, ...] = ()
+    """Phrases the model's request during this step must contain (each in some request; no request fails)."""
+    model_hidden: tuple[str, ...] = ()
+    """Phrases no model request during this step may contain."""
 
     def stated(self) -> bool:
-        return any(v is not None for v in (self.strategy, self.fallback, self.touched, self.count)) or bool(self.event)
+        return any(v is not None for v in (self.strategy, self.fallback, self.touched, self.count)) or \
+            bool(self.event or self.model_shown or self.model_hidden)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +164,7 @@ class RecallStep:
                 out.append(name)
         out += ["forbid"] * bool(self.forbid) + ["prompt_contains"] * bool(self.prompt_contains)
         out += ["prompt_excludes"] * bool(self.prompt_excludes) + ["expect_event"] * bool(self.outcome.event)
+        out += ["expect_model_shown"] * bool(self.outcome.model_shown + self.outcome.model_hidden)
         return out
 
 

@@ -284,4 +284,5 @@ def test_generated_mutants_are_sampled_deterministically_and_name_their_line(tmp
 
 def test_the_shipped_catalogue_is_package_data() -> None:
     assert default_catalogue().is_file()
-    assert '"harness.tools" = ["spec_mutants.toml", "equivalent_mutants.toml"]' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"harness.tools" = ["spec_mutants.toml", "equivalent_mutants.toml"]' in pyproject
