@@ -286,3 +286,43 @@ def test_the_shipped_catalogue_is_package_data() -> None:
     assert default_catalogue().is_file()
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert '"harness.tools" = ["spec_mutants.toml", "equivalent_mutants.toml"]' in pyproject
+
+
+def test_generated_mutants_can_be_limited_to_modules_and_survive_operator_crashes(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("cosmic_ray")
+    from harness.tools._generated import generated_mutants
+
+    pkg = tmp_path / "twomods"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(TINY, encoding="utf-8")
+    # cosmic-ray 8's ExceptionReplacer raises on a dotted name inside an except tuple: that site is skipped
+    (pkg / "other.py").write_text("import os\n\ntry:\n    x = 1 + 2\nexcept (os.error, ValueError):\n    x = 0\n",
+                                  encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    target = resolve_target("twomods")
+    only = generated_mutants(target, 1000, seed=0, modules=("other.py",))
+    assert only
+    assert {m.file for m in only} == {"other.py"}
+    assert {m.file for m in generated_mutants(target, 1000, seed=0)} == {"__init__.py", "other.py"}
+    with pytest.raises(HarnessError, match="--module nope"):
+        generated_mutants(target, 5, seed=0, modules=("nope/*",))
+
+
+def test_equivalent_mutants_are_left_out_by_their_changed_line(tmp_path: Path) -> None:
+    from harness.tools._equivalent import default_equivalents, load_equivalents, split_equivalent
+
+    assert load_equivalents(default_equivalents()) is not None  # the shipped triage file parses
+    path = tmp_path / "eq.toml"
+    path.write_text('[[equivalent]]\nfile = "a.py"\nbefore = "x = 1"\nafter = "x = 1.0"\nreason = "same value"\n',
+                    encoding="utf-8")
+    same = Mutant("gen-a-1-NumberReplacer-0", "generated", "a.py", 1, "x = 1", "x = 1.0", "cosmic-ray NumberReplacer", "")
+    moved = Mutant("gen-a-9-NumberReplacer-3", "generated", "a.py", 9, "x = 1", "x = 1.0", "cosmic-ray NumberReplacer", "")
+    other = Mutant("gen-a-1-NumberReplacer-1", "generated", "a.py", 1, "x = 1", "x = 2", "cosmic-ray NumberReplacer", "")
+    spec = Mutant("spec-x", "spec", "a.py", 1, "x = 1", "x = 1.0", "§1", "")
+    run, left_out = split_equivalent([same, moved, other, spec], load_equivalents(path))
+    assert run == [other, spec]  # a hand-written spec mutant is never excluded
+    assert [(m.name, why) for m, why in left_out] == [(same.name, "same value"), (moved.name, "same value")]
+    path.write_text('[[equivalent]]\nfile = "a.py"\nbefore = "x"\nreason = "r"\n', encoding="utf-8")
+    with pytest.raises(HarnessError, match=r"eq.toml: equivalent 1: 'after' must be non-empty text"):
+        load_equivalents(path)
