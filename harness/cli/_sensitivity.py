@@ -12,7 +12,7 @@ from harness.scenario import load_all
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
     """Exit 0 when the kill rate reaches ``--min-kill-rate``, 1 below it, 2 for usage errors."""
-    from harness.tools._equivalent import default_equivalents, load_equivalents, split_equivalent
+    from harness.tools._equivalent import Triage, default_equivalents, load_triage, split_equivalent
     from harness.tools._generated import generated_mutants
     from harness.tools._mutants import default_catalogue, load_catalogue, resolve_target, select
     from harness.tools._sensitivity import Oracle, exit_code, format_lines, run_sensitivity, write_report
@@ -32,13 +32,15 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         default_catalogue() if target.name == "memory_core" else None)
     mutants = load_catalogue(catalogue, target) if catalogue is not None else []
     modules = tuple(m.strip() for item in args.modules or [] for m in item.split(",") if m.strip())
-    mutants += generated_mutants(target, args.generated, seed=args.seed, modules=modules)
+    equivalents_file = args.equivalents or (default_equivalents() if target.name == "memory_core" else None)
+    triage = load_triage(equivalents_file) if equivalents_file else Triage()
+    mutants += generated_mutants(target, args.generated, seed=args.seed, modules=modules,
+                                 exclude=[o.module for o in triage.outside])
     only = [n.strip() for item in args.only or [] for n in item.split(",") if n.strip()] or None
     if not mutants:
         raise HarnessError(f"no mutants: give --catalogue FILE or --generated N for --target {target.name}")
     mutants = select(mutants, only=only, subset=args.subset)
-    equivalents_file = args.equivalents or (default_equivalents() if target.name == "memory_core" else None)
-    mutants, equivalent = split_equivalent(mutants, load_equivalents(equivalents_file) if equivalents_file else [])
+    mutants, equivalent = split_equivalent(mutants, list(triage.equivalents))
     if not mutants:
         raise HarnessError("no mutants left to run: every selected mutant is listed as equivalent")
     tags = tuple(t.strip() for tag in args.tags or [] for t in tag.split(",") if t.strip())
@@ -53,6 +55,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         progress=lambda line: print(line, file=sys.stderr, flush=True), equivalent=equivalent,
         meta={"catalogue": str(catalogue) if catalogue else None, "generated": args.generated, "seed": args.seed,
               "modules": list(modules), "equivalents": str(equivalents_file) if equivalents_file else None,
+              "outside": [{"module": o.module, "reason": o.reason} for o in triage.outside],
               "subset": args.subset, "only": only, "system": args.system or "reference",
               "tags": list(tags), "gates": str(gates) if gates else None},
     )

@@ -19,6 +19,7 @@ from harness.errors import HarnessError
 from harness.tools._mutants import Mutant
 
 KEYS: Final = frozenset({"file", "before", "after", "reason", "operator"})
+OUTSIDE_KEYS: Final = frozenset({"module", "reason"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +35,33 @@ class Equivalent:
                 and (self.operator is None or mutant.rule == f"cosmic-ray {self.operator}"))
 
 
+@dataclass(frozen=True, slots=True)
+class Outside:
+    """Modules left out of the sampled population (``[[outside]]``): code that is no part of the systems the suite
+    replays (an optional strategy needing torch, the memory root's location, which the harness supplies)."""
+
+    module: str
+    """A glob over module paths relative to the target (``paths.py``, ``sqlite/*``)."""
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Triage:
+    equivalents: tuple[Equivalent, ...] = ()
+    outside: tuple[Outside, ...] = ()
+
+
 def default_equivalents() -> Path:
     return Path(str(resources.files("harness.tools").joinpath("equivalent_mutants.toml")))
 
 
 def load_equivalents(path: Path) -> list[Equivalent]:
-    """Parse an equivalents TOML (``[[equivalent]]`` tables); every error names the file and the entry."""
+    """The ``[[equivalent]]`` tables of a triage TOML."""
+    return list(load_triage(path).equivalents)
+
+
+def load_triage(path: Path) -> Triage:
+    """Parse a triage TOML (``[[equivalent]]`` and ``[[outside]]`` tables); every error names the file and entry."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -47,8 +69,8 @@ def load_equivalents(path: Path) -> list[Equivalent]:
     except tomllib.TOMLDecodeError as exc:
         raise HarnessError(f"{path}: invalid TOML ({exc})") from None
     tables = data.get("equivalent", [])
-    if set(data) - {"equivalent"} or not isinstance(tables, list):
-        raise HarnessError(f"{path}: expected only [[equivalent]] tables")
+    if set(data) - {"equivalent", "outside"} or not isinstance(tables, list):
+        raise HarnessError(f"{path}: expected only [[equivalent]] and [[outside]] tables")
     out = []
     for i, raw in enumerate(tables, 1):
         where = f"{path}: equivalent {i}"
@@ -62,7 +84,14 @@ def load_equivalents(path: Path) -> list[Equivalent]:
         if "operator" in raw and not isinstance(raw["operator"], str):
             raise HarnessError(f"{where}: 'operator' must be text")
         out.append(Equivalent(raw["file"], raw["before"], raw["after"], raw["reason"].strip(), raw.get("operator")))
-    return out
+    outside = []
+    for i, raw in enumerate(data.get("outside", []), 1):
+        where = f"{path}: outside {i}"
+        if not isinstance(raw, dict) or set(raw) != OUTSIDE_KEYS or not all(
+                isinstance(raw[k], str) and raw[k].strip() for k in OUTSIDE_KEYS):
+            raise HarnessError(f"{where}: expected non-empty text 'module' and 'reason', and nothing else")
+        outside.append(Outside(raw["module"], raw["reason"].strip()))
+    return Triage(tuple(out), tuple(outside))
 
 
 def split_equivalent(mutants: list[Mutant], equivalents: list[Equivalent]) -> tuple[list[Mutant], list[tuple[Mutant, str]]]:

@@ -71,9 +71,11 @@ def _equivalent(tree: Any, ast_nodes: Any) -> set[int]:
 
 
 def _sites(target: Target, operators: dict[str, Any], get_ast: Any, ast_nodes: Any,
-           modules: Sequence[str] = ()) -> Iterator[Site]:
+           modules: Sequence[str] = (), exclude: Sequence[str] = ()) -> Iterator[Site]:
     for rel in target.modules():
         if modules and not any(fnmatch.fnmatchcase(rel, pattern) for pattern in modules):
+            continue
+        if any(fnmatch.fnmatchcase(rel, pattern) for pattern in exclude):
             continue
         tree = get_ast(target.module_path(rel).read_text(encoding="utf-8"))
         nodes = list(ast_nodes(tree))
@@ -87,9 +89,11 @@ def _sites(target: Target, operators: dict[str, Any], get_ast: Any, ast_nodes: A
                     occurrence += 1
 
 
-def generated_mutants(target: Target, count: int, *, seed: int, modules: Sequence[str] = ()) -> list[Mutant]:
+def generated_mutants(target: Target, count: int, *, seed: int, modules: Sequence[str] = (),
+                      exclude: Sequence[str] = ()) -> list[Mutant]:
     """``count`` mutants sampled (fixed ``seed``) from every cosmic-ray site in the target (or in its modules
-    matching one of the ``modules`` globs, e.g. ``sqlite/*``), in sample order.
+    matching one of the ``modules`` globs, e.g. ``sqlite/*``; never in modules matching an ``exclude`` glob), in
+    sample order.
 
     Annotations and parameter-list markers are not sites (equivalent mutants). Sites whose mutant does not compile,
     that the operator fails to mutate, or whose text equals the original, are skipped and replaced by the next
@@ -99,7 +103,7 @@ def generated_mutants(target: Target, count: int, *, seed: int, modules: Sequenc
         return []
     operators, get_ast, ast_nodes, mutate_code = _cosmic_ray()
     ops = operators()
-    sites = list(_sites(target, ops, get_ast, ast_nodes, modules))
+    sites = list(_sites(target, ops, get_ast, ast_nodes, modules, exclude))
     if modules and not sites:
         raise HarnessError(f"--module {', '.join(modules)}: no module of {target.name} matches")
     order = random.Random(seed).sample(range(len(sites)), len(sites))

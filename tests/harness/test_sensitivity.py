@@ -307,12 +307,15 @@ def test_generated_mutants_can_be_limited_to_modules_and_survive_operator_crashe
     assert {m.file for m in generated_mutants(target, 1000, seed=0)} == {"__init__.py", "other.py"}
     with pytest.raises(HarnessError, match="--module nope"):
         generated_mutants(target, 5, seed=0, modules=("nope/*",))
+    assert {m.file for m in generated_mutants(target, 1000, seed=0, exclude=("other.py",))} == {"__init__.py"}
 
 
 def test_equivalent_mutants_are_left_out_by_their_changed_line(tmp_path: Path) -> None:
-    from harness.tools._equivalent import default_equivalents, load_equivalents, split_equivalent
+    from harness.tools._equivalent import default_equivalents, load_equivalents, load_triage, split_equivalent
 
-    assert load_equivalents(default_equivalents()) is not None  # the shipped triage file parses
+    shipped = load_triage(default_equivalents())  # the shipped triage file parses; its outside modules exist
+    assert {o.module for o in shipped.outside} >= {"paths.py", "embedding.py"}
+    assert all(any(CORE.path.glob(o.module)) for o in shipped.outside)
     path = tmp_path / "eq.toml"
     path.write_text('[[equivalent]]\nfile = "a.py"\nbefore = "x = 1"\nafter = "x = 1.0"\nreason = "same value"\n',
                     encoding="utf-8")
@@ -326,3 +329,6 @@ def test_equivalent_mutants_are_left_out_by_their_changed_line(tmp_path: Path) -
     path.write_text('[[equivalent]]\nfile = "a.py"\nbefore = "x"\nreason = "r"\n', encoding="utf-8")
     with pytest.raises(HarnessError, match=r"eq.toml: equivalent 1: 'after' must be non-empty text"):
         load_equivalents(path)
+    path.write_text('[[outside]]\nmodule = "a.py"\n', encoding="utf-8")
+    with pytest.raises(HarnessError, match=r"eq.toml: outside 1: expected non-empty text 'module' and 'reason'"):
+        load_triage(path)
