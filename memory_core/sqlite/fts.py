@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -93,9 +92,3 @@ def search_semantic(db: Database, text: str, limit: int, filter_type: str | None
     if filter_type:
         hits = [h for h in hits if str(h.row["type"]).lower() == filter_type.lower()]
     return hits[:limit]
-
-
-def keywords_match(row: dict[str, Any], keywords: Sequence[str]) -> bool:
-    """True if every keyword occurs (case-insensitively) in the row's content, subject or predicate."""
-    haystack = " ".join(str(row.get(k) or "") for k in ("content", "subject", "predicate")).lower()
-    return all(k.lower() in haystack for k in keywords)
