@@ -174,7 +174,7 @@ def build_recall_prompt(docs: Sequence[TopicDoc], *, now: datetime) -> str:
         if memory_age_days(d.mtime_ms, now=now) > 1:
             lines += ["", f"> NOTE: {freshness_text(d.mtime_ms, now=now)}"]
         lines.append("")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)  # spec §7.5: each doc ends with a blank line, so the block ends with a single "\n"
 
 
 @dataclass(frozen=True, slots=True)

@@ -191,8 +191,9 @@ class _Run:
                          want_strategy: str | None, want_fallback: str | None) -> bool:
         ok = want_strategy is None or self.check(strategy == want_strategy, i, kind,
                                                  f"expected strategy {want_strategy}, got {strategy}")
-        return (want_fallback is None or self.check(
-            fallback == want_fallback, i, kind, f"expected fallback reason {want_fallback}, got {fallback or 'none'}")) and ok
+        return (want_fallback is None or self.check(  # `none`: the model path must not have fallen back (as outcomes)
+            (fallback or "none") == want_fallback, i, kind,
+            f"expected fallback reason {want_fallback}, got {fallback or 'none'}")) and ok
 
     def _session(self, i: int, step: SessionStep, now: datetime) -> None:
         if step.session not in self.sessions:

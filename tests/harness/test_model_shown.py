@@ -78,3 +78,10 @@ def test_the_keys_round_trip_through_the_dumper(tmp_path: Path) -> None:
     again.write_text(scenario_to_yaml(scenario))
     outcome = load_scenario(again).steps[0].outcome  # type: ignore[union-attr]
     assert (outcome.model_shown, outcome.model_hidden) == (("a",), ("b",))
+
+
+@pytest.mark.parametrize(("fallback", "code"), [("none", 0), ("timeout", 1)])
+def test_expect_fallback_none_on_recall_means_no_fallback(tmp_path: Path, fallback: str, code: int) -> None:
+    text = RECALL.replace("      expect_model_shown: SHOWN\n      expect_model_hidden: HIDDEN\n",
+                          f"      expect_fallback: {fallback}\n")
+    assert _run(tmp_path, text) == code

@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 
+from memory_core.age import freshness_text
 from memory_core.clock import FixedClock
 from memory_core.errors import ModelError
 from memory_core.events import ListSink, RecallEvent
@@ -105,8 +106,8 @@ def test_prompt_block_format(clock: FixedClock) -> None:
     assert text.startswith("## Relevant memory\n\nUse the following memories only when they are directly relevant")
     assert "### User Memory (user.md)\nSaved today.\nprefs\n\n- terse\n\n" in text
     assert "### Reference Memory (reference.md)\nSaved 3 days ago.\n\n\n_No detailed entries yet._\n\n> NOTE: This" in text
-    assert text.endswith("\n")
-    assert not text.endswith("\n\n\n")
+    assert text.endswith("_No detailed entries yet._\n\n> NOTE: " + freshness_text(old.mtime_ms, now=now) + "\n")
+    assert not text.endswith("\n\n")  # spec §7.5: a single trailing newline
     assert build_recall_prompt([], now=now) == ""
 
 
