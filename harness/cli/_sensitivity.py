@@ -62,5 +62,6 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     write_report(args.out, report)
     for line in format_lines(report):
         print(line)
-    print(f"wrote {args.out}/sensitivity.json and sensitivity.md")
+    print(f"wrote {args.out}/sensitivity.json and sensitivity.md"
+          + (" and coverage.md (rule -> the scenarios that kill it)" if any(m.kind == "spec" for m in mutants) else ""))
     return exit_code(report)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -354,7 +355,39 @@ def markdown(report: SensitivityReport) -> str:
     return "\n".join(out) + "\n"
 
 
+_SECTION: Final = re.compile(r"§\s*(\d+\s*Q\d+|\d+(?:\.\d+)*)")
+
+
+def _section_key(section: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", section))
+
+
+def coverage_markdown(report: SensitivityReport) -> str:
+    """``coverage.md``: for every spec mutant, the rule it breaks (spec and section from its ``rule``; SQLite
+    modules cite the SQLite spec), the scenarios that killed it — the proof that they can fail — or "gap"."""
+    rows = []
+    for r in report.results:
+        if r.mutant.kind != "spec":
+            continue
+        spec = "sqlite" if r.mutant.file.startswith("sqlite/") else "qwen"
+        match = _SECTION.search(r.mutant.rule)
+        section = " ".join(match.group(1).replace("Q", " Q").split()) if match else "—"
+        scenarios = sorted({k.split(" [")[0] for k in r.killed_by if not k.startswith(("gate ", "exit ", "timeout"))})
+        proof = ", ".join(f"`{s}`" for s in scenarios) or ("a gate: " + _md(_by(r)) if r.killed else "**gap**")
+        rows.append((spec, _section_key(section), section, r.mutant.rule, r.mutant.name, proof))
+    rows.sort(key=lambda row: (row[0], row[1], row[4]))
+    gaps = sum(row[5] == "**gap**" for row in rows)
+    out = ["| spec | § | rule | mutant | killed by (the scenarios that fail when the rule is broken) |",
+           "|---|---|---|---|---|"]
+    out += [f"| {spec} | {section} | {_md(rule)} | `{name}` | {proof} |" for spec, _, section, rule, name, proof in rows]
+    head = (f"{len(rows)} rules broken one at a time ({report.killed}/{len(report.results)} mutants killed; "
+            f"{gaps} gap(s)).")
+    return head + "\n\n" + "\n".join(out) + "\n"
+
+
 def write_report(out: Path, report: SensitivityReport) -> None:
-    """Write ``sensitivity.json`` and ``sensitivity.md`` (atomically)."""
+    """Write ``sensitivity.json``, ``sensitivity.md`` and (for spec mutants) ``coverage.md`` (atomically)."""
     atomic_write(out / "sensitivity.json", json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
     atomic_write(out / "sensitivity.md", markdown(report))
+    if any(r.mutant.kind == "spec" for r in report.results):
+        atomic_write(out / "coverage.md", coverage_markdown(report))

@@ -332,3 +332,27 @@ def test_equivalent_mutants_are_left_out_by_their_changed_line(tmp_path: Path) -
     path.write_text('[[outside]]\nmodule = "a.py"\n', encoding="utf-8")
     with pytest.raises(HarnessError, match=r"eq.toml: outside 1: expected non-empty text 'module' and 'reason'"):
         load_triage(path)
+
+
+def test_coverage_table_names_the_killing_scenarios_and_the_gaps() -> None:
+    from harness.tools._sensitivity import coverage_markdown
+
+    def mutant(name: str, file: str, rule: str, kind: str = "spec") -> Mutant:
+        return Mutant(name, kind, file, 1, "a", "b", rule, "")  # type: ignore[arg-type]
+
+    results = (
+        MutantResult(mutant("lim", "recall.py", "§7.3 recall limit 5"), "killed",
+                     ("recall/pin-score-order [heuristic]", "recall/pin-score-order [model]", "gate scenarios.failed")),
+        MutantResult(mutant("ttl", "sqlite/lifecycle.py", "§5.4 TTL by priority"), "survived"),
+        MutantResult(mutant("q5", "sqlite/db.py", "§7 Q5 upsert"), "killed", ("gate recall.f1 >= 0.4",)),
+        MutantResult(mutant("gen", "scan.py", "cosmic-ray NumberReplacer", "generated"), "killed", ("x [heuristic]",)),
+    )
+    report = SensitivityReport("memory_core", ("scenarios",), "heuristic", results, 1.0, 60.0, 0.9, 3.0)
+    text = coverage_markdown(report)
+    assert text.startswith("3 rules broken one at a time (3/4 mutants killed; 1 gap(s)).")
+    lines = [line for line in text.splitlines() if line.startswith("| ") and "`" in line]
+    assert lines == [
+        "| qwen | 7.3 | §7.3 recall limit 5 | `lim` | `recall/pin-score-order` |",
+        "| sqlite | 5.4 | §5.4 TTL by priority | `ttl` | **gap** |",
+        "| sqlite | 7 Q5 | §7 Q5 upsert | `q5` | a gate: gate recall.f1 >= 0.4 |",
+    ]
