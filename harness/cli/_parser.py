@@ -60,7 +60,9 @@ def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
                            "shipped list when --target is memory_core)")
     sens.add_argument("--only", action="append", metavar="NAME", help="run only these mutants (repeatable; commas allowed)")
     sens.add_argument("--subset", help="run only the catalogue's named subset (e.g. ci)")
-    sens.add_argument("--strategy", default="heuristic,model", help="strategies of each suite run (default heuristic,model)")
+    sens.add_argument("--strategy", default="own",
+                      help="strategies of each suite run, or 'own': each scenario's own, as a plain `memharness run` "
+                           "(default own)")
     sens.add_argument("--jobs", type=_positive, default=2, help="mutants run in parallel (default 2)")
     sens.add_argument("--timeout", type=float, help="seconds per mutant run (default: max(120, 6 x the baseline run))")
     sens.add_argument("--min-kill-rate", type=_rate, default=0.9, help="exit 1 below this kill rate (default 0.9)")

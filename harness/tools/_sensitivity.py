@@ -188,7 +188,8 @@ class Oracle:
     suite: tuple[Path, ...]
     """Absolute scenario files or directories."""
     target: Target
-    strategies: str = "heuristic,model"
+    strategies: str = "own"
+    """``--strategy`` of every run, or ``own``: each scenario's own strategies, exactly as a plain ``memharness run``."""
     system: str | None = None
     tags: tuple[str, ...] = ()
     """Run only scenarios with one of these tags (``memharness run --tag``)."""
@@ -199,8 +200,9 @@ class Oracle:
     live: _Live = field(default_factory=_Live)
 
     def command(self, out: Path) -> list[str]:
-        cmd = [sys.executable, "-P", "-c", BOOT, "run", *map(str, self.suite), "--strategy", self.strategies,
-               "--out", str(out), *(f"--tag={t}" for t in self.tags), *(["--gates", str(self.gates)] if self.gates else [])]
+        chosen = [] if self.strategies == "own" else ["--strategy", self.strategies]
+        cmd = [sys.executable, "-P", "-c", BOOT, "run", *map(str, self.suite), *chosen, "--out", str(out),
+               *(f"--tag={t}" for t in self.tags), *(["--gates", str(self.gates)] if self.gates else [])]
         return [*cmd, "--system", self.system] if self.system else cmd
 
     def _copy(self, root: Path, mutant: Mutant | None) -> Path:
@@ -337,7 +339,9 @@ def markdown(report: SensitivityReport) -> str:
            f"Wilson; {report.killed}/{len(report.results)} mutants killed, {len(report.survivors)} survived, "
            f"{len(report.equivalent)} equivalent left out; floor {report.min_kill_rate}: "
            f"{'ok' if report.passed else 'BELOW'}).",
-           f"Suite: {', '.join(report.suite)} with `--strategy {report.strategies}` and its gates; "
+           f"Suite: {', '.join(report.suite)} with "
+           + ("each scenario's own strategies (a plain `memharness run`)" if report.strategies == "own"
+              else f"`--strategy {report.strategies}`") + " and its gates; "
            f"baseline {report.baseline_seconds:.1f}s, timeout {report.timeout_s:.0f}s per mutant.", ""]
     if report.survivors:
         out += ["## Survivors", "", "| mutant | where | rule | before | after |", "|---|---|---|---|---|"]

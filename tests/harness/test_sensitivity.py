@@ -217,6 +217,8 @@ def test_the_oracle_command_runs_the_suite_with_its_strategies_tags_gates_and_sy
     assert cmd[1:3] == ["-P", "-c"]
     assert cmd[4:] == ["run", str(WORKED), "--strategy", "heuristic,model", "--out", str(tmp_path / "out"),
                        "--tag=portable", "--tag=recall", "--gates", str(tmp_path / "g.toml"), "--system", "pkg.mod:make"]
+    # the default: each scenario's own strategies, exactly the plain `memharness run` a user's CI makes
+    assert Oracle((WORKED,), CORE).command(tmp_path / "out")[4:] == ["run", str(WORKED), "--out", str(tmp_path / "out")]
 
 
 # --- usage errors -------------------------------------------------------------------------------------------------
