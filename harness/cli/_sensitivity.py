@@ -40,7 +40,8 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     if not mutants:
         raise HarnessError(f"no mutants: give --catalogue FILE or --generated N for --target {target.name}")
     mutants = select(mutants, only=only, subset=args.subset)
-    mutants, equivalent = split_equivalent(mutants, list(triage.equivalents))
+    mutants, equivalent = split_equivalent(mutants, list(triage.equivalents),
+                                           lambda rel: target.module_path(rel).read_text(encoding="utf-8"))
     if not mutants:
         raise HarnessError("no mutants left to run: every selected mutant is listed as equivalent")
     tags = tuple(t.strip() for tag in args.tags or [] for t in tag.split(",") if t.strip())

@@ -9,7 +9,9 @@ differ. The shipped list for ``memory_core`` is ``equivalent_mutants.toml`` besi
 
 from __future__ import annotations
 
+import ast
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Final
 from harness.errors import HarnessError
 from harness.tools._mutants import Mutant
 
-KEYS: Final = frozenset({"file", "before", "after", "reason", "operator"})
+KEYS: Final = frozenset({"file", "before", "after", "reason", "operator", "within"})
 OUTSIDE_KEYS: Final = frozenset({"module", "reason"})
 
 
@@ -29,10 +31,23 @@ class Equivalent:
     after: str
     reason: str
     operator: str | None = None
+    within: str | None = None
+    """The function (or class) the line is in, where the same line occurs more than once in the module."""
 
-    def matches(self, mutant: Mutant) -> bool:
+    def matches(self, mutant: Mutant, enclosing: Callable[[Mutant], str] = lambda _m: "") -> bool:
         return (mutant.file == self.file and mutant.before == self.before and mutant.after == self.after
-                and (self.operator is None or mutant.rule == f"cosmic-ray {self.operator}"))
+                and (self.operator is None or mutant.rule == f"cosmic-ray {self.operator}")
+                and (self.within is None or enclosing(mutant) == self.within))
+
+
+def enclosing_name(source: str, line: int) -> str:
+    """The innermost ``def`` or ``class`` of ``source`` that contains ``line`` ('' at module level)."""
+    best, size = "", float("inf")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.end_lineno is not None \
+                and node.lineno <= line <= node.end_lineno and node.end_lineno - node.lineno < size:
+            best, size = node.name, node.end_lineno - node.lineno
+    return best
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +96,11 @@ def load_triage(path: Path) -> Triage:
         for key in ("file", "before", "after", "reason"):
             if not isinstance(raw.get(key), str) or not raw[key].strip():
                 raise HarnessError(f"{where}: {key!r} must be non-empty text")
-        if "operator" in raw and not isinstance(raw["operator"], str):
-            raise HarnessError(f"{where}: 'operator' must be text")
-        out.append(Equivalent(raw["file"], raw["before"], raw["after"], raw["reason"].strip(), raw.get("operator")))
+        for key in ("operator", "within"):
+            if key in raw and not isinstance(raw[key], str):
+                raise HarnessError(f"{where}: {key!r} must be text")
+        out.append(Equivalent(raw["file"], raw["before"], raw["after"], raw["reason"].strip(), raw.get("operator"),
+                              raw.get("within")))
     outside = []
     for i, raw in enumerate(data.get("outside", []), 1):
         where = f"{path}: outside {i}"
@@ -94,12 +111,18 @@ def load_triage(path: Path) -> Triage:
     return Triage(tuple(out), tuple(outside))
 
 
-def split_equivalent(mutants: list[Mutant], equivalents: list[Equivalent]) -> tuple[list[Mutant], list[tuple[Mutant, str]]]:
-    """(mutants to run, (equivalent mutant, reason) pairs)."""
+def split_equivalent(mutants: list[Mutant], equivalents: list[Equivalent],
+                     source: Callable[[str], str] | None = None) -> tuple[list[Mutant], list[tuple[Mutant, str]]]:
+    """(mutants to run, (equivalent mutant, reason) pairs). ``source(file)`` is the original module text, needed
+    by entries that say ``within`` (without it such an entry matches nothing)."""
+
+    def enclosing(m: Mutant) -> str:
+        return enclosing_name(source(m.file), m.line) if source is not None else "\0"
+
     run: list[Mutant] = []
     left_out: list[tuple[Mutant, str]] = []
     for m in mutants:
-        hit = next((e for e in equivalents if e.matches(m)), None) if m.kind == "generated" else None
+        hit = next((e for e in equivalents if e.matches(m, enclosing)), None) if m.kind == "generated" else None
         if hit is None:
             run.append(m)
         else:

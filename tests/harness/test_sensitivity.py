@@ -313,14 +313,23 @@ def test_generated_mutants_can_be_limited_to_modules_and_survive_operator_crashe
 
 
 def test_equivalent_mutants_are_left_out_by_their_changed_line(tmp_path: Path) -> None:
-    from harness.tools._equivalent import default_equivalents, load_equivalents, load_triage, split_equivalent
+    from harness.tools._equivalent import (
+        default_equivalents,
+        enclosing_name,
+        load_equivalents,
+        load_triage,
+        split_equivalent,
+    )
 
     shipped = load_triage(default_equivalents())  # the shipped triage file parses; its outside modules exist
     assert {o.module for o in shipped.outside} >= {"paths.py", "embedding.py"}
     assert all(any(CORE.path.glob(o.module)) for o in shipped.outside)
     for e in shipped.equivalents:  # a triaged line the core no longer has is stale: fix the entry or drop it
-        lines = {line.strip() for line in (CORE.path / e.file).read_text(encoding="utf-8").splitlines()}
-        assert e.before in lines, (e.file, e.before)
+        source = (CORE.path / e.file).read_text(encoding="utf-8")
+        at = [i for i, line in enumerate(source.splitlines(), 1) if line.strip() == e.before]
+        assert at, (e.file, e.before)
+        # a line that occurs twice names its function, and that function holds exactly one of them
+        assert len(at) == 1 or (e.within and [enclosing_name(source, i) for i in at].count(e.within) == 1), e
     path = tmp_path / "eq.toml"
     path.write_text('[[equivalent]]\nfile = "a.py"\nbefore = "x = 1"\nafter = "x = 1.0"\nreason = "same value"\n',
                     encoding="utf-8")
@@ -331,6 +340,14 @@ def test_equivalent_mutants_are_left_out_by_their_changed_line(tmp_path: Path) -
     run, left_out = split_equivalent([same, moved, other, spec], load_equivalents(path))
     assert run == [other, spec]  # a hand-written spec mutant is never excluded
     assert [(m.name, why) for m, why in left_out] == [(same.name, "same value"), (moved.name, "same value")]
+    # `within`: the same line in two functions; only the named one is equivalent
+    source = "def a():\n    x = 1\n\ndef b():\n    x = 1\n"
+    path.write_text('[[equivalent]]\nfile = "a.py"\nbefore = "x = 1"\nafter = "x = 1.0"\nreason = "r"\nwithin = "b"\n',
+                    encoding="utf-8")
+    in_a = Mutant("gen-a-2", "generated", "a.py", 2, "x = 1", "x = 1.0", "cosmic-ray NumberReplacer", "")
+    in_b = Mutant("gen-a-5", "generated", "a.py", 5, "x = 1", "x = 1.0", "cosmic-ray NumberReplacer", "")
+    run, left_out = split_equivalent([in_a, in_b], load_equivalents(path), lambda _f: source)
+    assert (run, [m for m, _ in left_out]) == ([in_a], [in_b])
     path.write_text('[[equivalent]]\nfile = "a.py"\nbefore = "x"\nreason = "r"\n', encoding="utf-8")
     with pytest.raises(HarnessError, match=r"eq.toml: equivalent 1: 'after' must be non-empty text"):
         load_equivalents(path)
