@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -22,6 +21,8 @@ from memory_core.store import Store
 from memory_core.topic import TopicDoc, parse_topic, replace_body
 
 FORGET_TIMEOUT_S: Final = 8.0
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+"""Spec §8.4: forget selects with ``limit = Number.MAX_SAFE_INTEGER`` (unbounded); the model prompt shows it."""
 FORGET_PURPOSE: Final = "auto-memory-forget-selection"
 FORGET_SCHEMA: Final = {
     "type": "object",
@@ -177,7 +178,7 @@ def forget(
     *,
     now: datetime,
     model: Model | None = None,
-    limit: int = sys.maxsize,
+    limit: int = MAX_SAFE_INTEGER,
     timeout_s: float = FORGET_TIMEOUT_S,
     events: EventSink | None = None,
     session_id: str = "",

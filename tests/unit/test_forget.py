@@ -81,6 +81,13 @@ def test_model_selection_in_candidate_order_and_limit(seeded: Store, clock: Fixe
     assert "howToApply: (none)\nCandidate 2\n" in text
 
 
+def test_the_default_limit_is_javascripts_max_safe_integer(seeded: Store, clock: FixedClock) -> None:
+    model = ScriptedModel.of([{"selectedCandidateIds": []}])
+    forget(seeded, "forget the freeze", now=clock.now(), model=model)
+    # spec §8.4: limit = Number.MAX_SAFE_INTEGER, and the selector's prompt states the limit
+    assert "Return at most 9007199254740991 candidate ids." in model.calls[0].messages[0].content
+
+
 def test_model_unknown_id_falls_back(seeded: Store, clock: FixedClock) -> None:
     model = ScriptedModel.of([{"selectedCandidateIds": ["ghost.md"]}])
     out = forget(seeded, "release freeze", now=clock.now(), model=model)
