@@ -114,6 +114,8 @@ def describe_change(original: str, mutated: str) -> tuple[int, str, str]:
         end_a, end_b = end_a - 1, end_b - 1
     if start == len(a) == len(b):  # only trailing-newline or line-ending differences
         return max(1, len(a)), "", ""
+    if end_a == start and start > 0:  # lines only inserted: name the line they follow, as it was and as it is now
+        start -= 1
     return start + 1, " ⏎ ".join(x.strip() for x in a[start:end_a]), " ⏎ ".join(x.strip() for x in b[start:end_b])
 
 

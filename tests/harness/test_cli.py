@@ -27,7 +27,9 @@ def test_default_suite_passes_offline_with_both_strategies(full_run: tuple[int, 
         assert (out / name).stat().st_size > 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["schema"] == "memharness.summary/1"
-    assert set(summary["strategies"]) == {"heuristic", "model"}
+    # both shipped systems, side by side: the SQLite system's columns carry its name
+    assert set(summary["strategies"]) == {"heuristic", "model", "heuristic@sqlite", "model@sqlite"}
+    assert summary["meta"]["systems"] == ["reference", "sqlite"]
     for block in summary["strategies"].values():
         assert block["scenarios"]["failed"] == 0
         assert {"recall.precision", "recall.recall", "recall.f1", "recall.mrr", "recall.ndcg",

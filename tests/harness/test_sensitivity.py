@@ -100,7 +100,9 @@ def test_duplicate_names_are_an_error(tmp_path: Path) -> None:
 
 def test_describe_change_names_the_first_changed_line() -> None:
     assert describe_change("a\nb\nc\n", "a\nB\nc\n") == (2, "b", "B")
-    assert describe_change("a\nb\nc\n", "a\nb\nx\ny\nc\n") == (3, "", "x ⏎ y")
+    # lines only inserted: the line they follow, as it was and with the insertion (never an empty "before")
+    assert describe_change("a\nb\nc\n", "a\nb\nx\ny\nc\n") == (2, "b", "b ⏎ x ⏎ y")
+    assert describe_change("a\nb\n", "x\na\nb\n") == (1, "", "x")  # before the first line there is none
 
 
 # --- the oracle, end to end ---------------------------------------------------------------------------------------
