@@ -171,6 +171,32 @@ def _no_episode_hits(system: SqliteSystem, expected: object) -> str | None:
     return None if not hits else f"{len(hits)} episode(s) recalled for {expected!r}: {hits[0].content[:60]!r}"
 
 
+def _trace_query(expected: object) -> tuple[str, str] | None:
+    keyword, sep, want = str(expected).partition(" => ")
+    return (keyword, want) if sep and keyword.strip() else None
+
+
+def _traces(system: SqliteSystem, expected: object) -> str | None:
+    """``traces: "KEYWORD => N"``: search_conversation_traces (spec §4.6 source 1) finds N turns for KEYWORD."""
+    if (query := _trace_query(expected)) is None:
+        return f"traces: expected 'KEYWORD => N', got {expected!r}"
+    keyword, want = query
+    n = len(system.mem.search_traces(keyword))
+    return None if str(n) == want.strip() else f"trace search for {keyword!r}: {n} turn(s), expected {want.strip()}"
+
+
+def _traces_newest(system: SqliteSystem, expected: object) -> str | None:
+    """``traces_newest: "KEYWORD => TEXT"``: the newest turn trace search returns for KEYWORD contains TEXT."""
+    if (query := _trace_query(expected)) is None:
+        return f"traces_newest: expected 'KEYWORD => TEXT', got {expected!r}"
+    keyword, want = query
+    rows = system.mem.search_traces(keyword)
+    if not rows:
+        return f"trace search for {keyword!r} found nothing, expected a newest turn containing {want!r}"
+    return None if want in str(rows[0]["content"]) else \
+        f"the newest turn for {keyword!r} is {str(rows[0]['content'])[:80]!r}, expected it to contain {want!r}"
+
+
 _CHECKS: Final[dict[str, Callable[[SqliteSystem, Any], str | None]]] = {
     "fts_integrity": _fts_integrity,
     "index_contains": _text_check(lambda s: s.mem.index_text(), "MEMORY.md", present=True),
@@ -183,6 +209,8 @@ _CHECKS: Final[dict[str, Callable[[SqliteSystem, Any], str | None]]] = {
     "memories": _count(lambda s: len(s.mem.documents()), "memory rows"),
     "queue_open": _count(lambda s: s.mem.queue_count("pending") + s.mem.queue_count("processing"), "open queue rows"),
     "no_episode_hits": _no_episode_hits,
+    "traces": _traces,
+    "traces_newest": _traces_newest,
 }
 
 
