@@ -10,7 +10,6 @@ differ. The shipped list for ``memory_core`` is ``equivalent_mutants.toml`` besi
 from __future__ import annotations
 
 import ast
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from harness.errors import HarnessError
-from harness.tools._mutants import Mutant
+from harness.tools._mutants import Mutant, read_toml
 
 KEYS: Final = frozenset({"file", "before", "after", "reason", "operator", "within"})
 OUTSIDE_KEYS: Final = frozenset({"module", "reason"})
@@ -77,12 +76,7 @@ def load_equivalents(path: Path) -> list[Equivalent]:
 
 def load_triage(path: Path) -> Triage:
     """Parse a triage TOML (``[[equivalent]]`` and ``[[outside]]`` tables); every error names the file and entry."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise HarnessError(f"{path}: cannot read ({exc.strerror})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise HarnessError(f"{path}: invalid TOML ({exc})") from None
+    _, data = read_toml(path, "triage file")
     tables = data.get("equivalent", [])
     if set(data) - {"equivalent", "outside"} or not isinstance(tables, list):
         raise HarnessError(f"{path}: expected only [[equivalent]] and [[outside]] tables")

@@ -164,16 +164,21 @@ def _apply(source: str, entry: dict[str, Any], where: str, rel: str) -> str:
         raise HarnessError(f"{where}: replace: invalid replacement for the pattern ({exc})") from None
 
 
-def load_catalogue(path: Path, target: Target) -> list[Mutant]:
-    """Read and validate a catalogue against the target's current source; every error names file:line and field."""
+def read_toml(path: Path, what: str) -> tuple[str, dict[str, Any]]:
+    """The text and parsed tables of a TOML file; a one-line error naming the file otherwise."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessError(f"{path}: cannot read the catalogue ({exc})") from None
+        raise HarnessError(f"{path}: cannot read the {what} ({exc})") from None
     try:
-        data = tomllib.loads(text)
+        return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise HarnessError(f"{path}: invalid TOML ({exc})") from None
+
+
+def load_catalogue(path: Path, target: Target) -> list[Mutant]:
+    """Read and validate a catalogue against the target's current source; every error names file:line and field."""
+    text, data = read_toml(path, "catalogue")
     unknown_top = sorted(set(data) - {"mutant"})
     if unknown_top:
         raise HarnessError(f"{path}: {unknown_top[0]}: unknown table (expected [[mutant]] entries)")
