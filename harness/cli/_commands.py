@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.cli._parser import DEFAULT_SCENARIOS, build_parser
-from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate
+from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate, trace_url
 from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, cmd_traces, run_fuzz
 from harness.errors import HarnessError, one_line
@@ -61,6 +61,7 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
     baseline = refused = None
     if baseline_dir is not None:
         base_summary, base_results, _ = read_run(baseline_dir)
+        _same_primary(base_summary.meta, meta, baseline_dir)
         try:
             baseline = compare_runs(base_results, results, base_dir=baseline_dir, base_summary=base_summary,
                                     cand_incomplete=[f"{r.scenario} [{r.strategy}]" for r in results
@@ -170,6 +171,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         RunConfig,
         needs_cassette_model,
         plan_columns,
+        plan_primary,
         read_meta,
         run_plan,
         select_shard,
@@ -215,8 +217,9 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     run_id = environ.get("MEMHARNESS_RUN_ID") or uuid.uuid4().hex[:12]  # fixed: reproducible trace ids
     env = {**environ, "MEMHARNESS_GIT_COMMIT": environ.get("MEMHARNESS_GIT_COMMIT") or _git_commit()}
     plan = system_plan(args.system, selected)
-    if len(plan) > 1:  # every shipped system: columns `strategy` (the first system) and `strategy@system`
-        strategies = plan_columns(plan, requested)
+    primary = plan_primary(plan, args.system)
+    if args.system is None:  # every shipped system: columns `strategy` (the reference) and `strategy@system`
+        strategies = plan_columns(plan, requested, primary)
     total = sum(len(strategies_for(s, requested)) for _, _, part in plan for s in part)
     if total == 0:
         raise HarnessError(f"no scenario runs with strategy {', '.join(requested or ())}: each one lists other strategies")
@@ -226,7 +229,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     advance, stop = _progress(total)
     try:
         # the report template compiles while the run waits for its side process anyway
-        run = run_plan(plan, config, progress=advance, idle=prepare_report)
+        run = run_plan(plan, config, primary=primary, progress=advance, idle=prepare_report)
     finally:
         stop()
     meta = {"strategies": list(strategies), "scenarios": len(selected), "jobs": args.jobs,
@@ -235,7 +238,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             "model_mode": model.mode if model else None,
             "cassettes": str(cassettes) if model else None, "cassette_entries": run.cassette_entries or None,
             "system": args.system or "reference", "systems": [name for name, _, _ in plan],
-            "trace_url": _trace_url(environ)}
+            "trace_url": trace_url(environ)}
     fuzz_report = None
     if args.fuzz_examples > 0:
         fuzz_report = run_fuzz(system=args.system, max_examples=args.fuzz_examples, seed=0,
@@ -259,6 +262,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     base_summary, base, _ = read_run(args.base)
     cand_summary, cand, _ = read_run(args.cand)
+    _same_primary(base_summary.meta, cand_summary.meta, args.base)
     info = compare_runs(base, cand, base_dir=args.base, base_summary=base_summary,
                         cand_incomplete=cand_summary.incomplete)
     for v in info.verdicts:
@@ -289,18 +293,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _trace_url(environ: Mapping[str, str]) -> str | None:
-    """Where a trace of this run can be opened when it was exported: ``MEMHARNESS_TRACE_URL`` (a template with
-    ``{trace_id}``), else Phoenix's trace redirect on the OTLP endpoint's host."""
-    if environ.get("MEMHARNESS_TRACE_URL"):
-        return environ["MEMHARNESS_TRACE_URL"]
-    endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    if not endpoint or environ.get("OTEL_TRACES_EXPORTER", "otlp") != "otlp":
-        return None
-    base = endpoint.rstrip("/").removesuffix("/v1/traces")
-    return f"{base}/redirects/traces/{{trace_id}}"
-
-
 def _system_name(spec: Any) -> str:
     """``sqlite:seed`` → ``sqlite``; a built-in name as is; anything else (a module:factory) as given."""
     from harness.replay._suite import SYSTEMS
@@ -308,6 +300,15 @@ def _system_name(spec: Any) -> str:
     text = str(spec or "reference")
     name = text.split(":", 1)[0]
     return name if name in SYSTEMS else text
+
+
+def _same_primary(base: Mapping[str, Any], cand: Mapping[str, Any], base_dir: Path) -> None:
+    """Columns are compared by label, and a bare label (``heuristic``) is the run's first system: refuse two runs
+    whose first systems differ (a ``--system sqlite`` run against a plain one) instead of pairing unlike things."""
+    a, b = _system_name(base.get("system")), _system_name(cand.get("system"))
+    if a != b:
+        raise HarnessError(f"{base_dir}: the baseline's columns are system {a}, the candidate's {b}; compare runs of "
+                           f"the same --system (a plain run's {b} columns are named strategy@{b})")
 
 
 def _suite_gates(meta: Mapping[str, Any]) -> Path | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
@@ -166,3 +167,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     atomic_write(target, render_report(summary, results, spans, history=read_history(history_path(args.run_dir))))
     print(f"wrote {target}")
     return 0
+
+
+def trace_url(environ: Mapping[str, str]) -> str | None:
+    """Where a trace of this run can be opened when it was exported: ``MEMHARNESS_TRACE_URL`` (a template with
+    ``{trace_id}``), else Phoenix's trace redirect on the OTLP endpoint's host."""
+    if environ.get("MEMHARNESS_TRACE_URL"):
+        return environ["MEMHARNESS_TRACE_URL"]
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if not endpoint or environ.get("OTEL_TRACES_EXPORTER", "otlp") != "otlp":
+        return None
+    base = endpoint.rstrip("/").removesuffix("/v1/traces")
+    return f"{base}/redirects/traces/{{trace_id}}"

@@ -165,6 +165,11 @@ def evaluate(gates: Sequence[Gate], strategies: Mapping[str, StrategySummary], *
             vs = gate.vs if gate.vs in (None, "baseline") else column_label(gate.vs, sys_name, system)
             bound = Gate(gate.metric, column, gate.min, gate.max, gate.max_drop, vs, gate.name, gate.system)
             if gate.max_drop is not None:
+                paired = any(c.metric == gate.metric and c.a == vs and c.b == column for c in comparisons)
+                if vs != "baseline" and not paired and not gate.system and sys_name != system:
+                    out.append(GateResult(bound, passed=True, value=None, skipped=True,
+                                          detail=f"skipped: {column} and {vs} share no probe to pair on {sys_name}"))
+                    continue
                 out.append(_regression(bound, comparisons, baseline))
                 continue
             value = strategies[column].metric(gate.metric)

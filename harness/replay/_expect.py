@@ -47,6 +47,9 @@ def check_outcome(check: Check, want: Outcome, *, strategy: str, fallback: str |
     elif want.model_shown:
         for text in want.model_shown:
             ok &= check(any(text in request for request in shown), f"the model was not shown {text!r}")
+    if want.model_hidden and not want.model_shown and not check(
+            bool(shown), f"expected a model request to check for {want.model_hidden[0]!r}, but the step made no model call"):
+        ok = False
     for text in want.model_hidden:
         ok &= check(not any(text in request for request in shown), f"the model was shown {text!r}")
     if want.strategy is not None:

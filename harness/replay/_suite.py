@@ -73,6 +73,9 @@ class RunConfig:
     """On every span and in summary.json; mixed into trace ids so runs never collide in a backend."""
     suite: str = "memharness"
     """The suite's name (the Phoenix project unless MEMHARNESS_PROJECT or OTEL_RESOURCE_ATTRIBUTES says otherwise)."""
+    column_system: str = ""
+    """Set for a system after the run's first: its results are the ``strategy@system`` columns, and its trace ids
+    are seeded apart from the first system's."""
 
 
 @dataclass
@@ -136,7 +139,8 @@ def system_plan(spec: str | None, selected: Sequence[Scenario]) -> list[tuple[st
     """(name, --system spec, scenarios) per system the run replays. No ``--system``: every shipped system, each
     with the scenarios that target it (``systems:`` names it, or is empty); a shipped system's name narrows the
     run to it and its scenarios; a system of your own replays every scenario (those written for another system
-    are reported skipped, with the reason)."""
+    are reported skipped, with the reason). A scenario naming no shipped system (``systems: [sqllite]``) is replayed
+    with the first system, which reports it skipped with the reason, so a misspelt name never vanishes."""
     if spec is None:
         names = list(SYSTEMS)
     else:
@@ -146,11 +150,13 @@ def system_plan(spec: str | None, selected: Sequence[Scenario]) -> list[tuple[st
         names = [name]
     plan = []
     for name in names:
-        part = [s for s in selected if not s.systems or name in s.systems]
+        part = [s for s in selected if not s.systems or name in s.systems
+                or (spec is None and name == names[0] and not set(s.systems) & set(SYSTEMS))]
         if part:
             plan.append((name, spec if spec is not None else None if name == "reference" else name, part))
     if not plan:
-        raise HarnessError(f"no selected scenario targets system {spec}")
+        which = spec or ", ".join(names)
+        raise HarnessError(f"no selected scenario targets system {which} (check the scenarios' systems:, --tag and --shard)")
     return plan
 
 
@@ -166,25 +172,30 @@ def column_label(strategy: str, system: str, primary: str) -> str:
     return strategy if system == primary else f"{strategy}@{system}"
 
 
-def plan_columns(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]],
-                 requested: Sequence[str] | None) -> tuple[str, ...]:
+def plan_primary(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], spec: str | None) -> str:
+    """The system whose columns keep the bare strategy names: the reference in a run over every shipped system
+    (even when a tag or shard leaves it no scenario), else the one system the run names."""
+    return "reference" if spec is None else plan[0][0]
+
+
+def plan_columns(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], requested: Sequence[str] | None,
+                 primary: str) -> tuple[str, ...]:
     """The summary columns of a run over ``plan`` (:func:`system_plan`), system by system."""
-    primary = plan[0][0]
     return tuple(column_label(x, name, primary) for name, _, part in plan
                  for x in dict.fromkeys(y for s in part for y in strategies_for(s, requested)))
 
 
-def run_plan(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], config: RunConfig, *,
+def run_plan(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], config: RunConfig, *, primary: str,
              progress: Callable[[ScenarioResult], None] | None = None,
              idle: Callable[[], None] | None = None) -> SuiteRun:
     """Each system of ``plan`` in turn (``config`` with that system's ``--system``); the results of every system
-    after the first are relabelled ``strategy@system``."""
+    but ``primary`` are relabelled ``strategy@system``."""
     run = SuiteRun([], [])
-    primary = plan[0][0]
     for name, spec, part in plan:
         label = _labeller(name, primary)
         tell = None if progress is None else _then(label, progress)
-        one = run_suite(part, replace(config, system=spec, shard=None), progress=tell, idle=idle)
+        one = run_suite(part, replace(config, system=spec, shard=None, column_system="" if name == primary else name),
+                        progress=tell, idle=idle)
         run.results += [label(r) for r in one.results]
         run.spans += one.spans
         run.cassette_entries = max(run.cassette_entries, one.cassette_entries)
@@ -226,6 +237,7 @@ class Worker:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.setup: TelemetrySetup = build_telemetry(config.environ, run_id=config.run_id, suite=config.suite)
+        self.setup.telemetry.system = config.column_system
         self.factory = load_factory(config.system)
         self.context = ProbeContext()
         self._model: Model | None = None

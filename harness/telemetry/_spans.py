@@ -140,6 +140,9 @@ class Telemetry:
     suite: str = "memharness"
     run_id: str = ""
     """Mixed into the trace-id seed, so two runs of the same suite never share span ids in a backend."""
+    system: str = ""
+    """A system other than the run's first: mixed into the trace-id seed (and put on the root span), so the two
+    systems' replays of one scenario never share trace or span ids."""
     fake_now: str = ""
     """The scenario's fake time of the current operation (put on model-call spans too)."""
     _timed: Operation | None = None
@@ -173,13 +176,14 @@ class Telemetry:
         """The root span of one scenario × strategy (``test.case.name``), with a deterministic trace id. The caller
         sets the verdict (``set_verdict``) before it ends."""
         if self.ids is not None:
-            self.ids.reseed(f"{self.run_id}|{case}|{strategy}" if self.run_id else f"{case}|{strategy}")
+            key = f"{self.run_id}|{case}|{strategy}" if self.run_id else f"{case}|{strategy}"
+            self.ids.reseed(f"{key}|{self.system}" if self.system else key)
         self.fake_now = _fake_time(start)
         span = self.tracer.start_span(
             f"scenario {case}", kind=SpanKind.INTERNAL, start_time=time.time_ns(),
             attributes={sc.TEST_SUITE_NAME: self.suite, sc.TEST_CASE_NAME: case, sc.MEMORY_SCENARIO_STRATEGY: strategy,
                         sc.MEMORY_SCENARIO_HASH: digest, sc.MEMORY_SCENARIO_TIME: _fake_time(start),
-                        sc.OPENINFERENCE_SPAN_KIND: "CHAIN"},
+                        sc.OPENINFERENCE_SPAN_KIND: "CHAIN", **({"memory.system": self.system} if self.system else {})},
         )
         with trace.use_span(span, end_on_exit=False):
             try:

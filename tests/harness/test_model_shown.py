@@ -85,3 +85,9 @@ def test_expect_fallback_none_on_recall_means_no_fallback(tmp_path: Path, fallba
     text = RECALL.replace("      expect_model_shown: SHOWN\n      expect_model_hidden: HIDDEN\n",
                           f"      expect_fallback: {fallback}\n")
     assert _run(tmp_path, text) == code
+
+
+def test_a_hidden_phrase_needs_a_model_call_to_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = RECALL.replace("strategies: [model]", "strategies: [heuristic]").replace("      expect_model_shown: SHOWN\n", "")
+    assert _run(tmp_path, text.replace("HIDDEN", '["postgres"]')) == 1  # never passes by absence
+    assert "made no model call" in capsys.readouterr().out
