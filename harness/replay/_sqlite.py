@@ -117,101 +117,15 @@ class SqliteSystem:
 
     def system_check(self, name: str, expected: str | int | float | bool) -> str | None:  # noqa: FBT001
         """None when the named check holds, else what is wrong (one line)."""
-        check = _CHECKS.get(name)
+        from harness.replay._sqlite_checks import CHECKS
+
+        check = CHECKS.get(name)
         if check is None:
-            return f"unknown check (known: {', '.join(sorted(_CHECKS))})"
+            return f"unknown check (known: {', '.join(sorted(CHECKS))})"
         return check(self, expected)
 
     def close(self) -> None:
         self.mem.close()
-
-
-def _text_check(source: Callable[[SqliteSystem], str], label: str, *, present: bool) -> Callable[..., str | None]:
-    def check(system: SqliteSystem, expected: object) -> str | None:
-        text = source(system)
-        if (str(expected) in text) == present:
-            return None
-        return f"{label} {'does not contain' if present else 'contains'} {expected!r} ({len(text)} chars: {text[:80]!r}…)"
-    return check
-
-
-def _fts_integrity(system: SqliteSystem, expected: object) -> str | None:
-    problem = system.mem.fts_integrity()
-    if (problem is None) == bool(expected):
-        return None
-    return f"FTS5 integrity-check: {problem}" if problem else "FTS5 integrity-check passed, expected it to fail"
-
-
-def _within_caps(system: SqliteSystem, expected: object) -> str | None:
-    """MEMORY.md per spec §5.5/§4.7: ≤ 1500 item characters, ≤ 5 items per section, injected ≤ 900 characters."""
-    text, injected = system.mem.index_text(), system.mem.injected_index()
-    items = [line for line in text.splitlines() if line.startswith("- ")]
-    per_section = [len(s.split("\n- ")) - 1 for s in text.split("\n## ")[1:]]
-    problems = [f"{sum(len(x) for x in items)} item chars > {MEMORY_MD_ITEM_CHARS}"] * \
-        (sum(len(x) for x in items) > MEMORY_MD_ITEM_CHARS)
-    problems += [f"a section has {max(per_section)} items > {MEMORY_MD_ITEMS_PER_TYPE}"] * \
-        bool(per_section and max(per_section) > MEMORY_MD_ITEMS_PER_TYPE)
-    problems += [f"injected {len(injected)} chars > {INJECTED_MAX_CHARS}"] * (len(injected) > INJECTED_MAX_CHARS)
-    if (not problems) == bool(expected):
-        return None
-    return "; ".join(problems) or "MEMORY.md is within the spec's caps, expected it not to be"
-
-
-def _count(source: Callable[[SqliteSystem], int], label: str) -> Callable[..., str | None]:
-    def check(system: SqliteSystem, expected: object) -> str | None:
-        n = source(system)
-        return None if n == expected else f"{label}: {n}, expected {expected}"
-    return check
-
-
-def _no_episode_hits(system: SqliteSystem, expected: object) -> str | None:
-    """Episodes recalled for the query alone (no recent messages appended to the enhanced query, spec §4.2)."""
-    result = system.mem.recall(str(expected), RECALL_LIMIT, recent_messages=[])
-    hits = [c for c in result.items if c.source_type == "episode"]
-    return None if not hits else f"{len(hits)} episode(s) recalled for {expected!r}: {hits[0].content[:60]!r}"
-
-
-def _trace_query(expected: object) -> tuple[str, str] | None:
-    keyword, sep, want = str(expected).partition(" => ")
-    return (keyword, want) if sep and keyword.strip() else None
-
-
-def _traces(system: SqliteSystem, expected: object) -> str | None:
-    """``traces: "KEYWORD => N"``: search_conversation_traces (spec §4.6 source 1) finds N turns for KEYWORD."""
-    if (query := _trace_query(expected)) is None:
-        return f"traces: expected 'KEYWORD => N', got {expected!r}"
-    keyword, want = query
-    n = len(system.mem.search_traces(keyword))
-    return None if str(n) == want.strip() else f"trace search for {keyword!r}: {n} turn(s), expected {want.strip()}"
-
-
-def _traces_newest(system: SqliteSystem, expected: object) -> str | None:
-    """``traces_newest: "KEYWORD => TEXT"``: the newest turn trace search returns for KEYWORD contains TEXT."""
-    if (query := _trace_query(expected)) is None:
-        return f"traces_newest: expected 'KEYWORD => TEXT', got {expected!r}"
-    keyword, want = query
-    rows = system.mem.search_traces(keyword)
-    if not rows:
-        return f"trace search for {keyword!r} found nothing, expected a newest turn containing {want!r}"
-    return None if want in str(rows[0]["content"]) else \
-        f"the newest turn for {keyword!r} is {str(rows[0]['content'])[:80]!r}, expected it to contain {want!r}"
-
-
-_CHECKS: Final[dict[str, Callable[[SqliteSystem, Any], str | None]]] = {
-    "fts_integrity": _fts_integrity,
-    "index_contains": _text_check(lambda s: s.mem.index_text(), "MEMORY.md", present=True),
-    "index_lacks": _text_check(lambda s: s.mem.index_text(), "MEMORY.md", present=False),
-    "injected_index_contains": _text_check(lambda s: s.mem.injected_index(), "the injected MEMORY.md", present=True),
-    "injected_index_lacks": _text_check(lambda s: s.mem.injected_index(), "the injected MEMORY.md", present=False),
-    "profile_contains": _text_check(lambda s: s.mem.user_profile_text(), "USER.md", present=True),
-    "index_within_limits": _within_caps,
-    "episodes": _count(lambda s: s.mem.episode_count(), "episodes"),
-    "memories": _count(lambda s: len(s.mem.documents()), "memory rows"),
-    "queue_open": _count(lambda s: s.mem.queue_count("pending") + s.mem.queue_count("processing"), "open queue rows"),
-    "no_episode_hits": _no_episode_hits,
-    "traces": _traces,
-    "traces_newest": _traces_newest,
-}
 
 
 def factory_for(variant: str) -> Callable[[Path, Any, Any, Any], SqliteSystem]:
