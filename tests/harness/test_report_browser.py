@@ -74,7 +74,7 @@ def test_report_in_chromium(report: Path, browser) -> None:  # type: ignore[no-u
     assert verdict.text == "PASSED"
     assert "scenario runs passed" in browser.find_element(By.ID, "verdict-text").text
     cards = browser.find_elements(By.CSS_SELECTOR, "#cards .card")
-    assert [c.get_attribute("data-strategy") for c in cards] == ["heuristic", "model"]
+    assert [c.get_attribute("data-strategy") for c in cards] == ["heuristic", "model", "heuristic@sqlite", "model@sqlite"]
     for el in (verdict, *cards):
         assert el.is_displayed()
         assert el.rect["y"] + el.rect["height"] <= 900
@@ -108,6 +108,6 @@ def test_report_in_chromium(report: Path, browser) -> None:  # type: ignore[no-u
     # filtering still works
     browser.find_element(By.ID, "filter").send_keys("fallback-timeout")
     visible = [d for d in browser.find_elements(By.CSS_SELECTOR, "details.scenario") if d.is_displayed()]
-    assert {d.get_attribute("id") for d in visible} == {"r-fallback-timeout-model"}
+    assert {d.get_attribute("id") for d in visible} == {"r-fallback-timeout-model", "r-fallback-timeout-model@sqlite"}
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
