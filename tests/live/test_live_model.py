@@ -82,8 +82,9 @@ def comparable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _model_args(live: Live, *extra: str) -> list[str]:
-    return [*map(str, live.scenarios), "--strategy", "model", "--model", live.model, "--timeout-scale", TIMEOUT_SCALE,
-            *extra]
+    # the file core's model path against a real model (a plain run would replay the SQLite system as well)
+    return [*map(str, live.scenarios), "--system", "reference", "--strategy", "model", "--model", live.model,
+            "--timeout-scale", TIMEOUT_SCALE, *extra]
 
 
 @pytest.fixture(scope="module")
