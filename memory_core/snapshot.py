@@ -22,7 +22,7 @@ from typing import Any, Final
 from memory_core.formats import iso_from_ms, locale_key
 from memory_core.paths import INDEX_FILENAME
 from memory_core.scan import MAX_SCANNED_MEMORY_FILES, DocCache, DroppedFile, ScanResult, scan
-from memory_core.store import FileStore, Store
+from memory_core.store import Store
 from memory_core.topic import TopicDoc, parse_topic
 
 Signature = list[tuple[str, float, int]]
@@ -167,10 +167,18 @@ def _scan_files(root: str, files: Signature, cache: RecallCache) -> ScanResult |
     return ScanResult(tuple(docs[:MAX_SCANNED_MEMORY_FILES]), tuple(dropped), total_docs=len(docs))
 
 
+def plain_root(store: Store) -> str | None:
+    """The directory ``store`` reads from unaltered (its ``plain_root()``), or None: reads go through the protocol."""
+    probe = getattr(store, "plain_root", None)
+    root = probe() if callable(probe) else None
+    return root if isinstance(root, str) and root else None
+
+
 def cached_scan(store: Store, cache: RecallCache) -> ScanResult:
     """``scan(store, cache=cache)``, but without rescanning (or re-stat-ing through ``pathlib``) an unchanged store."""
-    fast = type(store) is FileStore  # a subclass may override reading: it goes through the protocol
-    root = os.fspath(store.root) if isinstance(store, FileStore) else ""
+    root = plain_root(store)
+    fast = root is not None
+    root = root or ""
     source = root if fast else store
     signature = _walk(root) if fast else _store_signature(store)
     if (signature is not None and cache.result is not None and signature == cache.signature

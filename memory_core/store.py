@@ -147,6 +147,11 @@ class FileStore:
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)
 
+    def plain_root(self) -> str | None:
+        """The directory this store reads from unaltered, for a scan that reads the files directly (the recall
+        cache's fast path); None for a subclass, which may change what reading returns."""
+        return os.fspath(self.root) if type(self) is FileStore else None
+
     def _allowed(self, key: str) -> Path:
         return Path(os.path.realpath(self.root.parent if key in STATE_KEYS else self.root))
 

@@ -38,9 +38,10 @@ def applicable(want: Outcome, events: Sequence[Any] | None) -> Outcome:
 
 
 def check_outcome(check: Check, want: Outcome, *, strategy: str, fallback: str | None, touched: Sequence[str],
-                  count: int | None, events: Sequence[Any] | None, kind: str, shown: Sequence[str] = ()) -> bool:
+                  count: int | None, events: Sequence[Any] | None, kind: str, shown: Sequence[str] = (),
+                  result: Any = None) -> bool:
     want = applicable(want, events)
-    ok = True
+    ok = check_reported(check, want, result)
     if want.model_shown and not check(bool(shown), f"expected a model request showing {want.model_shown[0]!r}, "
                                                    "but the step made no model call"):
         ok = False
@@ -88,7 +89,31 @@ def check_trailing(check: Check, want: TrailingExpect | None, runs: Sequence[tup
         ok &= check(last.status == want.status, f"expected status {want.status}, got {last.status}"
                                                 + (f" ({last.error})" if last.error else ""))
     return check_outcome(check, outcome, strategy=last.strategy, fallback=last.fallback_reason,
-                         touched=last.touched, count=len(last.written), events=events, kind="extract") and ok
+                         touched=last.touched, count=len(last.written), events=events, kind="extract",
+                         result=last) and ok
+
+
+def check_reported(check: Check, want: Outcome, result: Any) -> bool:
+    """``details`` (each name reported with this value; an unreported name fails) and ``warnings`` (each phrase in
+    some warning; ``[]``: none) of an operation's result."""
+    ok = True
+    details = getattr(result, "details", None) or {}
+    for name, value in want.details.items():
+        if name not in details:
+            ok &= check(False, f"expected detail {name} = {value!r}, but the result reports no {name!r} "  # noqa: FBT003
+                               f"(reported: {', '.join(sorted(details)) or 'none'})")
+        else:
+            got = details[name]
+            same = got == value and isinstance(got, bool) == isinstance(value, bool)
+            ok &= check(same, f"expected detail {name} = {value!r}, got {got!r}")
+    if want.warnings is not None:
+        said = tuple(getattr(result, "warnings", ()) or ())
+        if not want.warnings:
+            ok &= check(not said, f"expected no warnings, got {list(said)}")
+        for phrase in want.warnings:
+            ok &= check(any(phrase.lower() in w.lower() for w in said),
+                        f"expected a warning containing {phrase!r}, got {list(said) or 'none'}")
+    return ok
 
 
 _COUNT_NAME = {"extract": "records written", "dream": "entries deduped", "forget": "ids removed", "recall": ""}

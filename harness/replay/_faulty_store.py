@@ -36,6 +36,11 @@ class FaultyStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
+    def plain_root(self) -> str | None:
+        """The inner store's directory while no fault is armed (the recall cache may then read the files directly);
+        None while one is, so every read and listing goes through the faults."""
+        return None if any(f.remaining > 0 for f in self.faults) else self.inner.plain_root()
+
     def inject(self, kind: str, match: str, times: int) -> None:
         self.faults.append(IOFault(kind, match, times))
 

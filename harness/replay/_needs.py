@@ -6,15 +6,31 @@ from collections.abc import Sequence
 
 from harness.replay._protocol import Capability
 from harness.replay._records import ProbeKind
-from harness.scenario import CheckStep, DreamStep, FaultStep, ForgetStep, LockStep, RecallStep, SessionStep, Step
+from harness.scenario import (
+    CheckStep,
+    DreamStep,
+    FaultStep,
+    ForgetStep,
+    LockStep,
+    RecallStep,
+    SessionStep,
+    StateStep,
+    Step,
+)
 
 PROBE_KIND: dict[type, ProbeKind] = {SessionStep: "extract", DreamStep: "dream", RecallStep: "recall",
-                                      ForgetStep: "forget", CheckStep: "check", LockStep: "check", FaultStep: "check"}
+                                      ForgetStep: "forget", CheckStep: "check", LockStep: "check", FaultStep: "check",
+                                      StateStep: "check"}
 
 
 def step_needs(step: Step) -> list[tuple[Capability, str]]:
     """The capabilities a step needs, each with the part of the step that needs it."""
     needs: list[tuple[Capability, str]] = []
+    outcome = getattr(step, "outcome", None)
+    if outcome is not None and outcome.warnings is not None:
+        needs.append((Capability.WARNINGS, "warnings"))
+    if isinstance(step, StateStep):
+        needs.append((Capability.STATE_FILES, f"state {step.file}"))
     if isinstance(step, SessionStep):
         if step.queued_behind:
             needs.append((Capability.EXTRACT_QUEUE, "queued_behind"))

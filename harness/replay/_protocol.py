@@ -8,8 +8,8 @@ the reason in every output, the steps that need a capability the system does not
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -48,6 +48,11 @@ class Capability(StrEnum):
     """Store I/O faults can be injected (``fault: {io: …}``) via ``inject_fault(kind, match, times)``."""
     SYSTEM_CHECKS = "system_checks"
     """System-specific checks by name (``check: {system: {name: expected}}``) via ``system_check``."""
+    WARNINGS = "warnings"
+    """Results carry ``warnings``: one line per file the operation ignored or repaired (``expect_warnings``)."""
+    STATE_FILES = "state_files"
+    """State files beside the memories that a ``state`` step can overwrite (``plant_state(file, text)``): the
+    qwen design's ``meta.json`` and extract cursor."""
 
 
 ALL_CAPABILITIES: Final = frozenset(Capability)
@@ -103,6 +108,10 @@ class ExtractResult:
     written: tuple[str, ...] = ()
     """Record ids created or changed."""
     error: str | None = None
+    warnings: tuple[str, ...] = ()
+    """Capability ``warnings``: files ignored or repaired on the way, one line each naming the file."""
+    details: Mapping[str, Any] = field(default_factory=dict)
+    """System-specific outcome fields by name (``expect_details``), e.g. the SQLite system's ``inserted``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +126,8 @@ class DreamResult:
     deduped: int = 0
     """Entries removed as duplicates."""
     error: str | None = None
+    warnings: tuple[str, ...] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +142,7 @@ class RecallResult:
     """Score of each selected record (ranked strategies), else empty."""
     prompt: str = ""
     """The text the system would inject into the conversation."""
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +153,8 @@ class ForgetResult:
     strategy: str = "heuristic"
     fallback_reason: str | None = None
     touched: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -206,6 +220,14 @@ class SystemChecks(Protocol):
 
     def system_check(self, name: str, expected: str | int | float | bool) -> str | None:  # noqa: FBT001
         """None when the named check holds, else what is wrong (one line). Unknown names must say so."""
+        ...
+
+
+class StateFiles(Protocol):
+    """Capability ``state_files``."""
+
+    def plant_state(self, file: str, text: str, *, mtime: datetime) -> None:
+        """Overwrite state file ``file`` (``meta`` or ``cursor``) with ``text``, as a crash or a hand edit left it."""
         ...
 
 

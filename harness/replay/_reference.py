@@ -41,7 +41,7 @@ from memory_core.recall import recall
 from memory_core.scan import DocCache, scan
 from memory_core.sessions import ChatDirSessions
 from memory_core.snapshot import RecallCache
-from memory_core.store import INDEX_KEY, LOCK_KEY, FileStore, check_key
+from memory_core.store import CURSOR_KEY, INDEX_KEY, LOCK_KEY, META_KEY, FileStore, check_key
 from memory_core.topic import TopicDoc, render_topic
 
 DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
@@ -67,7 +67,7 @@ class ReferenceSystem:
     """The MiniLM ranker and its embedding cache, shared by every system one factory builds (``factory_for``)."""
     _cache: DocCache = field(default_factory=RecallCache)
     _rankers: dict[str, Ranker] = field(default_factory=dict)
-    capabilities: frozenset[Capability] = ALL_CAPABILITIES - {Capability.SYSTEM_CHECKS}
+    capabilities: frozenset[Capability] = ALL_CAPABILITIES
     name: str = "reference"
     recall_limit: int = 5
     """Spec §7.1: at most 5 memories. Stated here from the spec, never read from memory_core's constant, so a
@@ -93,6 +93,12 @@ class ReferenceSystem:
         # refused every path that leaves the memory root, and check_key normalises the rest
         target = self.root / check_key(memory.path)
         target.parent.mkdir(parents=True, exist_ok=True)
+        special = memory.system.get("special")
+        if special is not None:  # a non-regular file where a topic file belongs (hostile input: it must not hang)
+            if special != "fifo" or set(memory.system) != {"special"}:
+                raise ValueError(f"memory {memory.path}: the reference system's only system field is special: fifo")
+            os.mkfifo(target)
+            return
         target.write_bytes(text.encode("utf-8"))
         ns = round(to_ms(mtime) * 1e6)
         os.utime(target, ns=(ns, ns))
@@ -146,7 +152,7 @@ class ReferenceSystem:
         out = self._dream.schedule(now=now, session_id=session_uuid(session_id), force=force)
         return DreamResult(status=out.status, strategy=out.strategy, reason=out.skipped_reason,
                            fallback_reason=out.fallback_reason, touched=out.touched_topics, deduped=out.deduped_entries,
-                           error=out.error)
+                           error=out.error, warnings=out.warnings)
 
     def _ranker_for(self, strategy: str) -> Ranker | None:
         if strategy not in RANKED_STRATEGIES:
@@ -172,7 +178,8 @@ class ReferenceSystem:
     def forget(self, query: str, *, now: datetime, strategy: str) -> ForgetResult:
         out = forget(self.store, query, now=now, model=self._model_for(strategy), events=self.events, cache=self._cache)
         return ForgetResult(removed=tuple(c.id for c in out.removed), strategy=out.strategy,
-                            fallback_reason=out.fallback_reason, touched=out.touched_topics)
+                            fallback_reason=out.fallback_reason, touched=out.touched_topics, warnings=out.warnings,
+                            details={"message": out.system_message or ""})
 
     def plant_lock(self, pid: str, *, mtime: datetime) -> None:
         if pid == "none":
@@ -198,6 +205,28 @@ class ReferenceSystem:
             if path.is_file() and path not in state and not any(a == path or a in path.parents for a in allowed):
                 stray.append(str(path.relative_to(self.workdir)))
         return stray
+
+    def plant_state(self, file: str, text: str, *, mtime: datetime) -> None:
+        """Capability ``state_files``: overwrite ``meta.json`` or the extract cursor, as a crash or a hand edit would."""
+        key = _STATE[file]
+        self.faulty.inner.write(key, text)
+        self.faulty.inner.set_mtime(key, to_ms(mtime))
+
+    def system_check(self, name: str, expected: str | int | float | bool) -> str | None:  # noqa: FBT001
+        """Capability ``system_checks``: ``meta_contains`` / ``meta_lacks`` / ``cursor_contains`` / ``cursor_lacks``
+        (a phrase in the state file's text, as on disk; a missing file contains nothing)."""
+        file, _, verb = name.partition("_")
+        if file not in _STATE or verb not in ("contains", "lacks") or not isinstance(expected, str):
+            return (f"unknown check {name!r} with {expected!r} (known: meta_contains, meta_lacks, cursor_contains, "
+                    "cursor_lacks, each with a phrase)")
+        try:
+            text = self.faulty.inner.read(_STATE[file])
+        except FileNotFoundError:
+            text = ""
+        if (expected in text) == (verb == "contains"):
+            return None
+        shown = text if len(text) <= 300 else text[:300] + "…"
+        return f"{_STATE[file].removeprefix('../')} {'lacks' if verb == 'contains' else 'contains'} {expected!r}: {shown!r}"
 
     def inject_fault(self, kind: str, match: str, times: int) -> None:
         """Capability ``io_faults``: arm a store fault (``write_error`` / ``vanish``) for matching keys."""
@@ -245,7 +274,10 @@ reference_factory = factory_for()
 """The default system under test: the reference core (its DenseCache shared by everything it builds)."""
 
 
+_STATE = {"meta": META_KEY, "cursor": CURSOR_KEY}
+
+
 def _extract_result(out: ExtractOutcome) -> ExtractResult:
     return ExtractResult(status=out.status, strategy=out.strategy, reason=out.skipped_reason,
                          fallback_reason=out.fallback_reason, touched=out.touched_topics, written=out.written,
-                         error=out.error)
+                         error=out.error, warnings=out.warnings, details={"message": out.system_message or ""})

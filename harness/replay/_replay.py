@@ -42,6 +42,7 @@ from harness.scenario import (
     RecallStep,
     Scenario,
     SessionStep,
+    StateStep,
     Step,
 )
 from harness.telemetry import Operation, Telemetry
@@ -133,6 +134,8 @@ class _Run:
             self.clock.advance(step.delta)
         elif isinstance(step, LockStep):
             self.system.plant_lock(step.pid, mtime=now - step.age)  # type: ignore[attr-defined]
+        elif isinstance(step, StateStep):
+            self.system.plant_state(step.file, step.text, mtime=now)  # type: ignore[attr-defined]
         elif isinstance(step, FaultStep):
             self._fault(i, step)
         elif isinstance(step, SessionStep):
@@ -171,14 +174,14 @@ class _Run:
             op.fail(f"model fell back to the heuristic: {fallback}")
         op.close()
 
-    def outcome_ok(self, i: int, kind: str, want: Outcome, *, strategy: str, fallback: str | None,
-                   touched: tuple[str, ...] = (), count: int | None = None) -> bool:
+    def outcome_ok(self, i: int, kind: str, want: Outcome, result: Any, *, touched: tuple[str, ...] = (),
+                   count: int | None = None) -> bool:
         if not want.stated():
             return True
         events = self.sink.events if Capability.EVENTS in self.capabilities else None
-        return check_outcome(lambda ok, msg: self.check(ok, i, kind, msg), want, strategy=strategy, fallback=fallback,
-                             touched=touched, count=count, events=events, kind=kind,
-                             shown=self.counter.log.shown if self.counter else ())
+        return check_outcome(lambda ok, msg: self.check(ok, i, kind, msg), want, strategy=result.strategy,
+                             fallback=result.fallback_reason, touched=touched, count=count, events=events, kind=kind,
+                             shown=self.counter.log.shown if self.counter else (), result=result)
 
     def _expect_outcome(self, i: int, kind: str, status: str, reason: str | None, error: str | None,
                         want_status: str | None, want_reason: str | None) -> bool:
@@ -210,8 +213,7 @@ class _Run:
                                       queued_behind=bool(step.queued_behind))
         elapsed = op.duration_ms
         ok = self._expect_outcome(i, "extract", res.status, res.reason, res.error, step.expect_status, step.expect_reason)
-        ok &= self.outcome_ok(i, "extract", step.outcome, strategy=res.strategy, fallback=res.fallback_reason,
-                              touched=res.touched, count=len(res.written))
+        ok &= self.outcome_ok(i, "extract", step.outcome, res, touched=res.touched, count=len(res.written))
         self.judge(op, before, res.fallback_reason, res.error if res.status == "failed" else None)
         if step.closes_queue:
             ok &= run_trailing(self, i, step, now)
@@ -228,8 +230,7 @@ class _Run:
             res = self.system.dream(session, now=now, strategy=strategy, force=step.force)
         elapsed = op.duration_ms
         ok = self._expect_outcome(i, "dream", res.status, res.reason, res.error, step.expect_status, step.expect_reason)
-        ok &= self.outcome_ok(i, "dream", step.outcome, strategy=res.strategy, fallback=res.fallback_reason,
-                              touched=res.touched, count=res.deduped)
+        ok &= self.outcome_ok(i, "dream", step.outcome, res, touched=res.touched, count=res.deduped)
         self.judge(op, n_failures, res.fallback_reason, res.error if res.status == "failed" else None)
         metrics: dict[str, MetricValue] = {"deduped": res.deduped}
         if res.status in ("updated", "noop"):
@@ -259,7 +260,7 @@ class _Run:
                                  res.prompt, covers, found, metrics, excluded)
         ok &= self._expect_strategy(i, "recall", res.strategy, res.fallback_reason, step.expect_strategy,
                                     step.expect_fallback)
-        ok &= self.outcome_ok(i, "recall", step.outcome, strategy=res.strategy, fallback=res.fallback_reason)
+        ok &= self.outcome_ok(i, "recall", step.outcome, res)
         op.facts(step.expect, found)
         op.retrieved(res.selected, res.scores)
         for name in ("precision", "recall", "abstention"):
@@ -285,8 +286,7 @@ class _Run:
         ok &= self.check(not lost, i, "forget", f"forget also removed facts it should have kept: {', '.join(lost)}")
         ok &= self._expect_strategy(i, "forget", res.strategy, res.fallback_reason, step.expect_strategy,
                                     step.expect_fallback)
-        ok &= self.outcome_ok(i, "forget", step.outcome, strategy=res.strategy, fallback=res.fallback_reason,
-                              touched=res.touched, count=len(res.removed))
+        ok &= self.outcome_ok(i, "forget", step.outcome, res, touched=res.touched, count=len(res.removed))
         ok &= step.expect_removed_ids is None or self.check(tuple(res.removed) == step.expect_removed_ids, i, "forget",
                                                             f"removed {list(res.removed)}, expected exactly "
                                                             f"{list(step.expect_removed_ids)}")

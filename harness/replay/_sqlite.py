@@ -47,11 +47,11 @@ def _delta(value: object, field: str) -> timedelta:
 
 
 class SqliteSystem:
-    """``SqliteMemory`` behind ``harness.replay.MemorySystem`` (capabilities: dream, recall_prompt, system_checks)."""
+    """``SqliteMemory`` behind ``harness.replay.MemorySystem`` (capabilities: dream, events, recall_prompt, system_checks)."""
 
     name = "sqlite"
     recall_limit = RECALL_LIMIT
-    capabilities = frozenset({Capability.DREAM, Capability.RECALL_PROMPT, Capability.SYSTEM_CHECKS})
+    capabilities = frozenset({Capability.DREAM, Capability.RECALL_PROMPT, Capability.SYSTEM_CHECKS, Capability.EVENTS})
 
     def __init__(self, workdir: Path, clock: Any, model: Any, events: Any, quirks: Quirks) -> None:
         self.clock = clock
@@ -89,12 +89,14 @@ class SqliteSystem:
 
     def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> ExtractResult:
         r = self.mem.extract(session_id, strategy=_STRATEGIES.get(strategy, "heuristic"))
-        return ExtractResult(r.status, r.strategy, None, r.fallback_reason, r.touched, r.memory_ids)
+        details = {"inserted": r.inserted, "merged": r.merged, "attempts": r.attempts, "episodes": len(r.episodes),
+                   "expired_removed": r.expired_removed, "enqueued": r.enqueued, "note": r.note or ""}
+        return ExtractResult(r.status, r.strategy, None, r.fallback_reason, r.touched, r.memory_ids, details=details)
 
     def dream(self, session_id: str, *, now: datetime, strategy: str, force: bool = False) -> DreamResult:
         r = self.mem.dream(force=force, strategy="model" if strategy == "model" else "heuristic")
         return DreamResult(r.status, r.strategy, None, r.fallback_reason, (), r.counts["duplicates_removed"],
-                           r.reason if r.status == "failed" else None)
+                           r.reason if r.status == "failed" else None, details=dict(r.counts))
 
     def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
                strategy: str) -> RecallResult:
@@ -102,10 +104,13 @@ class SqliteSystem:
                             excluded=excluded)
         items = [c for c in r.items if c.source_type in ("semantic", "recent")]  # episodes are not records
         return RecallResult(tuple(c.memory_id for c in items), r.strategy if r.items else "none", r.fallback_reason,
-                            tuple(c.score for c in items), r.prompt_text)
+                            tuple(c.score for c in items), r.prompt_text,
+                            {"path": r.path, "intent": r.intent, "enhanced_query": r.enhanced_query,
+                             "keywords": " ".join(r.keywords), "episodes": len(r.items) - len(items)})
 
     def forget(self, query: str, *, now: datetime, strategy: str) -> ForgetResult:
-        return ForgetResult(self.mem.forget(query).removed, "heuristic")
+        r = self.mem.forget(query)
+        return ForgetResult(r.removed, "heuristic", details={"candidates": len(r.candidates)})
 
     def documents(self) -> list[MemoryRecord]:
         return [MemoryRecord(d.id, d.file_type, d.title, d.text, d.description, d.source_ref, None,

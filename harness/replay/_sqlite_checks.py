@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -85,6 +88,27 @@ def _traces_newest(system: SqliteSystem, expected: object) -> str | None:
         f"the newest turn for {keyword!r} is {str(rows[0]['content'])[:80]!r}, expected it to contain {want!r}"
 
 
+def _cell(value: object) -> str:
+    return "NULL" if value is None else str(value)
+
+
+def _sql(system: SqliteSystem, expected: object) -> str | None:
+    """``sql: "SELECT … => EXPECTED"``: a read-only query over the system's database; its rows, columns joined by
+    `` | `` and rows by ``; `` (NULL for NULL), must equal EXPECTED (empty: no rows)."""
+    query, sep, want = str(expected).rpartition(" => ")
+    if not sep or not query.strip():
+        return f"sql: expected 'SELECT … => EXPECTED', got {expected!r}"
+    uri = "file:" + urllib.parse.quote(str(system.mem.db.path)) + "?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            conn.execute("PRAGMA query_only=1")
+            rows = conn.execute(query).fetchall()
+    except sqlite3.Error as exc:
+        return f"sql: {type(exc).__name__}: {exc} in {query.strip()!r}"
+    got = "; ".join(" | ".join(_cell(v) for v in row) for row in rows)
+    return None if got == want.strip() else f"sql {query.strip()!r} gave {got[:300]!r}, expected {want.strip()!r}"
+
+
 CHECKS: Final[dict[str, Callable[[SqliteSystem, Any], str | None]]] = {
     "fts_integrity": _fts_integrity,
     "index_contains": _text_check(lambda s: s.mem.index_text(), "MEMORY.md", present=True),
@@ -99,4 +123,5 @@ CHECKS: Final[dict[str, Callable[[SqliteSystem, Any], str | None]]] = {
     "no_episode_hits": _no_episode_hits,
     "traces": _traces,
     "traces_newest": _traces_newest,
+    "sql": _sql,
 }

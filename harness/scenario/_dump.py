@@ -18,6 +18,7 @@ from harness.scenario._types import (
     RecallStep,
     Scenario,
     SessionStep,
+    StateStep,
     Step,
 )
 
@@ -89,6 +90,8 @@ def _step(step: Step) -> dict[str, Any]:
         return {"forget": f}
     if isinstance(step, LockStep):
         return {"lock": {"pid": step.pid, "age": duration(step.age)}}
+    if isinstance(step, StateStep):
+        return {"state": {"file": step.file, "text": step.text}}
     if isinstance(step, FaultStep):
         if step.model is not None:
             return {"fault": {"model": step.model, "match": step.match, "times": step.times}}
@@ -123,7 +126,9 @@ def _outcome(o: Outcome, prefix: str, count_key: str) -> dict[str, Any]:
     fields = ((f"{prefix}strategy", o.strategy), (f"{prefix}fallback", o.fallback),
               (f"{prefix}touched", list(o.touched) if o.touched is not None else None),
               (count_key, o.count if count_key else None), (f"{prefix}event", dict(o.event) or None),
-              (f"{prefix}model_shown", list(o.model_shown) or None), (f"{prefix}model_hidden", list(o.model_hidden) or None))
+              (f"{prefix}model_shown", list(o.model_shown) or None), (f"{prefix}model_hidden", list(o.model_hidden) or None),
+              (f"{prefix}details", dict(o.details) or None),
+              (f"{prefix}warnings", list(o.warnings) if o.warnings is not None else None))
     return {k: v for k, v in fields if v is not None}
 
 

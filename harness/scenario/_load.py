@@ -27,6 +27,7 @@ from harness.scenario._types import (
     Scenario,
     SeedMemory,
     SessionStep,
+    StateStep,
     Step,
     Turn,
 )
@@ -127,7 +128,7 @@ def _turn(ctx: NodeReader, node: yaml.Node, field: str) -> Turn:
 
 
 def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Step:
-    kinds = ("session", "advance", "dream", "recall", "forget", "check", "lock", "fault")
+    kinds = ("session", "advance", "dream", "recall", "forget", "check", "lock", "fault", "state")
     extra = ("turns", "extract", "expect_extract", "queued_behind", "expect_trailing")
     top = ctx.mapping(node, field, (*kinds, *extra))
     present = [k for k in kinds if k in top]
@@ -181,6 +182,12 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
         )
     if kind == "check":
         return more.check(ctx, value, here, facts)
+    if kind == "state":
+        st = ctx.mapping(value, here, ("file", "text"))
+        if "file" not in st or "text" not in st:
+            raise ctx.fail(value, here, "expected 'file' (meta or cursor) and 'text'")
+        return StateStep(file=ctx.string(st["file"], f"{here}.file", choices=("meta", "cursor")),  # type: ignore[arg-type]
+                         text=ctx.text(st["text"], f"{here}.text"))
     if kind == "fault":
         return more.fault(ctx, value, here)
     raise ctx.fail(node, field, f"unknown step kind {kind!r}")  # unreachable: `present` is checked above
@@ -192,7 +199,7 @@ def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field
     if "expect_extract" in top:
         e = ctx.mapping(top["expect_extract"], f"{field}.expect_extract",
                         ("status", "reason", "strategy", "fallback", "touched", "written", "event", "model_shown",
-                         "model_hidden"))
+                         "model_hidden", "details", "warnings"))
         extra = more.outcome(ctx, e, f"{field}.expect_extract", count_key="written", prefix="")
         if "status" in e:
             status = ctx.string(e["status"], f"{field}.expect_extract.status", choices=EXTRACT_STATUSES)

@@ -28,7 +28,7 @@ MODEL_FAULTS: Final = ("timeout", "connection", "rate_limit", "server_error", "m
 IO_FAULTS: Final = ("write_error", "vanish")
 EXTRACT_STATUSES: Final = ("completed", "skipped", "failed")
 OUTCOME_KEYS: Final = ("expect_strategy", "expect_fallback", "expect_touched", "expect_event", "expect_model_shown",
-                        "expect_model_hidden")
+                        "expect_model_hidden", "expect_details", "expect_warnings")
 """Outcome keys shared by dream, forget and recall steps (plus a count key per kind)."""
 TOPICS: Final = ("user", "feedback", "project", "reference")
 
@@ -51,7 +51,18 @@ def outcome(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, *, count_ke
         count=ctx.integer(nodes[count_key], f"{here}.{count_key}") if count_key and count_key in nodes else None,
         event=event(ctx, nodes[key("event")], f"{here}.{key('event')}") if key("event") in nodes else {},
         **model_seen(ctx, nodes, here, prefix),
+        **reported(ctx, nodes, here, prefix),
     )
+
+
+def reported(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, prefix: str = "expect_") -> dict[str, Any]:
+    """``details`` / ``warnings`` of an Outcome from ``<prefix>details`` / ``<prefix>warnings``."""
+    out: dict[str, Any] = {}
+    if f"{prefix}details" in nodes:
+        out["details"] = system_fields(ctx, nodes[f"{prefix}details"], f"{here}.{prefix}details")
+    if f"{prefix}warnings" in nodes:
+        out["warnings"] = ctx.strings(nodes[f"{prefix}warnings"], f"{here}.{prefix}warnings")
+    return out
 
 
 def model_seen(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, prefix: str = "expect_") -> dict[str, Any]:
@@ -93,7 +104,7 @@ def entries(ctx: NodeReader, node: yaml.Node, here: str) -> tuple[EntryExpect, .
 _RECALL_KEYS: Final = ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "prompt_excludes",
                        "strategy",
                        "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered", "measure",
-                       "expect_event", "expect_model_shown", "expect_model_hidden")
+                       "expect_event", "expect_model_shown", "expect_model_hidden", "expect_details")
 REQUIRE_METRICS: Final = ("precision", "recall", "f1", "mrr", "ndcg", "abstention")
 
 
@@ -128,7 +139,7 @@ def recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact])
         require_by=require_by,
         measure=ctx.boolean(r["measure"], f"{here}.measure") if "measure" in r else False,
         outcome=Outcome(event=event(ctx, r["expect_event"], f"{here}.expect_event") if "expect_event" in r else {},
-                        **model_seen(ctx, r, here)),
+                        **model_seen(ctx, r, here), **reported(ctx, r, here)),
         exclude_surfaced=ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
         prompt_contains=ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
         prompt_excludes=ctx.strings(r["prompt_excludes"], f"{here}.prompt_excludes") if "prompt_excludes" in r else (),

@@ -66,10 +66,14 @@ class Outcome:
     """Phrases the model's request during this step must contain (each in some request; no request fails)."""
     model_hidden: tuple[str, ...] = ()
     """Phrases no model request during this step may contain."""
+    details: dict[str, Scalar] = field(default_factory=dict)
+    """System-specific outcome fields the result must report with these values (an unreported name fails)."""
+    warnings: tuple[str, ...] | None = None
+    """Phrases that must each appear in some warning of the result; ``()``: the result carries no warning."""
 
     def stated(self) -> bool:
-        return any(v is not None for v in (self.strategy, self.fallback, self.touched, self.count)) or \
-            bool(self.event or self.model_shown or self.model_hidden)
+        return any(v is not None for v in (self.strategy, self.fallback, self.touched, self.count, self.warnings)) or \
+            bool(self.event or self.model_shown or self.model_hidden or self.details)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +244,15 @@ class LockStep:
     age: timedelta = timedelta(0)
 
 
-Step = SessionStep | AdvanceStep | DreamStep | RecallStep | ForgetStep | CheckStep | LockStep | FaultStep
+@dataclass(frozen=True, slots=True)
+class StateStep:
+    """Overwrite a state file beside the memories (extension; capability ``state_files``): ``meta`` or ``cursor``."""
+
+    file: Literal["meta", "cursor"]
+    text: str
+
+
+Step = SessionStep | AdvanceStep | DreamStep | RecallStep | ForgetStep | CheckStep | LockStep | FaultStep | StateStep
 
 
 @dataclass(frozen=True, slots=True)

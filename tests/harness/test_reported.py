@@ -1,0 +1,161 @@
+"""What an operation reports beyond its status (``details``, ``warnings``), the ``state`` step and the systems'
+state and SQL checks: each passes when true, fails when false, and is skipped (never passed) without its capability."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.replay._faulty_store import FaultyStore
+from memory_core.snapshot import RecallCache, cached_scan, plain_root
+from memory_core.store import FileStore
+
+EXTRACT = """\
+description: extract reports its system message and its warnings
+systems: [SYSTEMS]
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+steps:
+  - session: s1
+    turns: [{user: "remember that the staging service database is pg-stage-2"}, {assistant: ok}]
+    expect_extract: EXPECT
+"""
+
+
+def _run(tmp_path: Path, text: str, *extra: str) -> tuple[int, list[dict]]:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    code = main(["run", str(path), "--no-gates", "--out", str(out), *extra], environ={})
+    probes = [json.loads(line) for line in (out / "probes.jsonl").read_text().splitlines() if line.strip()]
+    return code, probes
+
+
+@pytest.mark.parametrize(("expect", "code"), [
+    ('{details: {message: "Managed auto-memory updated: project.md"}, warnings: []}', 0),
+    ('{details: {message: "Managed auto-memory updated: user.md"}}', 1),  # the wrong topic
+    ('{details: {inserted: 1}}', 1),  # a name the reference does not report fails: never passes by absence
+    ('{details: {message: ""}}', 1),
+    ('{warnings: ["meta.json"]}', 1),  # no warning was given
+])
+def test_reference_extract_details_and_warnings(tmp_path: Path, expect: str, code: int) -> None:
+    assert _run(tmp_path, EXTRACT.replace("SYSTEMS", "reference").replace("EXPECT", expect))[0] == code
+
+
+def test_sqlite_extract_details(tmp_path: Path) -> None:
+    good = EXTRACT.replace("SYSTEMS", "sqlite").replace("EXPECT", "{details: {inserted: 1, merged: 0, note: ''}}").replace(
+        "remember that the staging service database is pg-stage-2", "I always use vim keybindings in every editor I touch")
+    assert _run(tmp_path, good)[0] == 0
+    assert _run(tmp_path, good.replace("inserted: 1", "inserted: 2"))[0] == 1
+    assert _run(tmp_path, good.replace("inserted: 1", "inserted: true"))[0] == 1  # a bool is not the count 1
+
+
+def test_warnings_are_skipped_without_the_capability(tmp_path: Path) -> None:
+    text = EXTRACT.replace("systems: [SYSTEMS]\n", "").replace("EXPECT", "{warnings: []}")
+    code, probes = _run(tmp_path, text, "--system", "tests.example_system:factory")
+    assert code == 0
+    [probe] = [p for p in probes if p["kind"] == "extract"]
+    assert "warnings needs capability warnings" in probe["skipped"]
+
+
+STATE = """\
+description: a planted meta.json is read, kept or rebuilt
+systems: [reference]
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+steps:
+  - state: {file: meta, text: 'TEXT'}
+  - dream: {force: true, expect_warnings: WARN}
+  - check: {system: {CHECK}}
+"""
+
+
+@pytest.mark.parametrize(("text", "warn", "check", "code"), [
+    ('{"version": 1, "note": "kept"}', "[]", 'meta_contains: "\\"note\\": \\"kept\\""', 0),
+    ('{"version": 1, "note": "kept"}', "[]", 'meta_lacks: "\\"note\\""', 1),
+    ("{not json", '["meta.json: line 1: invalid JSON"]', 'meta_lacks: "{not json"', 0),
+    ("{not json", "[]", 'meta_contains: "\\"version\\": 1"', 1),  # the warning is there, so [] fails
+    ('{"version": 1}', "[]", 'cursor_contains: "processedOffset"', 1),  # no extract ran: no offset yet
+    ('{"version": 1}', "[]", "no_such_check: x", 1),  # an unknown check name fails, naming the known ones
+])
+def test_state_step_and_state_checks(tmp_path: Path, text: str, warn: str, check: str, code: int) -> None:
+    scenario = STATE.replace("TEXT", text).replace("WARN", warn).replace("CHECK", check)
+    assert _run(tmp_path, scenario)[0] == code
+
+
+def test_state_step_is_skipped_without_the_capability(tmp_path: Path) -> None:
+    scenario = STATE.replace("systems: [reference]\n", "").replace("TEXT", "{}").replace(
+        "  - dream: {force: true, expect_warnings: WARN}\n", "").replace("CHECK", "x: 1")
+    code, probes = _run(tmp_path, scenario, "--system", "tests.example_system:factory")
+    assert code == 0
+    assert any("needs capability state_files" in (p.get("skipped") or "") for p in probes)
+
+
+SQL = """\
+description: the SQLite system's read-only sql check
+systems: [sqlite]
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+memories:
+  - {path: user/a.md, name: a, type: user, body: "The user likes green tea", system: {importance: 0.9}}
+  - {path: user/b.md, name: b, type: user, body: "The user likes black coffee", system: {importance: 0.4}}
+steps:
+  - check: {system: {sql: "QUERY"}}
+"""
+
+
+@pytest.mark.parametrize(("query", "code"), [
+    ("SELECT content, importance_score FROM memories ORDER BY importance_score DESC => "
+     "The user likes green tea | 0.9; The user likes black coffee | 0.4", 0),
+    ("SELECT count(*) FROM memories => 3", 1),
+    ("SELECT count(*) FROM memories WHERE 0 => 0", 0),
+    ("SELECT id FROM memories WHERE 0 => ", 0),  # no rows: empty
+    ("DELETE FROM memories => ", 1),  # read-only: a write is refused and fails the check
+    ("SELEC nonsense => 1", 1),
+    ("no arrow", 1),
+])
+def test_sql_check(tmp_path: Path, query: str, code: int) -> None:
+    assert _run(tmp_path, SQL.replace("QUERY", query))[0] == code
+
+
+def test_the_sql_check_never_writes(tmp_path: Path) -> None:
+    scenario = SQL.replace("QUERY", "DELETE FROM memories => ") + "  - check: {system: {memories: 2}}\n"
+    code, probes = _run(tmp_path, scenario)
+    checks = {p["step"]: p["passed"] for p in probes if p["kind"] == "check" and p.get("step") is not None}
+    assert code == 1
+    assert (checks[0], checks[1]) == (False, True)
+
+
+def test_a_fifo_topic_file_neither_blocks_nor_fails(tmp_path: Path) -> None:
+    scenario = """\
+description: a FIFO among the topic files
+systems: [reference]
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+memories:
+  - {path: user/editor.md, type: user, name: editor, description: "The user edits code in Helix", body: "Helix."}
+  - {path: user/pipe.md, type: user, name: pipe, system: {special: fifo}}
+steps:
+  - recall: {query: "which editor for code", expect_selected: [user/editor.md]}
+  - dream: {force: true, expect_warnings: ["user/pipe.md"]}
+"""
+    assert _run(tmp_path, scenario)[0] == 0
+
+
+def test_the_recall_fast_path_follows_the_protocol_not_the_type(tmp_path: Path) -> None:
+    """A wrapper store gets the scan cache's direct reads while no fault is armed, and loses them while one is."""
+    store = FileStore(tmp_path / "memory")
+    store.write("user/a.md", "---\nname: a\ndescription: tea\ntype: user\n---\nGreen tea.\n")
+    wrapped = FaultyStore(store)
+    assert plain_root(store) == os.fspath(store.root) == plain_root(wrapped)
+    cache = RecallCache()
+    assert [d.relative_path for d in cached_scan(wrapped, cache).docs] == ["user/a.md"]
+    assert cache.source == os.fspath(store.root)  # the direct walk, not the protocol
+    wrapped.inject("vanish", "user/*", 1)
+    assert plain_root(wrapped) is None
+    assert cached_scan(wrapped, RecallCache()).docs == ()  # the fault fires: the file is gone when read
+    assert plain_root(type("Sub", (FileStore,), {})(tmp_path / "memory")) is None  # a subclass may change reads
