@@ -47,15 +47,6 @@ def combine_entries(existing: Entry, later: Entry) -> Entry:
     )
 
 
-def dedupe_entries(entries: Sequence[Entry]) -> list[Entry]:
-    """Fold entries with equal lower-cased summaries, then sort by summary (spec §6.7 within-file)."""
-    merged: dict[str, Entry] = {}
-    for entry in entries:
-        key = entry.summary.lower()
-        merged[key] = combine_entries(merged[key], entry) if key in merged else entry
-    return sorted(merged.values(), key=lambda e: locale_key(e.summary))
-
-
 @dataclass(slots=True)
 class _Doc:
     """One doc during planning: its entries by lower-cased summary, sorted until it absorbs another doc, then with
@@ -65,11 +56,11 @@ class _Doc:
     original: str
     entries: dict[str, Entry]
     ordered: list[Entry] | None
-    """The entries in ``dedupe_entries`` order while the doc is untouched."""
+    """The entries sorted by ``locale_key`` of their summaries (spec §6.7 within-file) while the doc is untouched."""
     heap: list[tuple[tuple[str, str], str]] | None = None
 
     def first_key(self) -> str | None:
-        """The lower-cased summary of the entry that sorts first (``dedupe_entries`` order), or None if empty."""
+        """The lower-cased summary of the entry that sorts first (``locale_key`` order), or None if empty."""
         if self.ordered is not None:
             return self.ordered[0].summary.lower() if self.ordered else None
         heap, entries = self._heap(), self.entries
@@ -89,7 +80,7 @@ class _Doc:
         return self.heap
 
     def absorb(self, other: _Doc) -> int:
-        """Fold ``other``'s entries in after this doc's (``dedupe_entries(mine + theirs)``); returns entries folded."""
+        """Fold ``other``'s entries in after this doc's (as ``_fold(mine + theirs)``); returns entries folded."""
         big, small = (other, self) if len(other.entries) > len(self.entries) else (self, other)
         into, heap = big.entries, big._heap()
         folded = 0
@@ -105,6 +96,7 @@ class _Doc:
 
 
 def _fold(entries: Sequence[Entry]) -> dict[str, Entry]:
+    """Entries with equal lower-cased summaries folded into one (``combine_entries``, in order), by that key."""
     merged: dict[str, Entry] = {}
     for entry in entries:
         key = entry.summary.lower()

@@ -10,7 +10,7 @@ differ. The shipped list for ``memory_core`` is ``equivalent_mutants.toml`` besi
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -20,7 +20,7 @@ from harness.errors import HarnessError
 from harness.tools._mutants import Mutant, read_toml
 
 KEYS: Final = frozenset({"file", "before", "after", "reason", "operator", "within"})
-OUTSIDE_KEYS: Final = frozenset({"module", "reason"})
+OUTSIDE_KEYS: Final = frozenset({"module", "reason", "within"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,8 @@ class Outside:
     module: str
     """A glob over module paths relative to the target (``paths.py``, ``sqlite/*``)."""
     reason: str
+    within: tuple[str, ...] = ()
+    """Only these top-level functions or classes of the module (empty: the whole module)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +100,20 @@ def load_triage(path: Path) -> Triage:
     outside = []
     for i, raw in enumerate(data.get("outside", []), 1):
         where = f"{path}: outside {i}"
-        if not isinstance(raw, dict) or set(raw) != OUTSIDE_KEYS or not all(
-                isinstance(raw[k], str) and raw[k].strip() for k in OUTSIDE_KEYS):
-            raise HarnessError(f"{where}: expected non-empty text 'module' and 'reason', and nothing else")
-        outside.append(Outside(raw["module"], raw["reason"].strip()))
+        within = raw.get("within", []) if isinstance(raw, dict) else None
+        if not isinstance(raw, dict) or not {"module", "reason"} <= set(raw) <= OUTSIDE_KEYS or not all(
+                isinstance(raw[k], str) and raw[k].strip() for k in ("module", "reason")) or not isinstance(
+                within, list) or not all(isinstance(w, str) and w.isidentifier() for w in within):
+            raise HarnessError(f"{where}: expected non-empty text 'module' and 'reason', optionally 'within' (a list "
+                               "of function or class names), and nothing else")
+        outside.append(Outside(raw["module"], raw["reason"].strip(), tuple(within)))
     return Triage(tuple(out), tuple(outside))
+
+
+def outside_spans(source: str, names: Sequence[str]) -> list[tuple[int, int]]:
+    """The line spans of the top-level functions and classes called ``names`` in ``source``."""
+    return [(node.lineno, node.end_lineno or node.lineno) for node in ast.parse(source).body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in names]
 
 
 def split_equivalent(mutants: list[Mutant], equivalents: list[Equivalent],

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from harness.errors import HarnessError
+from harness.tools._equivalent import outside_spans
 from harness.tools._mutants import Mutant, Target, describe_change
 
 INSTALL_HINT: Final = "install the mutation extra: pip install -e '.[mutation]' (cosmic-ray)"
@@ -71,29 +72,34 @@ def _equivalent(tree: Any, ast_nodes: Any) -> set[int]:
 
 
 def _sites(target: Target, operators: dict[str, Any], get_ast: Any, ast_nodes: Any,
-           modules: Sequence[str] = (), exclude: Sequence[str] = ()) -> Iterator[Site]:
+           modules: Sequence[str] = (), exclude: Sequence[str] = (),
+           exclude_within: Sequence[tuple[str, Sequence[str]]] = ()) -> Iterator[Site]:
     for rel in target.modules():
         if modules and not any(fnmatch.fnmatchcase(rel, pattern) for pattern in modules):
             continue
         if any(fnmatch.fnmatchcase(rel, pattern) for pattern in exclude):
             continue
-        tree = get_ast(target.module_path(rel).read_text(encoding="utf-8"))
+        source = target.module_path(rel).read_text(encoding="utf-8")
+        names = [n for pattern, within in exclude_within if fnmatch.fnmatchcase(rel, pattern) for n in within]
+        spans = outside_spans(source, names) if names else []
+        tree = get_ast(source)
         nodes = list(ast_nodes(tree))
         skip = _equivalent(tree, ast_nodes)
         for name, op in operators.items():
             occurrence = 0
             for node in nodes:  # the same pre-order walk and count as cosmic-ray's MutationVisitor
                 for (start_line, _), _end in op.mutation_positions(node):
-                    if id(node) not in skip:
+                    if id(node) not in skip and not any(a <= start_line <= b for a, b in spans):
                         yield Site(rel, name, occurrence, int(start_line))
                     occurrence += 1
 
 
 def generated_mutants(target: Target, count: int, *, seed: int, modules: Sequence[str] = (),
-                      exclude: Sequence[str] = ()) -> list[Mutant]:
+                      exclude: Sequence[str] = (),
+                      exclude_within: Sequence[tuple[str, Sequence[str]]] = ()) -> list[Mutant]:
     """``count`` mutants sampled (fixed ``seed``) from every cosmic-ray site in the target (or in its modules
-    matching one of the ``modules`` globs, e.g. ``sqlite/*``; never in modules matching an ``exclude`` glob), in
-    sample order.
+    matching one of the ``modules`` globs, e.g. ``sqlite/*``; never in modules matching an ``exclude`` glob, nor in
+    the top-level functions or classes an ``exclude_within`` pair (module glob, names) names), in sample order.
 
     Annotations and parameter-list markers are not sites (equivalent mutants). Sites whose mutant does not compile,
     that the operator fails to mutate, or whose text equals the original, are skipped and replaced by the next
@@ -103,7 +109,7 @@ def generated_mutants(target: Target, count: int, *, seed: int, modules: Sequenc
         return []
     operators, get_ast, ast_nodes, mutate_code = _cosmic_ray()
     ops = operators()
-    sites = list(_sites(target, ops, get_ast, ast_nodes, modules, exclude))
+    sites = list(_sites(target, ops, get_ast, ast_nodes, modules, exclude, exclude_within))
     if modules and not sites:
         raise HarnessError(f"--module {', '.join(modules)}: no module of {target.name} matches")
     order = random.Random(seed).sample(range(len(sites)), len(sites))

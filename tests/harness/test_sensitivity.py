@@ -314,6 +314,24 @@ def test_generated_mutants_can_be_limited_to_modules_and_survive_operator_crashe
     assert {m.file for m in generated_mutants(target, 1000, seed=0, exclude=("other.py",))} == {"__init__.py"}
 
 
+def test_outside_can_name_functions_and_classes_whose_sites_are_never_drawn(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("cosmic_ray")
+    from harness.tools._generated import generated_mutants
+
+    pkg = tmp_path / "within_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def used(x):\n    return x + 1\n\n\nclass Optional:\n    def f(self, x):\n"
+                                     "        return x * 2\n\n\ndef spare(x):\n    return x - 3\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    target = resolve_target("within_pkg")
+    every = {m.line for m in generated_mutants(target, 1000, seed=0)}
+    assert {2, 7, 11} <= every
+    left = {m.line for m in generated_mutants(target, 1000, seed=0, exclude_within=[("*.py", ("Optional", "spare"))])}
+    assert 2 in left and not left & {7, 11}
+    assert {m.line for m in generated_mutants(target, 1000, seed=0, exclude_within=[("other.py", ("used",))])} == every
+
+
 def test_equivalent_mutants_are_left_out_by_their_changed_line(tmp_path: Path) -> None:
     from harness.tools._equivalent import (
         default_equivalents,
@@ -356,6 +374,15 @@ def test_equivalent_mutants_are_left_out_by_their_changed_line(tmp_path: Path) -
     path.write_text('[[outside]]\nmodule = "a.py"\n', encoding="utf-8")
     with pytest.raises(HarnessError, match=r"eq.toml: outside 1: expected non-empty text 'module' and 'reason'"):
         load_triage(path)
+    path.write_text('[[outside]]\nmodule = "a.py"\nreason = "r"\nwithin = "f"\n', encoding="utf-8")
+    with pytest.raises(HarnessError, match=r"eq.toml: outside 1: .*'within' \(a list"):
+        load_triage(path)
+    path.write_text('[[outside]]\nmodule = "a.py"\nreason = "r"\nwithin = ["f", "C"]\n', encoding="utf-8")
+    assert load_triage(path).outside[0].within == ("f", "C")
+    for o in shipped.outside:  # every function or class the shipped file names exists at the top of its module
+        for name in o.within:
+            assert any(f"\ndef {name}(" in f"\n{p.read_text()}" or f"\nclass {name}" in f"\n{p.read_text()}"
+                       for p in CORE.path.glob(o.module)), (o.module, name)
 
 
 def test_coverage_table_names_the_killing_scenarios_and_the_gaps() -> None:

@@ -7,9 +7,20 @@ from collections.abc import Sequence
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_core.dedupe import DedupePlan, dedupe_entries, plan_dedupe
+from memory_core.dedupe import DedupePlan, combine_entries, plan_dedupe
 from memory_core.entries import Entry, parse_entries, render_entries
+from memory_core.formats import locale_key
 from memory_core.topic import MEMORY_TYPES, TopicDoc
+
+
+def dedupe_entries(entries: Sequence[Entry]) -> list[Entry]:
+    """Upstream's within-file fold, kept as the oracle: entries with equal lower-cased summaries combined in order,
+    then sorted by summary (spec §6.7)."""
+    merged: dict[str, Entry] = {}
+    for entry in entries:
+        key = entry.summary.lower()
+        merged[key] = combine_entries(merged[key], entry) if key in merged else entry
+    return sorted(merged.values(), key=lambda e: locale_key(e.summary))
 
 
 def reference_plan(docs: Sequence[TopicDoc]) -> DedupePlan:

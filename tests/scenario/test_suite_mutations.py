@@ -13,6 +13,7 @@ import pytest
 from harness.cli import main
 from memory_core.entries import parse_entries
 from memory_core.topic import TopicDoc
+from tests.property.test_dedupe_equivalence import dedupe_entries
 
 pytestmark = pytest.mark.slow  # replays the whole shipped suite once per mutation
 
@@ -37,7 +38,7 @@ def _within_file_only(docs: Any) -> Any:
     bodies, removed = {}, 0
     for d in docs:
         entries = parse_entries(d.body)
-        folded = dedupe_mod.dedupe_entries(entries)
+        folded = dedupe_entries(entries)
         removed += len(entries) - len(folded)
         rendered = dedupe_mod.render_entries(folded)
         if rendered != d.body:
