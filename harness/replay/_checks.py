@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -48,10 +49,16 @@ def run_check(self: _Run, i: int, step: CheckStep, skipped_parts: list[str]) -> 
     check_store(lambda ok, msg: self.check(ok, i, "check", msg), step, self.system.documents(),
                 files=Capability.FILE_PATHS in self.capabilities,
                 index=self.index_text() if self.indexed else None,
-                lock_held=getattr(self.system, "lock_held", None) if Capability.LOCKS in self.capabilities else None)
+                lock_held=_lock_probe(self.system) if Capability.LOCKS in self.capabilities else None)
     skipped = "; ".join(f"{part} needs a capability the system lacks" for part in skipped_parts) or None
     self.probe(i, "check", covered=tuple(sorted(covered)), passed=len(self.failures) == n_before, metrics=metrics,
                skipped=skipped)
+
+def _lock_probe(system: Any) -> Callable[[], bool | None]:
+    """``system.lock_held``, or a probe answering None (the check then fails, naming the missing method)."""
+    probe = getattr(system, "lock_held", None)
+    return probe if callable(probe) else lambda: None
+
 
 def _index_checks(self: _Run, i: int, step: CheckStep) -> dict[str, MetricValue]:
     index = self.index_text()

@@ -129,7 +129,7 @@ def check_event(check: Check, want: dict[str, Any], events: Sequence[Any]) -> bo
 
 
 def check_store(check: Check, step: CheckStep, records: Sequence[MemoryRecord], *, files: bool, index: str | None,
-                lock_held: Callable[[], bool] | None) -> None:
+                lock_held: Callable[[], bool | None] | None) -> None:
     ids = {r.id for r in records}
     if step.only_files is not None and files:
         extra, missing = sorted(ids - set(step.only_files)), sorted(set(step.only_files) - ids)
@@ -153,7 +153,8 @@ def check_store(check: Check, step: CheckStep, records: Sequence[MemoryRecord], 
                            f"how_to_apply~{want.how_to_apply!r}; entries: {[e.summary for e in candidates]}")
     if step.lock_held is not None and lock_held is not None:
         held = lock_held()
-        check(held is step.lock_held, f"lock held is {held}, expected {step.lock_held}")
+        check(held is step.lock_held, f"lock held is {held}, expected {step.lock_held}" if held is not None else
+              "the system declares capability locks but has no lock_held() to check it with")
 
 
 def _has(text: str, part: str) -> bool:

@@ -29,6 +29,9 @@ def step_needs(step: Step) -> list[tuple[Capability, str]]:
     outcome = getattr(step, "outcome", None)
     if outcome is not None and outcome.warnings is not None:
         needs.append((Capability.WARNINGS, "warnings"))
+    trailing = getattr(step, "expect_trailing", None)
+    if (outcome is not None and outcome.event) or (trailing is not None and trailing.outcome.event):
+        needs.append((Capability.EVENTS, "expect_event"))  # never passed by absence: skipped, with the reason
     if isinstance(step, StateStep):
         needs.append((Capability.STATE_FILES, f"state {step.file}"))
     if isinstance(step, SessionStep):

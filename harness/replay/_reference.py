@@ -118,8 +118,9 @@ class ReferenceSystem:
         for turn in turns:
             if turn.kind == "user":
                 history.append(ChatMessage("user", turn.text))
-            elif turn.kind == "assistant":
-                history.append(ChatMessage("model", turn.text))
+            elif turn.kind == "assistant":  # its tool calls are the agent's (a write to memory skips extraction)
+                calls = tuple(ToolCall(c.name, dict(c.input)) for c in turn.tool_calls)
+                history.append(ChatMessage("model", turn.text, calls))
             else:
                 call = ToolCall("write_file", {"file_path": str(self.root / turn.text)})
                 history.append(ChatMessage("model", "", (call,)))

@@ -85,7 +85,9 @@ class SqliteSystem:
         return None
 
     def add_turns(self, session_id: str, turns: Sequence[Turn], *, now: datetime) -> None:
-        self.mem.add_turns(session_id, turns)
+        self.mem.add_turns(session_id, [{"role": t.kind, "content": t.text,
+                                         "tool_calls": [c.as_dict() for c in t.tool_calls],
+                                         "tool_results": [r.as_dict() for r in t.tool_results]} for t in turns])
 
     def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> ExtractResult:
         r = self.mem.extract(session_id, strategy=_STRATEGIES.get(strategy, "heuristic"))

@@ -39,6 +39,8 @@ from harness.scenario._types import (
     SessionStep,
     StateStep,
     Step,
+    ToolCallSpec,
+    ToolResultSpec,
     TrailingExpect,
     Turn,
 )
@@ -70,6 +72,8 @@ __all__ = [
     "StateStep",
     "Step",
     "StrategySpec",
+    "ToolCallSpec",
+    "ToolResultSpec",
     "TrailingExpect",
     "Turn",
     "dump_yaml",

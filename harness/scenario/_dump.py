@@ -20,6 +20,7 @@ from harness.scenario._types import (
     SessionStep,
     StateStep,
     Step,
+    Turn,
 )
 
 
@@ -36,7 +37,7 @@ def duration(delta: timedelta) -> str:
 
 def _step(step: Step) -> dict[str, Any]:
     if isinstance(step, SessionStep):
-        out: dict[str, Any] = {"session": step.session, "turns": [{t.kind: t.text} for t in step.turns]}
+        out: dict[str, Any] = {"session": step.session, "turns": [_turn(t) for t in step.turns]}
         if not step.extract:
             out["extract"] = False
         if step.queued_behind:
@@ -119,6 +120,16 @@ def _step(step: Step) -> dict[str, Any]:
     if step.system:
         c["system"] = dict(step.system)
     return {"check": c}
+
+
+def _turn(t: Turn) -> dict[str, Any]:
+    out: dict[str, Any] = {t.kind: t.text}
+    if t.tool_calls:
+        out["tool_calls"] = [{"name": c.name, c.key: dict(c.input)} if c.input or c.key == "arguments"
+                             else {"name": c.name} for c in t.tool_calls]
+    if t.tool_results:
+        out["tool_results"] = [{"content": r.content, "is_error": r.is_error} for r in t.tool_results]
+    return out
 
 
 def _outcome(o: Outcome, prefix: str, count_key: str) -> dict[str, Any]:

@@ -29,6 +29,8 @@ from harness.scenario._types import (
     SessionStep,
     StateStep,
     Step,
+    ToolCallSpec,
+    ToolResultSpec,
     Turn,
 )
 from harness.scenario._yaml import NodeReader, compose_bounded, node_text, read_bounded
@@ -115,16 +117,41 @@ def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact], clock: d
 
 
 def _turn(ctx: NodeReader, node: yaml.Node, field: str) -> Turn:
-    f = ctx.mapping(node, field, ("user", "assistant", "tool_write"))
-    if len(f) != 1:
+    f = ctx.mapping(node, field, ("user", "assistant", "tool_write", "tool_calls", "tool_results"))
+    kinds = [k for k in ("user", "assistant", "tool_write") if k in f]
+    if len(kinds) != 1:
         raise ctx.fail(node, field, "expected exactly one of user, assistant, tool_write")
-    [(kind, value)] = f.items()
+    kind = kinds[0]
+    value = f[kind]
     text = ctx.text(value, f"{field}.{kind}")
     if kind == "tool_write":
         problem = lim.memory_path_problem(text, topic=False)
         if problem:
             raise ctx.fail(value, f"{field}.{kind}", f"expected a relative path inside the memory root: {problem}")
-    return Turn(kind=kind, text=text)  # type: ignore[arg-type]
+        if "tool_calls" in f or "tool_results" in f:
+            raise ctx.fail(node, field, "tool_calls and tool_results go with a user or assistant turn, not tool_write")
+    calls = tuple(ctx.seq(f["tool_calls"], f"{field}.tool_calls", lambda n, p: _tool_call(ctx, n, p))) \
+        if "tool_calls" in f else ()
+    results = tuple(ctx.seq(f["tool_results"], f"{field}.tool_results", lambda n, p: _tool_result(ctx, n, p))) \
+        if "tool_results" in f else ()
+    return Turn(kind=kind, text=text, tool_calls=calls, tool_results=results)
+
+
+def _tool_call(ctx: NodeReader, node: yaml.Node, field: str) -> ToolCallSpec:
+    c = ctx.mapping(node, field, ("name", "input", "arguments"))
+    if "name" not in c or ("input" in c and "arguments" in c):
+        raise ctx.fail(node, field, "expected a 'name' and at most one of 'input' or 'arguments'")
+    key = "arguments" if "arguments" in c else "input"
+    params = more.system_fields(ctx, c[key], f"{field}.{key}") if key in c else {}
+    return ToolCallSpec(ctx.name(c["name"], f"{field}.name"), params, key)  # type: ignore[arg-type]
+
+
+def _tool_result(ctx: NodeReader, node: yaml.Node, field: str) -> ToolResultSpec:
+    r = ctx.mapping(node, field, ("content", "is_error"))
+    if "content" not in r:
+        raise ctx.fail(node, field, "expected 'content'")
+    return ToolResultSpec(ctx.text(r["content"], f"{field}.content"),
+                          ctx.boolean(r["is_error"], f"{field}.is_error") if "is_error" in r else False)
 
 
 def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) -> Step:

@@ -43,6 +43,31 @@ class SeedMemory:
 class Turn:
     kind: TurnKind
     text: str
+    tool_calls: tuple[ToolCallSpec, ...] = ()
+    """Tools the turn called (``name`` and its ``input`` parameters), in order: what a system may show its
+    extraction model as tool context (the SQLite spec §3.3)."""
+    tool_results: tuple[ToolResultSpec, ...] = ()
+    """What those tools returned (``content``, ``is_error``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallSpec:
+    name: str
+    input: dict[str, Scalar] = field(default_factory=dict)
+    key: Literal["input", "arguments"] = "input"
+    """Which key carries the parameters in the turn as a system receives it (providers differ)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, self.key: dict(self.input)}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultSpec:
+    content: str
+    is_error: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"content": self.content, "is_error": self.is_error}
 
 
 Scalar = str | int | float | bool

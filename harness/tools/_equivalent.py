@@ -40,12 +40,15 @@ class Equivalent:
 
 
 def enclosing_name(source: str, line: int) -> str:
-    """The innermost ``def`` or ``class`` of ``source`` that contains ``line`` ('' at module level)."""
+    """The innermost ``def`` or ``class`` of ``source`` that contains ``line``, its decorators included ('' at
+    module level)."""
     best, size = "", float("inf")
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.end_lineno is not None \
-                and node.lineno <= line <= node.end_lineno and node.end_lineno - node.lineno < size:
-            best, size = node.name, node.end_lineno - node.lineno
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or node.end_lineno is None:
+            continue
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])  # a decorator belongs to what it wraps
+        if start <= line <= node.end_lineno and node.end_lineno - start < size:
+            best, size = node.name, node.end_lineno - start
     return best
 
 

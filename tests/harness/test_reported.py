@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.replay import Capability
 from harness.replay._faulty_store import FaultyStore
 from memory_core.snapshot import RecallCache, cached_scan, plain_root
 from memory_core.store import FileStore
+from tests.example_system import ExampleSystem
 
 EXTRACT = """\
 description: extract reports its system message and its warnings
@@ -159,3 +161,94 @@ def test_the_recall_fast_path_follows_the_protocol_not_the_type(tmp_path: Path) 
     assert plain_root(wrapped) is None
     assert cached_scan(wrapped, RecallCache()).docs == ()  # the fault fires: the file is gone when read
     assert plain_root(type("Sub", (FileStore,), {})(tmp_path / "memory")) is None  # a subclass may change reads
+
+
+class _LocksWithoutProbe(ExampleSystem):
+    """Declares ``locks`` and can plant one, but offers no ``lock_held()``."""
+
+    def plant_lock(self, pid: str, *, mtime: object) -> None:
+        return None
+
+
+def locks_without_probe(workdir: Path, clock: object, model: object, events: object) -> _LocksWithoutProbe:
+    return _LocksWithoutProbe(capabilities=frozenset({Capability.DREAM, Capability.LOCKS}))
+
+
+def test_no_check_passes_by_absence(tmp_path: Path) -> None:
+    """A wrong expect_event on a system without events is skipped, naming the capability; a lock_held check on a
+    system that declares locks but cannot be asked fails, naming the method."""
+    wrong_event = """\
+description: a deliberately wrong event expectation
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+steps:
+  - session: s1
+    turns: [{user: "I always use vim keybindings in every editor"}]
+    expect_extract: {event: {name: no-such-event}}
+  - recall: {query: vim, expect_event: {name: no-such-event}}
+"""
+    code, probes = _run(tmp_path, wrong_event, "--system", "tests.example_system:factory")
+    assert code == 0
+    skipped = [p.get("skipped") or "" for p in probes if p["kind"] in ("extract", "recall")]
+    assert skipped and all("expect_event needs capability events" in s for s in skipped)
+    lock = """\
+description: a lock check the system cannot answer
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+steps:
+  - lock: {pid: live}
+  - check: {lock_held: true}
+"""
+    code, _ = _run(tmp_path, lock, "--system", "tests.harness.test_reported:locks_without_probe")
+    assert code == 1
+
+
+TOOLS = """\
+description: tool calls and results in a turn reach the SQLite extraction prompt; the reference records them
+systems: [SYSTEM]
+strategies: [model]
+scripted_model:
+  - {items: []}
+  - {summary: "s", goal: "g", outcome: success, entities: [], tools_used: []}
+  - {patches: []}
+clock: 2026-03-02T09:00:00Z
+steps:
+  - session: s1
+    turns:
+      - user: "Please look up which port the service listens on today"
+        tool_calls: [{name: read_file, arguments: {path: app.yaml, mode: r}}, {name: grep}]
+        tool_results: [{content: "port 8080"}, {content: "no match", is_error: true}]
+    expect_extract: {model_shown: SHOWN}
+"""
+
+
+@pytest.mark.parametrize(("shown", "code"), [
+    ('[\'read_file({"path": "app.yaml"})\', "grep({})", "结果: port 8080", "错误: no match"]', 0),
+    ('[\'"mode"\']', 1),  # a parameter outside the key params is not shown
+])
+def test_tool_turns_reach_the_sqlite_extraction_prompt(tmp_path: Path, shown: str, code: int) -> None:
+    assert _run(tmp_path, TOOLS.replace("SYSTEM", "sqlite").replace("SHOWN", shown))[0] == code
+
+
+def test_tool_turns_round_trip_and_are_validated(tmp_path: Path) -> None:
+    from harness.errors import ScenarioError
+    from harness.scenario import load_scenario, scenario_to_yaml
+
+    path = tmp_path / "t.yaml"
+    path.write_text(TOOLS.replace("SYSTEM", "sqlite").replace("SHOWN", "[x]"))
+    scenario = load_scenario(path)
+    [turn] = scenario.steps[0].turns  # type: ignore[union-attr]
+    assert [c.as_dict() for c in turn.tool_calls] == [{"name": "read_file", "arguments": {"path": "app.yaml", "mode": "r"}},
+                                                      {"name": "grep", "input": {}}]
+    again = tmp_path / "again.yaml"
+    again.write_text(scenario_to_yaml(scenario))
+    assert load_scenario(again).steps == scenario.steps
+    for bad, message in [("tool_calls: [{name: grep, input: {a: 1}, arguments: {a: 1}}]", "at most one of"),
+                         ("tool_calls: [{input: {a: 1}}]", "expected a 'name'"),
+                         ("tool_results: [{is_error: true}]", "expected 'content'")]:
+        path.write_text(TOOLS.replace("SYSTEM", "sqlite").replace("SHOWN", "[x]").replace(
+            "        tool_calls: [{name: read_file, arguments: {path: app.yaml, mode: r}}, {name: grep}]\n", "").replace(
+            "        tool_results: [{content: \"port 8080\"}, {content: \"no match\", is_error: true}]\n",
+            f"        {bad}\n"))
+        with pytest.raises(ScenarioError, match=message):
+            load_scenario(path)
