@@ -49,8 +49,11 @@ def step_needs(step: Step) -> list[tuple[Capability, str]]:
         needs.append((Capability.LOCKS, "lock"))
     elif isinstance(step, FaultStep) and step.io is not None:
         needs.append((Capability.IO_FAULTS, f"fault io {step.io}"))
-    elif isinstance(step, RecallStep) and (step.prompt_contains or step.prompt_excludes):
-        needs.append((Capability.RECALL_PROMPT, "prompt_contains"))
+    elif isinstance(step, RecallStep):
+        if step.prompt_contains or step.prompt_excludes:
+            needs.append((Capability.RECALL_PROMPT, "prompt_contains"))
+        if step.options:
+            needs.append((Capability.RECALL_OPTIONS, "options"))
     elif isinstance(step, CheckStep):
         if step.index_within_limits is not None or step.index_contains or step.index_lines is not None \
                 or step.loaded_index_contains:

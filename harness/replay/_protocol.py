@@ -50,6 +50,9 @@ class Capability(StrEnum):
     """System-specific checks by name (``check: {system: {name: expected}}``) via ``system_check``."""
     WARNINGS = "warnings"
     """Results carry ``warnings``: one line per file the operation ignored or repaired (``expect_warnings``)."""
+    RECALL_OPTIONS = "recall_options"
+    """System-specific recall switches (a recall step's ``options``) via ``recall(..., options=...)``; an unknown
+    switch must raise ``ValueError`` naming it."""
     STATE_FILES = "state_files"
     """State files beside the memories that a ``state`` step can overwrite (``plant_state(file, text)``): the
     qwen design's ``meta.json`` and extract cursor."""

@@ -67,7 +67,7 @@ class ReferenceSystem:
     """The MiniLM ranker and its embedding cache, shared by every system one factory builds (``factory_for``)."""
     _cache: DocCache = field(default_factory=RecallCache)
     _rankers: dict[str, Ranker] = field(default_factory=dict)
-    capabilities: frozenset[Capability] = ALL_CAPABILITIES
+    capabilities: frozenset[Capability] = ALL_CAPABILITIES - {Capability.RECALL_OPTIONS}  # no recall switches
     name: str = "reference"
     recall_limit: int = 5
     """Spec §7.1: at most 5 memories. Stated here from the spec, never read from memory_core's constant, so a

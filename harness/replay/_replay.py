@@ -248,7 +248,8 @@ class _Run:
         n_failures = len(self.failures)
         k = step.k or self.recall_limit  # the bound the harness checks: stated, else the system's declared limit
         with self.t.operation("recall", step=i, now=now) as op:
-            res = self.system.recall(step.query, now=now, limit=step.k, excluded=excluded, strategy=strategy)
+            extra = {"options": dict(step.options)} if step.options else {}
+            res = self.system.recall(step.query, now=now, limit=step.k, excluded=excluded, strategy=strategy, **extra)
         elapsed = op.duration_ms
         docs = {d.id: d for d in self.system.documents()}
         covers = [doc_covers(docs[p], self.s.facts, self.seeded) if p in docs else frozenset() for p in res.selected]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -47,11 +47,13 @@ def _delta(value: object, field: str) -> timedelta:
 
 
 class SqliteSystem:
-    """``SqliteMemory`` behind ``harness.replay.MemorySystem`` (capabilities: dream, events, recall_prompt, system_checks)."""
+    """``SqliteMemory`` behind ``harness.replay.MemorySystem`` (capabilities: dream, events, recall_options,
+    recall_prompt, system_checks)."""
 
     name = "sqlite"
     recall_limit = RECALL_LIMIT
-    capabilities = frozenset({Capability.DREAM, Capability.RECALL_PROMPT, Capability.SYSTEM_CHECKS, Capability.EVENTS})
+    capabilities = frozenset({Capability.DREAM, Capability.RECALL_PROMPT, Capability.SYSTEM_CHECKS, Capability.EVENTS,
+                              Capability.RECALL_OPTIONS})
 
     def __init__(self, workdir: Path, clock: Any, model: Any, events: Any, quirks: Quirks) -> None:
         self.clock = clock
@@ -101,9 +103,15 @@ class SqliteSystem:
                            r.reason if r.status == "failed" else None, details=dict(r.counts))
 
     def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
-               strategy: str) -> RecallResult:
+               strategy: str, options: Mapping[str, Any] | None = None) -> RecallResult:
+        """``options`` (capability recall_options): ``path`` (candidates, typed or the tool's cascade, spec §8.1)
+        and ``memory_type`` (the typed search's filter)."""
+        opts = dict(options or {})
+        if unknown := sorted(set(opts) - {"path", "memory_type"}):
+            raise ValueError(f"unknown recall option(s) {', '.join(unknown)} (known: memory_type, path)")
         r = self.mem.recall(query, RECALL_LIMIT if limit is None else limit, _STRATEGIES.get(strategy, "heuristic"),
-                            excluded=excluded)
+                            excluded=excluded, path=str(opts.get("path", "candidates")),
+                            memory_type=str(opts["memory_type"]) if "memory_type" in opts else None)
         items = [c for c in r.items if c.source_type in ("semantic", "recent")]  # episodes are not records
         return RecallResult(tuple(c.memory_id for c in items), r.strategy if r.items else "none", r.fallback_reason,
                             tuple(c.score for c in items), r.prompt_text,

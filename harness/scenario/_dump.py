@@ -79,6 +79,8 @@ def _step(step: Step) -> dict[str, Any]:
             if getattr(step, key) is not None:
                 r[key] = list(getattr(step, key))
         r.update({k: v for k, v in _outcome(step.outcome, "expect_", "").items() if k not in r})
+        if step.options:
+            r["options"] = dict(step.options)
         return {"recall": r}
     if isinstance(step, ForgetStep):
         f: dict[str, Any] = {"query": step.query, "expect_removed": list(step.expect_removed)}

@@ -104,7 +104,7 @@ def entries(ctx: NodeReader, node: yaml.Node, here: str) -> tuple[EntryExpect, .
 _RECALL_KEYS: Final = ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "prompt_excludes",
                        "strategy",
                        "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered", "measure",
-                       "expect_event", "expect_model_shown", "expect_model_hidden", "expect_details")
+                       "expect_event", "expect_model_shown", "expect_model_hidden", "expect_details", "options")
 REQUIRE_METRICS: Final = ("precision", "recall", "f1", "mrr", "ndcg", "abstention")
 
 
@@ -144,6 +144,7 @@ def recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact])
         prompt_contains=ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
         prompt_excludes=ctx.strings(r["prompt_excludes"], f"{here}.prompt_excludes") if "prompt_excludes" in r else (),
         strategy=ctx.string(r["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in r else None,
+        options=system_fields(ctx, r["options"], f"{here}.options") if "options" in r else {},
         expect_selected=ctx.strings(r["expect_selected"], f"{here}.expect_selected") if "expect_selected" in r else None,
         expect_strategy=ctx.string(r["expect_strategy"], f"{here}.expect_strategy", choices=OUTCOME_STRATEGIES)
         if "expect_strategy" in r else None,

@@ -170,6 +170,8 @@ class RecallStep:
     strategy: str | None = None
     expect_selected: tuple[str, ...] | None = None
     """The exact ranked selection (relative paths), for parity checks against spec §7.3."""
+    options: dict[str, Scalar] = field(default_factory=dict)
+    """System-specific recall switches (capability ``recall_options``), e.g. the SQLite system's ``path``."""
     expect_strategy: str | None = None
     """The strategy that must have produced the answer (``none`` | ``heuristic`` | ``model``)."""
     expect_fallback: str | None = None

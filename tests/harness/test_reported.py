@@ -190,7 +190,8 @@ steps:
     code, probes = _run(tmp_path, wrong_event, "--system", "tests.example_system:factory")
     assert code == 0
     skipped = [p.get("skipped") or "" for p in probes if p["kind"] in ("extract", "recall")]
-    assert skipped and all("expect_event needs capability events" in s for s in skipped)
+    assert skipped
+    assert all("expect_event needs capability events" in s for s in skipped)
     lock = """\
 description: a lock check the system cannot answer
 strategies: [heuristic]
@@ -252,3 +253,23 @@ def test_tool_turns_round_trip_and_are_validated(tmp_path: Path) -> None:
             f"        {bad}\n"))
         with pytest.raises(ScenarioError, match=message):
             load_scenario(path)
+
+
+OPTIONS = """\
+description: recall switches
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+memories:
+  - {path: user/tabs.md, name: tabs, type: user, body: "Uses tabs in Go code", description: "indentation"}
+steps:
+  - recall: {query: "Go", options: OPTIONS, expect_selected: [user/tabs.md]}
+"""
+
+
+def test_recall_options_reach_the_sqlite_system_and_are_skipped_elsewhere(tmp_path: Path) -> None:
+    assert _run(tmp_path, OPTIONS.replace("OPTIONS", "{path: cascade}") + "systems: [sqlite]\n")[0] == 0
+    code, _ = _run(tmp_path, OPTIONS.replace("OPTIONS", "{depth: 3}") + "systems: [sqlite]\n")
+    assert code != 0  # an unknown switch is an error, never ignored
+    code, probes = _run(tmp_path, OPTIONS.replace("OPTIONS", "{path: cascade}") + "systems: [reference]\n")
+    assert code == 0
+    assert any("options needs capability recall_options" in (p.get("skipped") or "") for p in probes)
