@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 _WS: Final = re.compile(r"\s+")
+_LONG_FRACTION: Final = re.compile(r"(\.[0-9]{6})[0-9]+")
+MAX_ISO_CHARS: Final = 4096
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def iso_ms(moment: datetime) -> str:
@@ -23,14 +26,18 @@ def iso_from_ms(epoch_ms: float) -> str:
 
 
 def parse_iso_ms(text: object) -> float | None:
-    """Epoch milliseconds of an ISO timestamp, or None when it does not parse (JS ``Date.parse`` → NaN)."""
-    if not isinstance(text, str) or not text:
+    """Epoch milliseconds of an ISO timestamp, or None when it does not parse (JS ``Date.parse`` → NaN).
+
+    Like ``Date.parse`` it reads any number of fraction digits (Python's parser takes at most six, so the rest are
+    dropped first; only milliseconds matter) and keeps the offset that follows them. Text longer than
+    ``MAX_ISO_CHARS`` is refused rather than parsed (a hand-edited state file must not stall the dream gate)."""
+    if not isinstance(text, str) or not text or len(text) > MAX_ISO_CHARS:
         return None
     try:
-        moment = datetime.fromisoformat(text[:64].replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(_LONG_FRACTION.sub(r"\1", text).replace("Z", "+00:00"))
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
-        return moment.timestamp() * 1000
+        return float((moment - _EPOCH) // timedelta(milliseconds=1))  # whole milliseconds, as a JS Date holds
     except (ValueError, OverflowError):
         return None
 

@@ -13,5 +13,5 @@ def strict_problems(scenario: Scenario) -> list[str]:
             line = scenario.step_lines[i] if i < len(scenario.step_lines) else 1
             out.append(f"{scenario.path}:{line}: steps[{i}].recall: asserts nothing that can fail; add require "
                        "(a threshold above 0), expect_selected, expect_covered, forbid, expect_strategy, "
-                       "expect_fallback or prompt_contains — or measure: true for a deliberate measurement")
+                       "expect_fallback, prompt_contains or expect_details — or measure: true for a deliberate measurement")
     return out

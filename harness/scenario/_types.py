@@ -196,6 +196,7 @@ class RecallStep:
         out += ["forbid"] * bool(self.forbid) + ["prompt_contains"] * bool(self.prompt_contains)
         out += ["prompt_excludes"] * bool(self.prompt_excludes) + ["expect_event"] * bool(self.outcome.event)
         out += ["expect_model_shown"] * bool(self.outcome.model_shown + self.outcome.model_hidden)
+        out += ["expect_details"] * bool(self.outcome.details)
         return out
 
 

@@ -23,6 +23,13 @@ def test_parse_iso_ms_rejects_garbage() -> None:
     assert parse_iso_ms("2026-04-01T08:00:00.000Z") == to_ms(NOW)
 
 
+def test_parse_iso_ms_reads_long_fractions_with_their_offset_like_date_parse() -> None:
+    """JS Date.parse reads any number of fraction digits and the offset after them (checked with node)."""
+    assert parse_iso_ms("2026-04-01T13:00:00." + "0" * 44 + "+05:00") == to_ms(NOW)
+    assert parse_iso_ms("2026-04-01T08:00:00.0009999Z") == to_ms(NOW)  # below a millisecond: the same instant
+    assert parse_iso_ms("2026-04-01T08:00:00." + "0" * 5000 + "Z") is None  # too long to parse at all
+
+
 def test_dump_json_omits_none_keeps_order_and_ends_with_newline() -> None:
     assert dump_json({"b": 1, "a": None, "c": "é"}) == '{\n  "b": 1,\n  "c": "é"\n}\n'
 
