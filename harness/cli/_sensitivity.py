@@ -35,8 +35,9 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     equivalents_file = args.equivalents or (default_equivalents() if target.name == "memory_core" else None)
     triage = load_triage(equivalents_file) if equivalents_file else Triage()
     mutants += generated_mutants(target, args.generated, seed=args.seed, modules=modules,
-                                 exclude=[o.module for o in triage.outside if not o.within],
-                                 exclude_within=[(o.module, o.within) for o in triage.outside if o.within])
+                                 exclude=[o.module for o in triage.outside if not o.within and o.when is None],
+                                 exclude_within=[(o.module, o.within) for o in triage.outside if o.within],
+                                 exclude_when=[(o.module, o.when) for o in triage.outside if o.when is not None])
     only = [n.strip() for item in args.only or [] for n in item.split(",") if n.strip()] or None
     if not mutants:
         raise HarnessError(f"no mutants: give --catalogue FILE or --generated N for --target {target.name}")
@@ -57,8 +58,8 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         progress=lambda line: print(line, file=sys.stderr, flush=True), equivalent=equivalent,
         meta={"catalogue": str(catalogue) if catalogue else None, "generated": args.generated, "seed": args.seed,
               "modules": list(modules), "equivalents": str(equivalents_file) if equivalents_file else None,
-              "outside": [{"module": o.module, "reason": o.reason, **({"within": list(o.within)} if o.within else {})}
-                          for o in triage.outside],
+              "outside": [{"module": o.module, "reason": o.reason, **({"within": list(o.within)} if o.within else {}),
+                           **({"when": o.when} if o.when is not None else {})} for o in triage.outside],
               "subset": args.subset, "only": only, "system": args.system or "reference",
               "tags": list(tags), "gates": str(gates) if gates else None},
     )

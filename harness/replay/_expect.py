@@ -39,7 +39,7 @@ def applicable(want: Outcome, events: Sequence[Any] | None) -> Outcome:
 
 def check_outcome(check: Check, want: Outcome, *, strategy: str, fallback: str | None, touched: Sequence[str],
                   count: int | None, events: Sequence[Any] | None, kind: str, shown: Sequence[str] = (),
-                  result: Any = None) -> bool:
+                  result: Any = None, params: Sequence[Mapping[str, Any]] = ()) -> bool:
     want = applicable(want, events)
     ok = check_reported(check, want, result)
     if want.model_shown and not check(bool(shown), f"expected a model request showing {want.model_shown[0]!r}, "
@@ -53,6 +53,12 @@ def check_outcome(check: Check, want: Outcome, *, strategy: str, fallback: str |
         ok = False
     for text in want.model_hidden:
         ok &= check(not any(text in request for request in shown), f"the model was shown {text!r}")
+    if want.model_params:
+        ok &= check(bool(params), f"expected model requests with {want.model_params}, but the step made no model call")
+        for i, request in enumerate(params):
+            wrong = {k: request.get(k) for k, v in want.model_params.items() if request.get(k) != v}
+            ok &= check(not wrong, f"model request {i + 1} ({request.get('purpose')}) has {wrong}, expected "
+                                   f"{ {k: want.model_params[k] for k in wrong} }")
     if want.strategy is not None:
         ok &= check(strategy == want.strategy, f"expected strategy {want.strategy}, got {strategy}")
     if want.fallback is not None:

@@ -32,6 +32,8 @@ class CallLog:
     prompt_versions: set[str] = field(default_factory=set)
     shown: list[str] = field(default_factory=list)
     """The text of every request's messages (``expect_model_shown`` / ``expect_model_hidden``)."""
+    params: list[dict[str, Any]] = field(default_factory=list)
+    """Every request's parameters: purpose, timeout_s, max_tokens, temperature (``expect_model_params``)."""
 
     def usage(self) -> TokenUsage:
         return TokenUsage(self.calls, self.input_tokens, self.output_tokens, self.replayed, self.cost_usd)
@@ -53,6 +55,8 @@ class CountingModel:
     def query(self, request: ModelRequest) -> ModelReply:
         self.log.calls += 1
         self.log.shown.append("\n".join(m.content for m in request.messages))
+        self.log.params.append({"purpose": request.purpose, "timeout_s": request.timeout_s,
+                                "max_tokens": request.max_tokens, "temperature": request.temperature})
         self.log.prompt_versions.add(request.prompt_version)
         self.prompt_versions.add(request.prompt_version)
         reply = self.inner.query(request)

@@ -181,7 +181,8 @@ class _Run:
         events = self.sink.events if Capability.EVENTS in self.capabilities else None
         return check_outcome(lambda ok, msg: self.check(ok, i, kind, msg), want, strategy=result.strategy,
                              fallback=result.fallback_reason, touched=touched, count=count, events=events, kind=kind,
-                             shown=self.counter.log.shown if self.counter else (), result=result)
+                             shown=self.counter.log.shown if self.counter else (), result=result,
+                             params=self.counter.log.params if self.counter else ())
 
     def _expect_outcome(self, i: int, kind: str, status: str, reason: str | None, error: str | None,
                         want_status: str | None, want_reason: str | None) -> bool:

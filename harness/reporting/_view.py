@@ -271,7 +271,7 @@ def probe_view(p: Probe, calls: Sequence[ModelCall], candidates: int | None) -> 
     facts = []
     for fact in p.expected:
         if fact in p.covered:
-            facts.append((fact, True, "covered by a selected memory (its text matches one of the fact's phrases)"))
+            facts.append((fact, True, "covered by a selected memory (its text contains every one of the fact's phrases)"))
         elif not p.selected:
             facts.append((fact, False, "missed: nothing was selected"))
         elif p.k is not None and len(p.selected) >= p.k:

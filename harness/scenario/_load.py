@@ -226,7 +226,7 @@ def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field
     if "expect_extract" in top:
         e = ctx.mapping(top["expect_extract"], f"{field}.expect_extract",
                         ("status", "reason", "strategy", "fallback", "touched", "written", "event", "model_shown",
-                         "model_hidden", "details", "warnings"))
+                         "model_hidden", "model_params", "details", "warnings"))
         extra = more.outcome(ctx, e, f"{field}.expect_extract", count_key="written", prefix="")
         if "status" in e:
             status = ctx.string(e["status"], f"{field}.expect_extract.status", choices=EXTRACT_STATUSES)

@@ -28,7 +28,9 @@ MODEL_FAULTS: Final = ("timeout", "connection", "rate_limit", "server_error", "m
 IO_FAULTS: Final = ("write_error", "vanish")
 EXTRACT_STATUSES: Final = ("completed", "skipped", "failed")
 OUTCOME_KEYS: Final = ("expect_strategy", "expect_fallback", "expect_touched", "expect_event", "expect_model_shown",
-                        "expect_model_hidden", "expect_details", "expect_warnings")
+                        "expect_model_hidden", "expect_model_params", "expect_details", "expect_warnings")
+MODEL_PARAMS: Final = ("purpose", "timeout_s", "max_tokens", "temperature")
+"""What ``model_params`` can pin: the fields of every model request a step makes."""
 """Outcome keys shared by dream, forget and recall steps (plus a count key per kind)."""
 TOPICS: Final = ("user", "feedback", "project", "reference")
 
@@ -71,6 +73,12 @@ def model_seen(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, prefix: 
     for name in ("model_shown", "model_hidden"):
         if f"{prefix}{name}" in nodes:
             out[name] = ctx.strings(nodes[f"{prefix}{name}"], f"{here}.{prefix}{name}")
+    if f"{prefix}model_params" in nodes:
+        params = system_fields(ctx, nodes[f"{prefix}model_params"], f"{here}.{prefix}model_params")
+        if unknown := sorted(set(params) - set(MODEL_PARAMS)):
+            raise ctx.fail(nodes[f"{prefix}model_params"], f"{here}.{prefix}model_params",
+                           f"unknown parameter {unknown[0]!r} (known: {', '.join(MODEL_PARAMS)})")
+        out["model_params"] = params
     return out
 
 
@@ -104,7 +112,8 @@ def entries(ctx: NodeReader, node: yaml.Node, here: str) -> tuple[EntryExpect, .
 _RECALL_KEYS: Final = ("query", "expect", "k", "require", "exclude_surfaced", "prompt_contains", "prompt_excludes",
                        "strategy",
                        "expect_selected", "expect_strategy", "expect_fallback", "forbid", "expect_covered", "measure",
-                       "expect_event", "expect_model_shown", "expect_model_hidden", "expect_details", "options")
+                       "expect_event", "expect_model_shown", "expect_model_hidden", "expect_model_params",
+                       "expect_details", "options")
 REQUIRE_METRICS: Final = ("precision", "recall", "f1", "mrr", "ndcg", "abstention")
 
 

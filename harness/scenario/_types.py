@@ -91,6 +91,9 @@ class Outcome:
     """Phrases the model's request during this step must contain (each in some request; no request fails)."""
     model_hidden: tuple[str, ...] = ()
     """Phrases no model request during this step may contain."""
+    model_params: dict[str, Scalar] = field(default_factory=dict)
+    """Parameters every model request of this step must carry (``timeout_s``, ``max_tokens``, ``temperature``,
+    ``purpose``); no request fails it."""
     details: dict[str, Scalar] = field(default_factory=dict)
     """System-specific outcome fields the result must report with these values (an unreported name fails)."""
     warnings: tuple[str, ...] | None = None
@@ -98,7 +101,7 @@ class Outcome:
 
     def stated(self) -> bool:
         return any(v is not None for v in (self.strategy, self.fallback, self.touched, self.count, self.warnings)) or \
-            bool(self.event or self.model_shown or self.model_hidden or self.details)
+            bool(self.event or self.model_shown or self.model_hidden or self.details or self.model_params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +199,7 @@ class RecallStep:
         out += ["forbid"] * bool(self.forbid) + ["prompt_contains"] * bool(self.prompt_contains)
         out += ["prompt_excludes"] * bool(self.prompt_excludes) + ["expect_event"] * bool(self.outcome.event)
         out += ["expect_model_shown"] * bool(self.outcome.model_shown + self.outcome.model_hidden)
-        out += ["expect_details"] * bool(self.outcome.details)
+        out += ["expect_details"] * bool(self.outcome.details) + ["expect_model_params"] * bool(self.outcome.model_params)
         return out
 
 

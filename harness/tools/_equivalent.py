@@ -10,6 +10,7 @@ differ. The shipped list for ``memory_core`` is ``equivalent_mutants.toml`` besi
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -19,8 +20,11 @@ from typing import Final
 from harness.errors import HarnessError
 from harness.tools._mutants import Mutant, read_toml
 
+ANY_CHANGE: Final = "*"
+"""``after = "*"``: every mutant of the line is equivalent — only for a line the shipped configuration never runs
+(a branch only the seed mode takes), where the reason holds whatever the change."""
 KEYS: Final = frozenset({"file", "before", "after", "reason", "operator", "within"})
-OUTSIDE_KEYS: Final = frozenset({"module", "reason", "within"})
+OUTSIDE_KEYS: Final = frozenset({"module", "reason", "within", "when"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +38,7 @@ class Equivalent:
     """The function (or class) the line is in, where the same line occurs more than once in the module."""
 
     def matches(self, mutant: Mutant, enclosing: Callable[[Mutant], str] = lambda _m: "") -> bool:
-        return (mutant.file == self.file and mutant.before == self.before and mutant.after == self.after
+        return (mutant.file == self.file and mutant.before == self.before and self.after in (mutant.after, ANY_CHANGE)
                 and (self.operator is None or mutant.rule == f"cosmic-ray {self.operator}")
                 and (self.within is None or enclosing(mutant) == self.within))
 
@@ -62,6 +66,9 @@ class Outside:
     reason: str
     within: tuple[str, ...] = ()
     """Only these top-level functions or classes of the module (empty: the whole module)."""
+    when: str | None = None
+    """Only the branches the shipped configuration never takes of ``if`` statements whose test (or, for ``if not
+    X``, whose X) matches this regex: the body of ``if X:``, the ``else`` of ``if not X:``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +111,19 @@ def load_triage(path: Path) -> Triage:
     for i, raw in enumerate(data.get("outside", []), 1):
         where = f"{path}: outside {i}"
         within = raw.get("within", []) if isinstance(raw, dict) else None
+        when = raw.get("when") if isinstance(raw, dict) else None
         if not isinstance(raw, dict) or not {"module", "reason"} <= set(raw) <= OUTSIDE_KEYS or not all(
                 isinstance(raw[k], str) and raw[k].strip() for k in ("module", "reason")) or not isinstance(
-                within, list) or not all(isinstance(w, str) and w.isidentifier() for w in within):
+                within, list) or not all(isinstance(w, str) and w.isidentifier() for w in within) or (
+                when is not None and (not isinstance(when, str) or within)):
             raise HarnessError(f"{where}: expected non-empty text 'module' and 'reason', optionally 'within' (a list "
-                               "of function or class names), and nothing else")
-        outside.append(Outside(raw["module"], raw["reason"].strip(), tuple(within)))
+                               "of function or class names) or 'when' (a regex over if-tests), and nothing else")
+        if when is not None:
+            try:
+                re.compile(when)
+            except re.error as exc:
+                raise HarnessError(f"{where}: 'when' is not a valid regex: {exc}") from None
+        outside.append(Outside(raw["module"], raw["reason"].strip(), tuple(within), when))
     return Triage(tuple(out), tuple(outside))
 
 
@@ -117,6 +131,35 @@ def outside_spans(source: str, names: Sequence[str]) -> list[tuple[int, int]]:
     """The line spans of the top-level functions and classes called ``names`` in ``source``."""
     return [(node.lineno, node.end_lineno or node.lineno) for node in ast.parse(source).body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in names]
+
+
+def dead_branch_spans(source: str, pattern: str) -> list[tuple[int, int]]:
+    """The line spans of the branches never taken when every test matching ``pattern`` is false: the body of
+    ``if X:``, the ``else`` of ``if not X:`` and what follows an ``if not X: return …`` in its block, for each
+    ``if`` whose X (as ``ast.unparse`` writes it) matches."""
+    rx = re.compile(pattern)
+    spans: list[tuple[int, int]] = []
+
+    def span(block: list[ast.stmt]) -> None:
+        if block:
+            spans.append((block[0].lineno, max(n.end_lineno or n.lineno for n in block)))
+
+    for node in ast.walk(ast.parse(source)):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for i, stmt in enumerate(block):
+                if not isinstance(stmt, ast.If):
+                    continue
+                negated = isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not)
+                inner = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) and negated else stmt.test
+                if not rx.fullmatch(ast.unparse(inner)):
+                    continue
+                span(stmt.orelse if negated else stmt.body)
+                if negated and not stmt.orelse and isinstance(stmt.body[-1], (ast.Return, ast.Raise)):
+                    span(block[i + 1:])  # `if not X: return ...`: what follows runs only when X holds
+    return spans
 
 
 def split_equivalent(mutants: list[Mutant], equivalents: list[Equivalent],

@@ -273,3 +273,36 @@ def test_recall_options_reach_the_sqlite_system_and_are_skipped_elsewhere(tmp_pa
     code, probes = _run(tmp_path, OPTIONS.replace("OPTIONS", "{path: cascade}") + "systems: [reference]\n")
     assert code == 0
     assert any("options needs capability recall_options" in (p.get("skipped") or "") for p in probes)
+
+
+PARAMS = """\
+description: model request parameters
+systems: [reference]
+strategies: [STRATEGY]
+scripted_model:
+  - {selected_memories: [user/editor.md]}
+clock: 2026-03-02T09:00:00Z
+memories:
+  - {path: user/editor.md, name: Editor, description: the editor, type: user, body: "Helix", age: 1d}
+steps:
+  - recall: {query: "which editor", expect_model_params: PARAMS}
+"""
+
+
+@pytest.mark.parametrize(("strategy", "params", "code"), [
+    ("model", "{timeout_s: 5, temperature: 0, purpose: auto-memory-recall}", 0),
+    ("model", "{timeout_s: 2}", 1),
+    ("heuristic", "{timeout_s: 5}", 1),  # no model call: the expectation fails, it never passes by absence
+])
+def test_model_params_are_checked_on_every_request(tmp_path: Path, strategy: str, params: str, code: int) -> None:
+    assert _run(tmp_path, PARAMS.replace("STRATEGY", strategy).replace("PARAMS", params))[0] == code
+
+
+def test_an_unknown_model_param_is_a_located_error(tmp_path: Path) -> None:
+    from harness.errors import ScenarioError
+    from harness.scenario import load_scenario
+
+    path = tmp_path / "p.yaml"
+    path.write_text(PARAMS.replace("STRATEGY", "model").replace("PARAMS", "{top_p: 1}"))
+    with pytest.raises(ScenarioError, match=r"p.yaml:10: .*expect_model_params: unknown parameter 'top_p'"):
+        load_scenario(path)

@@ -333,6 +333,41 @@ def test_outside_can_name_functions_and_classes_whose_sites_are_never_drawn(tmp_
     assert {m.line for m in generated_mutants(target, 1000, seed=0, exclude_within=[("other.py", ("used",))])} == every
 
 
+def test_outside_when_leaves_out_only_the_branches_the_shipped_configuration_never_takes() -> None:
+    from harness.tools._equivalent import dead_branch_spans
+
+    source = (
+        "def f(db, x):\n"
+        "    if db.quirks.q1_a:\n"          # 2
+        "        x += 1\n"                   # 3: dead
+        "    if not db.quirks.q2_b:\n"      # 4
+        "        x += 2\n"                   # 5: live
+        "    else:\n"
+        "        x += 3\n"                   # 7: dead
+        "    if x and db.quirks.q3_c:\n"    # 8: a composite test is not matched
+        "        x += 4\n"
+        "    if not self.db.quirks.q4_d:\n"  # 10
+        "        return x\n"                 # 11: live
+        "    x += 5\n"                       # 12: dead (after the guard's return)
+        "    return x\n"                     # 13: dead
+    )
+    assert dead_branch_spans(source, r"(self\.)?(db\.)?quirks\.q\w+") == [(3, 3), (7, 7), (12, 13)]
+    assert dead_branch_spans(source, r"nothing") == []
+
+
+def test_an_any_change_entry_covers_every_mutant_of_its_line(tmp_path: Path) -> None:
+    from harness.tools._equivalent import load_equivalents, split_equivalent
+
+    path = tmp_path / "eq.toml"
+    path.write_text('[[equivalent]]\nfile = "a.py"\nbefore = "x = 1"\nafter = "*"\nreason = "never runs"\n',
+                    encoding="utf-8")
+    one = Mutant("gen-a-1", "generated", "a.py", 1, "x = 1", "x = 2", "cosmic-ray NumberReplacer", "")
+    two = Mutant("gen-a-2", "generated", "a.py", 1, "x = 1", "x = -1", "cosmic-ray NumberReplacer", "")
+    other = Mutant("gen-a-3", "generated", "a.py", 2, "y = 1", "y = 2", "cosmic-ray NumberReplacer", "")
+    run, left_out = split_equivalent([one, two, other], load_equivalents(path))
+    assert (run, [m for m, _ in left_out]) == ([other], [one, two])
+
+
 def test_equivalent_mutants_are_left_out_by_their_changed_line(tmp_path: Path) -> None:
     from harness.tools._equivalent import (
         default_equivalents,
