@@ -70,6 +70,8 @@ class _Run:
     failures: list[str] = field(default_factory=list)
     sessions: list[str] = field(default_factory=list)
     needs: list[list[tuple[Capability, str]]] = field(default_factory=list)
+    unset: str = ""
+    """Why a step that sets up the world (fault, lock, state) was skipped: every later step is skipped with it."""
 
     @property
     def indexed(self) -> bool:
@@ -125,8 +127,10 @@ class _Run:
         if isinstance(self.system, Observed):
             self.system.refresh()  # a step may change what the system reports without a call (a clock advance)
         missing = [(c, part) for c, part in self.needs[i] if c not in self.capabilities]  # a queue: all its needs
-        if missing and not isinstance(step, CheckStep):
-            reason = "; ".join(f"{part} needs capability {c.value}" for c, part in missing)
+        if (missing and not isinstance(step, CheckStep)) or (self.unset and not isinstance(step, AdvanceStep)):
+            reason = self.unset or "; ".join(f"{part} needs capability {c.value}" for c, part in missing)
+            if isinstance(step, FaultStep | LockStep | StateStep) and not self.unset:  # what follows assumes it
+                self.unset = f"after step {i} was skipped ({reason})"
             self.probe(i, PROBE_KIND[type(step)], skipped=reason, query=getattr(step, "query", ""))
             return
         now = self.clock.now()

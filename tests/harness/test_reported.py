@@ -306,3 +306,27 @@ def test_an_unknown_model_param_is_a_located_error(tmp_path: Path) -> None:
     path.write_text(PARAMS.replace("STRATEGY", "model").replace("PARAMS", "{top_p: 1}"))
     with pytest.raises(ScenarioError, match=r"p.yaml:10: .*expect_model_params: unknown parameter 'top_p'"):
         load_scenario(path)
+
+
+def test_steps_after_a_skipped_fault_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    """A system without io_faults cannot be made to fail a write: the steps that assume the failure are skipped,
+    not run against a store that never failed (where they would fail, or pass, for the wrong reason)."""
+    scenario = """\
+description: a write fault, then what it should have caused
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+steps:
+  - advance: 1h
+  - fault: {io: write_error, match: "*", times: 5}
+  - advance: 1h
+  - session: s1
+    turns: [{user: "I always use vim keybindings in every editor I touch"}]
+    expect_extract: {status: failed}
+  - check: {facts_absent: []}
+"""
+    code, probes = _run(tmp_path, scenario, "--system", "tests.example_system:factory")
+    assert code == 0
+    reasons = {p["step"]: p.get("skipped") or "" for p in probes if p.get("step") is not None}
+    assert "needs capability io_faults" in reasons[1]
+    assert reasons[3].startswith("after step 1 was skipped (fault io write_error needs capability io_faults)")
+    assert reasons[4].startswith("after step 1 was skipped")
