@@ -56,7 +56,7 @@ def check_outcome(check: Check, want: Outcome, *, strategy: str, fallback: str |
     if want.model_params:
         ok &= check(bool(params), f"expected model requests with {want.model_params}, but the step made no model call")
         for i, request in enumerate(params):
-            wrong = {k: request.get(k) for k, v in want.model_params.items() if request.get(k) != v}
+            wrong = {k: request.get(k) for k, v in want.model_params.items() if not _same(request.get(k), v)}
             ok &= check(not wrong, f"model request {i + 1} ({request.get('purpose')}) has {wrong}, expected "
                                    f"{ {k: want.model_params[k] for k in wrong} }")
     if want.strategy is not None:
@@ -99,6 +99,11 @@ def check_trailing(check: Check, want: TrailingExpect | None, runs: Sequence[tup
                          result=last) and ok
 
 
+def _same(got: Any, want: Any) -> bool:
+    """Equal, and a bool only equals a bool (True is not the count 1)."""
+    return bool(got == want) and isinstance(got, bool) == isinstance(want, bool)
+
+
 def check_reported(check: Check, want: Outcome, result: Any) -> bool:
     """``details`` (each name reported with this value; an unreported name fails) and ``warnings`` (each phrase in
     some warning; ``[]``: none) of an operation's result."""
@@ -110,8 +115,7 @@ def check_reported(check: Check, want: Outcome, result: Any) -> bool:
                                f"(reported: {', '.join(sorted(details)) or 'none'})")
         else:
             got = details[name]
-            same = got == value and isinstance(got, bool) == isinstance(value, bool)
-            ok &= check(same, f"expected detail {name} = {value!r}, got {got!r}")
+            ok &= check(_same(got, value), f"expected detail {name} = {value!r}, got {got!r}")
     if want.warnings is not None:
         said = tuple(getattr(result, "warnings", ()) or ())
         if not want.warnings:

@@ -92,6 +92,13 @@ def _cell(value: object) -> str:
     return "NULL" if value is None else str(value)
 
 
+_READS: Final = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE})
+
+
+def _read_only(action: int, *_args: object) -> int:
+    return sqlite3.SQLITE_OK if action in _READS else sqlite3.SQLITE_DENY
+
+
 def _sql(system: SqliteSystem, expected: object) -> str | None:
     """``sql: "SELECT … => EXPECTED"``: a read-only query over the system's database; its rows, columns joined by
     `` | `` and rows by ``; `` (NULL for NULL), must equal EXPECTED (empty: no rows)."""
@@ -102,6 +109,7 @@ def _sql(system: SqliteSystem, expected: object) -> str | None:
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
             conn.execute("PRAGMA query_only=1")
+            conn.set_authorizer(_read_only)  # also refuses ATTACH / VACUUM INTO, which create files
             rows = conn.execute(query).fetchall()
     except sqlite3.Error as exc:
         return f"sql: {type(exc).__name__}: {exc} in {query.strip()!r}"

@@ -29,9 +29,9 @@ IO_FAULTS: Final = ("write_error", "vanish")
 EXTRACT_STATUSES: Final = ("completed", "skipped", "failed")
 OUTCOME_KEYS: Final = ("expect_strategy", "expect_fallback", "expect_touched", "expect_event", "expect_model_shown",
                         "expect_model_hidden", "expect_model_params", "expect_details", "expect_warnings")
+"""Outcome keys shared by dream, forget and recall steps (plus a count key per kind)."""
 MODEL_PARAMS: Final = ("purpose", "timeout_s", "max_tokens", "temperature")
 """What ``model_params`` can pin: the fields of every model request a step makes."""
-"""Outcome keys shared by dream, forget and recall steps (plus a count key per kind)."""
 TOPICS: Final = ("user", "feedback", "project", "reference")
 
 

@@ -140,9 +140,11 @@ def dead_branch_spans(source: str, pattern: str) -> list[tuple[int, int]]:
     rx = re.compile(pattern)
     spans: list[tuple[int, int]] = []
 
-    def span(block: list[ast.stmt]) -> None:
-        if block:
-            spans.append((block[0].lineno, max(n.end_lineno or n.lineno for n in block)))
+    def span(block: list[ast.stmt], after: int) -> None:
+        start = max([n.lineno for n in block[:1]] + [after + 1])  # never the if-test's own line
+        end = max((n.end_lineno or n.lineno for n in block), default=0)
+        if block and start <= end:
+            spans.append((start, end))
 
     for node in ast.walk(ast.parse(source)):
         for field in ("body", "orelse", "finalbody"):
@@ -156,9 +158,10 @@ def dead_branch_spans(source: str, pattern: str) -> list[tuple[int, int]]:
                 inner = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) and negated else stmt.test
                 if not rx.fullmatch(ast.unparse(inner)):
                     continue
-                span(stmt.orelse if negated else stmt.body)
+                test_end = stmt.test.end_lineno or stmt.test.lineno
+                span(stmt.orelse if negated else stmt.body, test_end)
                 if negated and not stmt.orelse and isinstance(stmt.body[-1], (ast.Return, ast.Raise)):
-                    span(block[i + 1:])  # `if not X: return ...`: what follows runs only when X holds
+                    span(block[i + 1:], test_end)  # `if not X: return ...`: what follows runs only when X holds
     return spans
 
 

@@ -124,6 +124,14 @@ def test_sql_check(tmp_path: Path, query: str, code: int) -> None:
     assert _run(tmp_path, SQL.replace("QUERY", query))[0] == code
 
 
+def test_the_sql_check_creates_no_file(tmp_path: Path) -> None:
+    for query in (f"ATTACH DATABASE '{tmp_path}/x.db' AS n", f"VACUUM INTO '{tmp_path}/v.db'"):
+        code, _ = _run(tmp_path, SQL.replace("QUERY", f"{query} => "))
+        assert code == 1
+    assert not (tmp_path / "x.db").exists()
+    assert not (tmp_path / "v.db").exists()
+
+
 def test_the_sql_check_never_writes(tmp_path: Path) -> None:
     scenario = SQL.replace("QUERY", "DELETE FROM memories => ") + "  - check: {system: {memories: 2}}\n"
     code, probes = _run(tmp_path, scenario)

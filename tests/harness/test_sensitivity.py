@@ -353,6 +353,8 @@ def test_outside_when_leaves_out_only_the_branches_the_shipped_configuration_nev
     )
     assert dead_branch_spans(source, r"(self\.)?(db\.)?quirks\.q\w+") == [(3, 3), (7, 7), (12, 13)]
     assert dead_branch_spans(source, r"nothing") == []
+    one_line = "def g(db):\n    if db.quirks.q1_a: return 1\n    return 2\n"  # the test's own line stays in
+    assert dead_branch_spans(one_line, r"db\.quirks\.q\w+") == []
 
 
 def test_an_any_change_entry_covers_every_mutant_of_its_line(tmp_path: Path) -> None:
