@@ -92,11 +92,12 @@ def _cell(value: object) -> str:
     return "NULL" if value is None else str(value)
 
 
-_READS: Final = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE})
+_FILE_ACTIONS: Final = frozenset({sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH})
+"""What PRAGMA query_only lets through yet touches other files: ATTACH (which VACUUM INTO also performs)."""
 
 
 def _read_only(action: int, *_args: object) -> int:
-    return sqlite3.SQLITE_OK if action in _READS else sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_DENY if action in _FILE_ACTIONS else sqlite3.SQLITE_OK
 
 
 def _sql(system: SqliteSystem, expected: object) -> str | None:
