@@ -34,10 +34,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     modules = tuple(m.strip() for item in args.modules or [] for m in item.split(",") if m.strip())
     equivalents_file = args.equivalents or (default_equivalents() if target.name == "memory_core" else None)
     triage = load_triage(equivalents_file) if equivalents_file else Triage()
-    mutants += generated_mutants(target, args.generated, seed=args.seed, modules=modules,
-                                 exclude=[o.module for o in triage.outside if not o.within and o.when is None],
-                                 exclude_within=[(o.module, o.within) for o in triage.outside if o.within],
-                                 exclude_when=[(o.module, o.when) for o in triage.outside if o.when is not None])
+    mutants += generated_mutants(target, args.generated, seed=args.seed, modules=modules, outside=triage.outside)
     only = [n.strip() for item in args.only or [] for n in item.split(",") if n.strip()] or None
     if not mutants:
         raise HarnessError(f"no mutants: give --catalogue FILE or --generated N for --target {target.name}")

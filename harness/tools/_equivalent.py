@@ -70,6 +70,17 @@ class Outside:
     """Only the branches the shipped configuration never takes of ``if`` statements whose test (or, for ``if not
     X``, whose X) matches this regex: the body of ``if X:``, the ``else`` of ``if not X:``."""
 
+    @property
+    def whole_module(self) -> bool:
+        return not self.within and self.when is None
+
+    def spans(self, source: str) -> list[tuple[int, int]]:
+        """The line spans of ``source`` (a module this rule matches) that it leaves out; none for a whole module,
+        which is never read."""
+        if self.within:
+            return outside_spans(source, self.within)
+        return dead_branch_spans(source, self.when) if self.when is not None else []
+
 
 @dataclass(frozen=True, slots=True)
 class Triage:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from harness.errors import HarnessError
-from harness.tools._equivalent import dead_branch_spans, outside_spans
+from harness.tools._equivalent import Outside
 from harness.tools._mutants import Mutant, Target, describe_change
 
 INSTALL_HINT: Final = "install the mutation extra: pip install -e '.[mutation]' (cosmic-ray)"
@@ -72,19 +72,15 @@ def _equivalent(tree: Any, ast_nodes: Any) -> set[int]:
 
 
 def _sites(target: Target, operators: dict[str, Any], get_ast: Any, ast_nodes: Any,
-           modules: Sequence[str] = (), exclude: Sequence[str] = (),
-           exclude_within: Sequence[tuple[str, Sequence[str]]] = (),
-           exclude_when: Sequence[tuple[str, str]] = ()) -> Iterator[Site]:
+           modules: Sequence[str] = (), outside: Sequence[Outside] = ()) -> Iterator[Site]:
     for rel in target.modules():
         if modules and not any(fnmatch.fnmatchcase(rel, pattern) for pattern in modules):
             continue
-        if any(fnmatch.fnmatchcase(rel, pattern) for pattern in exclude):
+        rules = [o for o in outside if fnmatch.fnmatchcase(rel, o.module)]
+        if any(o.whole_module for o in rules):
             continue
         source = target.module_path(rel).read_text(encoding="utf-8")
-        names = [n for pattern, within in exclude_within if fnmatch.fnmatchcase(rel, pattern) for n in within]
-        spans = outside_spans(source, names) if names else []
-        spans += [span for pattern, when in exclude_when if fnmatch.fnmatchcase(rel, pattern)
-                  for span in dead_branch_spans(source, when)]
+        spans = [span for o in rules for span in o.spans(source)]
         tree = get_ast(source)
         nodes = list(ast_nodes(tree))
         skip = _equivalent(tree, ast_nodes)
@@ -98,13 +94,10 @@ def _sites(target: Target, operators: dict[str, Any], get_ast: Any, ast_nodes: A
 
 
 def generated_mutants(target: Target, count: int, *, seed: int, modules: Sequence[str] = (),
-                      exclude: Sequence[str] = (),
-                      exclude_within: Sequence[tuple[str, Sequence[str]]] = (),
-                      exclude_when: Sequence[tuple[str, str]] = ()) -> list[Mutant]:
+                      outside: Sequence[Outside] = ()) -> list[Mutant]:
     """``count`` mutants sampled (fixed ``seed``) from every cosmic-ray site in the target (or in its modules
-    matching one of the ``modules`` globs, e.g. ``sqlite/*``; never in modules matching an ``exclude`` glob, nor in
-    the top-level functions or classes an ``exclude_within`` pair (module glob, names) names, nor in the branches an
-    ``exclude_when`` pair (module glob, if-test regex) marks as never taken), in sample order.
+    matching one of the ``modules`` globs, e.g. ``sqlite/*``; never in the code an ``outside`` rule leaves out: a
+    whole module, its named functions or classes, or the branches it marks as never taken), in sample order.
 
     Annotations and parameter-list markers are not sites (equivalent mutants). Sites whose mutant does not compile,
     that the operator fails to mutate, or whose text equals the original, are skipped and replaced by the next
@@ -114,7 +107,7 @@ def generated_mutants(target: Target, count: int, *, seed: int, modules: Sequenc
         return []
     operators, get_ast, ast_nodes, mutate_code = _cosmic_ray()
     ops = operators()
-    sites = list(_sites(target, ops, get_ast, ast_nodes, modules, exclude, exclude_within, exclude_when))
+    sites = list(_sites(target, ops, get_ast, ast_nodes, modules, outside))
     if modules and not sites:
         raise HarnessError(f"--module {', '.join(modules)}: no module of {target.name} matches")
     order = random.Random(seed).sample(range(len(sites)), len(sites))

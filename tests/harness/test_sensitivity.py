@@ -14,6 +14,7 @@ import pytest
 
 from harness.cli import main
 from harness.errors import HarnessError
+from harness.tools._equivalent import Outside
 from harness.tools._mutants import Mutant, Target, default_catalogue, describe_change, load_catalogue, resolve_target, select
 from harness.tools._sensitivity import MutantResult, Oracle, SensitivityReport, exit_code
 from tests.harness.conftest import REPO, SCENARIOS
@@ -311,7 +312,7 @@ def test_generated_mutants_can_be_limited_to_modules_and_survive_operator_crashe
     assert {m.file for m in generated_mutants(target, 1000, seed=0)} == {"__init__.py", "other.py"}
     with pytest.raises(HarnessError, match="--module nope"):
         generated_mutants(target, 5, seed=0, modules=("nope/*",))
-    assert {m.file for m in generated_mutants(target, 1000, seed=0, exclude=("other.py",))} == {"__init__.py"}
+    assert {m.file for m in generated_mutants(target, 1000, seed=0, outside=[Outside("other.py", "r")])} == {"__init__.py"}
 
 
 def test_outside_can_name_functions_and_classes_whose_sites_are_never_drawn(tmp_path: Path,
@@ -327,10 +328,10 @@ def test_outside_can_name_functions_and_classes_whose_sites_are_never_drawn(tmp_
     target = resolve_target("within_pkg")
     every = {m.line for m in generated_mutants(target, 1000, seed=0)}
     assert {2, 7, 11} <= every
-    left = {m.line for m in generated_mutants(target, 1000, seed=0, exclude_within=[("*.py", ("Optional", "spare"))])}
+    left = {m.line for m in generated_mutants(target, 1000, seed=0, outside=[Outside("*.py", "r", ("Optional", "spare"))])}
     assert 2 in left
     assert not left & {7, 11}
-    assert {m.line for m in generated_mutants(target, 1000, seed=0, exclude_within=[("other.py", ("used",))])} == every
+    assert {m.line for m in generated_mutants(target, 1000, seed=0, outside=[Outside("other.py", "r", ("used",))])} == every
 
 
 def test_outside_when_leaves_out_only_the_branches_the_shipped_configuration_never_takes() -> None:
