@@ -118,6 +118,7 @@ def test_a_system_without_a_capability_skips_those_steps_visibly(tmp_path: Path)
     reasons = {p["kind"]: p["skipped"] for p in rows if p.get("skipped")}
     assert "locks" in reasons["check"]
     # the dream after the skipped lock step assumes the lock: skipped with it (issue 31), not run without it
-    assert reasons["dream"].startswith("after step") and "lock needs capability locks" in reasons["dream"]
+    assert reasons["dream"].startswith("after step")
+    assert "lock needs capability locks" in reasons["dream"]
     html = (out / "report.html").read_text()
     assert "needs capability locks" in html
