@@ -11,6 +11,7 @@ from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._needs import step_needs
 from harness.replay._protocol import (
     ALL_CAPABILITIES,
+    DESIGNS,
     DREAM_REASONS,
     EXTRACT_REASONS,
     Capability,
@@ -25,7 +26,9 @@ from harness.replay._protocol import (
     SystemChecks,
     SystemFactory,
     capabilities_of,
+    system_design,
     system_name,
+    target_problem,
 )
 from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
 from harness.replay._reference import ReferenceSystem, reference_factory
@@ -53,6 +56,7 @@ from harness.replay._suite import (
 
 __all__ = [
     "ALL_CAPABILITIES",
+    "DESIGNS",
     "DREAM_REASONS",
     "EXTRACT_REASONS",
     "SPEC_LIMITS",
@@ -106,6 +110,8 @@ __all__ = [
     "split_column",
     "step_needs",
     "strategies_for",
+    "system_design",
     "system_name",
     "system_plan",
+    "target_problem",
 ]

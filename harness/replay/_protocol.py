@@ -15,7 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from harness.scenario import SeedMemory, Turn
+from harness.scenario import Scenario, SeedMemory, Turn
 
 
 class Capability(StrEnum):
@@ -267,6 +267,33 @@ def system_name(system: object) -> str:
     """The name a system declares (``name``), matched against a scenario's ``systems`` list."""
     value = getattr(system, "name", "")
     return value if isinstance(value, str) else ""
+
+
+DESIGNS: Final = {
+    "qwen-file": "the qwen-code file memory (MEMORY.md index + topic files; qwen-memory-spec.md)",
+    "s1-sqlite": "the SQLite + FTS5 memory v2 (s1-sqlite-memory-spec.md)",
+}
+"""The specifications the shipped scenarios are written against, for a scenario's ``design:`` and a system's
+``design`` attribute. A design of your own is any other name."""
+
+
+def system_design(system: object) -> str:
+    """The design a system declares it implements (``design``; none: it runs only portable scenarios and those that
+    name it)."""
+    value = getattr(system, "design", "")
+    return value if isinstance(value, str) else ""
+
+
+def target_problem(scenario: Scenario, system: object) -> str | None:
+    """Why ``scenario`` is not for ``system`` (the skip reason), or None. A scenario with ``design:`` runs against
+    every system declaring that design; one with ``systems:`` only against systems of those names."""
+    name, design = system_name(system), system_design(system)
+    if scenario.design and design != scenario.design:
+        return (f"tests the {scenario.design} design; {name or 'this system'} declares "
+                f"{f'design {design}' if design else 'no design'}")
+    if scenario.systems and name not in scenario.systems:
+        return f"written for system(s) {', '.join(scenario.systems)}, not {name or 'this system'}"
+    return None
 
 
 def declared_recall_limit(system: object) -> int:

@@ -69,6 +69,7 @@ class ReferenceSystem:
     _rankers: dict[str, Ranker] = field(default_factory=dict)
     capabilities: frozenset[Capability] = ALL_CAPABILITIES - {Capability.RECALL_OPTIONS}  # no recall switches
     name: str = "reference"
+    design: str = "qwen-file"
     recall_limit: int = 5
     """Spec §7.1: at most 5 memories. Stated here from the spec, never read from memory_core's constant, so a
     changed constant in the core is caught by every probe that checks the bound."""

@@ -27,7 +27,7 @@ from harness.replay._protocol import (
     SystemFactory,
     capabilities_of,
     declared_recall_limit,
-    system_name,
+    target_problem,
 )
 from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult
 from harness.replay._reference import reference_factory
@@ -359,12 +359,11 @@ def replay(
         run = _Run(scenario, strategy, observed, clock, telemetry, counter, context, caps, sink, faulting)
         error = None
         try:
-            name = system_name(system)
-            if scenario.systems and name not in scenario.systems:
-                skipped = f"written for system(s) {', '.join(scenario.systems)}, not {name or 'this system'}"
-            elif any(m.raw is not None for m in scenario.memories) and Capability.RAW_FILES not in caps:
+            skipped = target_problem(scenario, system)
+            if skipped is None and any(m.raw is not None for m in scenario.memories) \
+                    and Capability.RAW_FILES not in caps:
                 skipped = f"seeds raw file text: needs capability {Capability.RAW_FILES.value}"
-            else:
+            if skipped is None:
                 _seed_and_run(scenario, observed, clock, run)
         except HarnessError as exc:
             error = f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: {exc}"

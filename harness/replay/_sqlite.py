@@ -51,6 +51,7 @@ class SqliteSystem:
     recall_prompt, system_checks)."""
 
     name = "sqlite"
+    design = "s1-sqlite"
     recall_limit = RECALL_LIMIT
     capabilities = frozenset({Capability.DREAM, Capability.RECALL_PROMPT, Capability.SYSTEM_CHECKS, Capability.EVENTS,
                               Capability.RECALL_OPTIONS})

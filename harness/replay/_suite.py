@@ -91,6 +91,7 @@ SYSTEMS: dict[str, str] = {
 }
 """Built-in systems by name. ``NAME`` or ``NAME:VARIANT`` (e.g. ``sqlite:seed``); a built-in whose entry ends in
 ``factory_for`` takes the variant (``factory_for(variant) -> factory``)."""
+SHIPPED_DESIGNS: dict[str, str] = {"reference": "qwen-file", "sqlite": "s1-sqlite"}  # = each one's ``design``
 
 
 def load_factory(spec: str | None) -> SystemFactory:
@@ -137,10 +138,9 @@ def _import(target: str, spec: str) -> Any:
 
 def system_plan(spec: str | None, selected: Sequence[Scenario]) -> list[tuple[str, str | None, list[Scenario]]]:
     """(name, --system spec, scenarios) per system the run replays. No ``--system``: every shipped system, each
-    with the scenarios that target it (``systems:`` names it, or is empty); a shipped system's name narrows the
-    run to it and its scenarios; a system of your own replays every scenario (those written for another system
-    are reported skipped, with the reason). A scenario naming no shipped system (``systems: [sqllite]``) is replayed
-    with the first system, which reports it skipped with the reason, so a misspelt name never vanishes."""
+    with the scenarios written for it (:func:`_targets`); a shipped system's name narrows the run to it; a system of
+    your own replays every scenario (those for another design or system are reported skipped, with the reason). A
+    scenario no shipped system runs (``design: sqllite``) goes to the first, which reports why it is skipped."""
     if spec is None:
         names = list(SYSTEMS)
     else:
@@ -150,14 +150,23 @@ def system_plan(spec: str | None, selected: Sequence[Scenario]) -> list[tuple[st
         names = [name]
     plan = []
     for name in names:
-        part = [s for s in selected if not s.systems or name in s.systems
-                or (spec is None and name == names[0] and not set(s.systems) & set(SYSTEMS))]
+        part = [s for s in selected if _targets(s, name) or (spec is None and name == names[0] and not _shipped(s))]
         if part:
             plan.append((name, spec if spec is not None else None if name == "reference" else name, part))
     if not plan:
         which = spec or ", ".join(names)
         raise HarnessError(f"no selected scenario targets system {which} (check the scenarios' systems:, --tag and --shard)")
     return plan
+
+
+def _targets(scenario: Scenario, name: str) -> bool:
+    """Written for built-in system ``name``: ``design:`` (if any) is its design; ``systems:`` (if any) names it."""
+    return (not scenario.design or scenario.design == SHIPPED_DESIGNS.get(name)) \
+        and (not scenario.systems or name in scenario.systems)
+
+
+def _shipped(scenario: Scenario) -> bool:
+    return any(_targets(scenario, name) for name in SYSTEMS)  # else: a misspelt name, never vanishes
 
 
 def split_column(column: str, system: str = "reference") -> tuple[str, str]:

@@ -149,6 +149,8 @@ def scenario_to_dict(s: Scenario) -> dict[str, Any]:
     """The scenario as plain data in the v1 layout (key order as in DESIGN §2)."""
     out: dict[str, Any] = {"id": s.id, "description": s.description, "tags": list(s.tags),
                            "clock": s.clock.astimezone(UTC).isoformat().replace("+00:00", "Z")}
+    if s.design:
+        out["design"] = s.design
     if s.systems:
         out["systems"] = list(s.systems)
     if s.strategies:

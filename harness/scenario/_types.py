@@ -303,6 +303,9 @@ class Scenario:
     """Run only these strategies (empty: every strategy of the run)."""
     systems: tuple[str, ...] = ()
     """Run only against these systems (by the name a system declares); empty: any system."""
+    design: str = ""
+    """The specification the scenario tests (``qwen-file``, ``s1-sqlite``): it runs against every system that
+    declares that ``design``, whatever its name; empty: portable, any system."""
     scripted_model: tuple[Any, ...] | None = None
     """Replies of a scripted model used instead of the cassette for the ``model`` strategy (fallback tests)."""
 

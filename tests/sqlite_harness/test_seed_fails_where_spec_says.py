@@ -64,7 +64,7 @@ def test_every_scenario_is_mapped() -> None:
     pins = {i for i in ids if i.startswith(PIN_PREFIXES)}
     assert ids == set(QUIRK_OF) | CONTROLS | pins
     assert not (set(QUIRK_OF) | CONTROLS) & pins
-    assert all(s.systems == ("sqlite",) for s in load_all([SUITE]))
+    assert all(s.design == "s1-sqlite" and not s.systems for s in load_all([SUITE]))
 
 
 @pytest.mark.slow

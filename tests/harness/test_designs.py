@@ -1,0 +1,99 @@
+"""Scenarios target a design (the specification they test), not a system's name (issue 31)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import main
+from harness.replay import DESIGNS, ReferenceSystem, reference_factory, system_design, system_plan, target_problem
+from harness.replay._sqlite import SqliteSystem
+from harness.replay._suite import SHIPPED_DESIGNS
+from harness.errors import ScenarioError
+from harness.scenario import load_all, load_scenario
+from tests.harness.conftest import SCENARIOS
+
+PORTABLE = SCENARIOS / "dream" / "gates-pass.yaml"
+
+
+def _results(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def test_the_shipped_systems_declare_the_designs_the_plan_assumes() -> None:
+    assert system_design(ReferenceSystem) == SHIPPED_DESIGNS["reference"]
+    assert system_design(SqliteSystem) == SHIPPED_DESIGNS["sqlite"]
+    assert set(SHIPPED_DESIGNS.values()) == set(DESIGNS)
+
+
+def test_design_is_read_dumped_and_refused_when_blank(tmp_path: Path) -> None:
+    path = tmp_path / "d.yaml"
+    path.write_text(PORTABLE.read_text().replace("strategies:", "design: qwen-file\nstrategies:", 1))
+    assert load_scenario(path).design == "qwen-file"
+    path.write_text(PORTABLE.read_text().replace("strategies:", "design: '  '\nstrategies:", 1))
+    with pytest.raises(ScenarioError, match=r"d\.yaml:\d+: design: "):
+        load_scenario(path)
+
+
+@dataclass
+class _Named:
+    name: str
+    design: str = ""
+
+
+def test_a_design_scenario_runs_on_any_system_of_that_design_and_says_why_not_elsewhere(tmp_path: Path) -> None:
+    path = tmp_path / "d.yaml"
+    path.write_text(PORTABLE.read_text().replace("strategies:", "design: qwen-file\nstrategies:", 1))
+    scenario = load_scenario(path)
+    assert target_problem(scenario, _Named("reference", "qwen-file")) is None
+    assert target_problem(scenario, _Named("upstream-ts", "qwen-file")) is None  # another name, same design
+    assert target_problem(scenario, _Named("reference")) == "tests the qwen-file design; reference declares no design"
+    assert target_problem(scenario, _Named("sqlite", "s1-sqlite")) == \
+        "tests the qwen-file design; sqlite declares design s1-sqlite"
+    # the default plan gives it to the reference only; a misspelt design goes to the first system, never vanishes
+    assert [(name, [s.id for s in part]) for name, _, part in system_plan(None, [scenario])] == [("reference", ["d"])]
+    path.write_text(PORTABLE.read_text().replace("strategies:", "design: qwen-fiel\nstrategies:", 1))
+    assert [name for name, _, _ in system_plan(None, [load_scenario(path)])] == ["reference"]
+    assert main(["run", str(path), "--no-gates", "--out", str(tmp_path / "o")], environ={}) == 0
+    assert [r.get("skipped") for r in _results(tmp_path / "o")] == [
+        "tests the qwen-fiel design; reference declares design qwen-file"]
+
+
+def _renamed(workdir: Path, clock: Any, model: Any, events: Any) -> Any:
+    system = reference_factory(workdir, clock, model, events)
+    system.name = "qwen-port-b"  # an independent implementation of the same design
+    return system
+
+
+def test_an_implementation_of_the_qwen_design_under_another_name_runs_what_the_reference_runs(tmp_path: Path) -> None:
+    suite = load_all([SCENARIOS])
+    ours = [s for s in suite if s.design == "qwen-file" or (not s.design and not s.systems)]
+    pinned = [s for s in suite if s.systems == ("reference",)]
+    assert len(ours) > 120
+    assert len(pinned) < len([s for s in suite if s.design == "qwen-file"]) / 5  # name pinning is the exception
+    module = tmp_path / "renamed_qwen.py"
+    module.write_text("from tests.harness.test_designs import _renamed as factory\n")
+    import sys
+    sys.path.insert(0, str(tmp_path))
+    try:
+        out = tmp_path / "o"
+        code = main(["run", str(SCENARIOS), "--system", "renamed_qwen:factory", "--strategy", "heuristic",
+                     "--no-gates", "--out", str(out)], environ={})
+    finally:
+        sys.path.remove(str(tmp_path))
+    results = _results(out)
+    ran = {r["scenario"] for r in results if r["status"] != "skipped"}
+    skipped = {r["scenario"]: r["skipped"] for r in results if r["status"] == "skipped"}
+    expected = {s.id for s in ours if not s.strategies or "heuristic" in s.strategies}
+    assert ran == expected
+    assert all(s.id in skipped and "written for system(s) reference" in skipped[s.id]
+               for s in pinned if not s.strategies or "heuristic" in s.strategies)
+    assert all("s1-sqlite design" in skipped[s.id] for s in suite if s.design == "s1-sqlite"
+               and (not s.strategies or "heuristic" in s.strategies))
+    failed = [r["scenario"] for r in results if r["status"] not in ("passed", "skipped")]
+    assert failed == []
+    assert code == 0
