@@ -82,8 +82,9 @@ def _simple_fields(frontmatter: str) -> dict[str, str] | None:
     for line in frontmatter.split("\n"):
         key, sep, rest = line.partition(": ")
         value = rest.strip(" ")
-        if not sep or not value or key in seen or not (key.isascii() and key.isidentifier()):
-            return None  # parity: YAML keeps the last of duplicate keys, the line lookup the first
+        if not sep or not value or key in seen or not (key.isascii() and key.isidentifier()) or len(key) > 1024:
+            return None  # parity: YAML keeps the last of duplicate keys, the line lookup the first; it refuses a
+            # simple key over 1024 characters (the file then takes the line lookup)
         seen.add(key)
         if value[0] == "'":
             inner = value[1:-1]

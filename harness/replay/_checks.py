@@ -50,7 +50,7 @@ def run_check(self: _Run, i: int, step: CheckStep, skipped_parts: list[str]) -> 
                 files=Capability.FILE_PATHS in self.capabilities,
                 index=self.index_text() if self.indexed else None,
                 lock_held=_lock_probe(self.system) if Capability.LOCKS in self.capabilities else None)
-    skipped = "; ".join(f"{part} needs a capability the system lacks" for part in skipped_parts) or None
+    skipped = "; ".join(skipped_parts) or None  # each "<part> needs capability <name>"
     self.probe(i, "check", covered=tuple(sorted(covered)), passed=len(self.failures) == n_before, metrics=metrics,
                skipped=skipped)
 

@@ -82,8 +82,9 @@ class _Run:
         return declared_recall_limit(self.system)
 
     def where(self, i: int, kind: str) -> str:
-        line = self.s.step_lines[i] if 0 <= i < len(self.s.step_lines) else 0
-        return f"step {i} ({kind}, line {line})"
+        if not 0 <= i < len(self.s.step_lines):
+            return f"{kind} (before step 0: the memories)"  # never "step -1 (…, line 0)"
+        return f"step {i} ({kind}, line {self.s.step_lines[i]})"
 
     def fail(self, i: int, kind: str, message: str) -> None:
         self.failures.append(f"{self.where(i, kind)}: {message}")
@@ -151,7 +152,7 @@ class _Run:
         elif isinstance(step, ForgetStep):
             self._forget(i, step, now)
         elif isinstance(step, CheckStep):
-            self._check(i, step, [part for _, part in missing])
+            self._check(i, step, [f"{part} needs capability {c.value}" for c, part in missing])
         else:
             raise HarnessError(f"unknown step type {type(step).__name__}")
 

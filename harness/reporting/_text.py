@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -93,7 +94,25 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
         for r in bad:
             lines.append(f"- `{r.scenario}` [{r.strategy}] ({r.path or 'no file'}): "
                          + "; ".join(r.failures or ((r.error or "").splitlines()[:1])))
+    lines += _skips(results)
     lines += ["", "| gate | value | result |", "|---|---:|---|"]
     for g in summary.gates:
         lines.append(f"| {g.name} | {_fmt(g.value)} | {'pass' if g.passed else '**FAIL** ' + g.detail} |")
     return "\n".join(lines) + "\n"
+
+
+def _skips(results: Sequence[ScenarioResult], most: int = 30) -> list[str]:
+    """Skipped scenario runs and skipped steps, grouped by reason (most frequent first), each with one example."""
+    runs = Counter(r.skipped for r in results if r.status == "skipped" and r.skipped)
+    steps = Counter(p.skipped for r in results if r.status != "skipped" for p in r.probes if p.skipped)
+    example = {r.skipped: f"{r.scenario} [{r.strategy}]" for r in results if r.status == "skipped"}
+    example |= {p.skipped: f"{r.scenario} [{r.strategy}] step {p.step}" for r in results for p in r.probes if p.skipped}
+    out: list[str] = []
+    for title, counts in ((f"Skipped scenario runs ({sum(runs.values())})", runs),
+                          (f"Skipped steps in runs that ran ({sum(steps.values())})", steps)):
+        if counts:
+            out += ["", f"### {title}", "", "| reason | count | for example |", "|---|---:|---|"]
+            out += [f"| {reason} | {n} | `{example[reason]}` |" for reason, n in counts.most_common(most)]
+            if len(counts) > most:
+                out.append(f"| … {len(counts) - most} other reason(s) | {sum(n for _, n in counts.most_common()[most:])} | |")
+    return out

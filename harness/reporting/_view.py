@@ -148,6 +148,8 @@ def verdict(summary: RunSummary, results: Sequence[ScenarioResult]) -> Verdict:
     status: VerdictStatus = "incomplete" if not complete else "fail" if failed or gates or not summary.passed else "pass"
     counts = f"{sum(r.status == 'passed' for r in results)}/{len(results)} scenario runs passed"
     parts = [counts]
+    if skipped_runs := sum(r.status == "skipped" for r in results):
+        parts.append(f"{skipped_runs} skipped")
     if failed:
         parts.append(f"{len(failed)} failed")
     if errors:

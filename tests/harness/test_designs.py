@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from harness.cli import main
+from harness.errors import ScenarioError
 from harness.replay import DESIGNS, ReferenceSystem, reference_factory, system_design, system_plan, target_problem
 from harness.replay._sqlite import SqliteSystem
 from harness.replay._suite import SHIPPED_DESIGNS
-from harness.errors import ScenarioError
 from harness.scenario import load_all, load_scenario
 from tests.harness.conftest import SCENARIOS
 
@@ -61,6 +61,9 @@ def test_a_design_scenario_runs_on_any_system_of_that_design_and_says_why_not_el
     assert main(["run", str(path), "--no-gates", "--out", str(tmp_path / "o")], environ={}) == 0
     assert [r.get("skipped") for r in _results(tmp_path / "o")] == [
         "tests the qwen-fiel design; reference declares design qwen-file"]
+    summary = (tmp_path / "o" / "summary.md").read_text()  # the count and the reason, not only "0/1 passed"
+    assert "0/1 scenario runs passed, 1 skipped" in summary
+    assert "| tests the qwen-fiel design; reference declares design qwen-file | 1 | `d [heuristic]` |" in summary
 
 
 def _renamed(workdir: Path, clock: Any, model: Any, events: Any) -> Any:
@@ -97,3 +100,16 @@ def test_an_implementation_of_the_qwen_design_under_another_name_runs_what_the_r
     failed = [r["scenario"] for r in results if r["status"] not in ("passed", "skipped")]
     assert failed == []
     assert code == 0
+
+
+def test_summary_md_counts_skipped_steps_with_the_capability_they_need(tmp_path: Path) -> None:
+    # the worked example declares only `dream`: the portable scenario's index check is skipped, and summary.md says
+    # which capability it needs, with an example (issue 31: skipped counts and reasons everywhere)
+    path = SCENARIOS / "index" / "many-files-200.yaml"
+    assert main(["run", str(path), "--system", "tests.example_system:factory", "--no-gates",
+                 "--out", str(tmp_path / "o")], environ={}) == 0
+    summary = (tmp_path / "o" / "summary.md").read_text()
+    assert "### Skipped steps in runs that ran (1)" in summary
+    assert "| index checks needs capability file_index | 1 | `many-files-200 [heuristic] step 0` |" in summary
+    probes = [json.loads(line) for line in (tmp_path / "o" / "probes.jsonl").read_text().splitlines()]
+    assert [p["skipped"] for p in probes if p.get("skipped")] == ["index checks needs capability file_index"]

@@ -109,3 +109,16 @@ def test_a_corrupt_database_is_one_line_naming_the_file(tmp_path: Path) -> None:
         load_factory("sqlite")(tmp_path, FixedClock(NOW), None, None)
     assert "\n" not in str(err.value)
     assert "openakita.db" in str(err.value)
+
+
+def test_a_bad_seed_field_errors_naming_the_seeding_not_step_minus_one(tmp_path: Path) -> None:
+    path = tmp_path / "badseed.yaml"
+    path.write_text(
+        "design: s1-sqlite\nstrategies: [heuristic]\nfacts:\n  a: {type: user, match: [Helix]}\nmemories:\n"
+        "  - {path: user/editor.md, type: user, name: editor, body: The user edits code in Helix, facts: [a],"
+        " system: {importance: high}}\nsteps:\n  - recall: {query: Helix editor, expect: [a]}\n", encoding="utf-8")
+    code = main(["run", str(path), "--system", "sqlite", "--no-gates", "--out", str(tmp_path / "o")], environ={})
+    assert code == 2  # a scenario that could not finish: the run is incomplete
+    summary = (tmp_path / "o" / "summary.md").read_text(encoding="utf-8")
+    assert "badseed [heuristic] seeding (before step 0: the memories): ValueError: seed record 'The user" in summary
+    assert "step -1" not in summary
