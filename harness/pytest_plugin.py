@@ -76,6 +76,12 @@ _STATE_KEY = pytest.StashKey[_State]()
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--memharness", default=False):
+        from harness.scenario import STRATEGY_NAMES
+
+        for strategy in (s.strip() for s in config.getoption("--memharness-strategy").split(",")):
+            if strategy not in STRATEGY_NAMES:  # as the CLI refuses it: a typo never runs nothing and passes
+                raise pytest.UsageError(f"--memharness-strategy: unknown strategy {strategy!r}; expected one of "
+                                        f"{', '.join(STRATEGY_NAMES)}")
         config.stash[_STATE_KEY] = _State(config)
 
 

@@ -54,7 +54,7 @@ def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResul
     atomic_write(out / "probes.jsonl", jsonl(p.to_row() for r in results for p in r.probes))
     atomic_write(out / "results.jsonl", jsonl(r.to_row() for r in results))
     atomic_write(out / "traces.jsonl", otlp_jsonl(spans))
-    atomic_write(out / "junit.xml", junit_xml(results))
+    atomic_write(out / "junit.xml", junit_xml(results, summary.gates))
     atomic_write(out / "summary.md", summary_markdown(summary, results))
     atomic_write(out / "report.html", html)
 

@@ -12,7 +12,7 @@ from typing import Final
 from harness.evaluation import RunSummary
 from harness.replay import ScenarioResult
 from harness.reporting._text import summary_markdown
-from harness.reporting._view import CARD_METRICS, Annotation, failure_annotations, sig3, verdict
+from harness.reporting._view import CARD_METRICS, Annotation, failure_annotations, gate_failure, sig3, verdict
 
 TABLE_METRICS: Final = (*CARD_METRICS, "recall.abstention_accuracy", "dedupe.residual_duplicates", "llm.calls")
 
@@ -54,6 +54,10 @@ def github_outputs(summary: RunSummary, results: Sequence[ScenarioResult], out: 
         base = cwd or Path.cwd()
         for a in failure_annotations(results):
             lines.append(Annotation(_relative(a.file, base), a.line, a.scenario, a.strategy, a.message).github())
+        for g in summary.gates:  # a failed gate (a baseline regression included) is an error too, never only exit 1
+            if not g.passed and not g.skipped:
+                msg = gate_failure(g).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+                lines.append(f"::error title=memharness gate {g.name}::{msg}")
     target = environ.get("GITHUB_STEP_SUMMARY")
     if target:
         try:

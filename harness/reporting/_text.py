@@ -7,9 +7,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Final
 
-from harness.evaluation import RunSummary
+from harness.evaluation import GateResult, RunSummary
 from harness.replay import ScenarioResult
-from harness.reporting._view import effect_words, flips, verdict
+from harness.reporting._view import effect_words, flips, gate_failure, verdict
 
 HEADLINE: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "recall.ndcg",
                    "recall.abstention_accuracy", "dedupe.residual_duplicates", "dedupe.retention", "index.within_limits",
@@ -17,8 +17,10 @@ HEADLINE: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr
                    "llm.cost_usd")
 
 
-def junit_xml(results: Sequence[ScenarioResult]) -> str:
-    """One testcase per scenario × strategy; failure messages name the step; the trace id is a property."""
+def junit_xml(results: Sequence[ScenarioResult], gates: Sequence[GateResult] = ()) -> str:
+    """One testcase per scenario × strategy (failure messages name the step; the trace id is a property) and one
+    per gate, in the ``memharness.gates`` suite: a failed gate (a baseline regression included) is a failed test
+    case, a gate naming a strategy the run lacks a skipped one."""
     suites = ET.Element("testsuites", name="memharness")
     by_strategy: dict[str, list[ScenarioResult]] = {}
     for r in results:
@@ -41,6 +43,18 @@ def junit_xml(results: Sequence[ScenarioResult]) -> str:
                 ET.SubElement(case, "skipped", message=r.skipped[:500])
             elif r.failures:
                 ET.SubElement(case, "failure", message=r.failures[0][:500]).text = "\n".join(r.failures)
+    if gates:
+        suite = ET.SubElement(suites, "testsuite", name="memharness.gates", tests=str(len(gates)),
+                              failures=str(sum(not g.passed and not g.skipped for g in gates)), errors="0",
+                              skipped=str(sum(g.skipped for g in gates)), time="0.000")
+        for g in gates:
+            case = ET.SubElement(suite, "testcase", classname="memharness.gates", name=g.name, time="0.000")
+            props = ET.SubElement(case, "properties")
+            ET.SubElement(props, "property", name="value", value=_fmt(g.value))
+            if g.skipped:
+                ET.SubElement(case, "skipped", message=g.detail[:500])
+            elif not g.passed:
+                ET.SubElement(case, "failure", message=gate_failure(g)[:500]).text = gate_failure(g)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 

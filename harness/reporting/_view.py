@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from harness.evaluation import Comparison, RunSummary
+from harness.evaluation import Comparison, GateResult, RunSummary
 from harness.replay import Probe, ScenarioResult
 
 CARD_METRICS: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "dedupe.retention",
@@ -94,6 +94,12 @@ class Annotation:
         msg = self.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
         loc = f"file={self.file}" + (f",line={self.line}" if self.line else "")
         return f"::error {loc},title=memharness {self.scenario} [{self.strategy}]::{msg}"
+
+
+def gate_failure(g: GateResult) -> str:
+    """The one line every output (terminal annotation, JUnit) gives a failed gate."""
+    value = "no data" if g.value is None else f"{g.value:.4g}"
+    return f"gate failed: {g.name} (value {value})" + (f": {g.detail}" if g.detail else "")
 
 
 def failure_annotations(results: Sequence[ScenarioResult]) -> list[Annotation]:

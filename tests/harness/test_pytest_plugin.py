@@ -107,3 +107,13 @@ def test_a_failure_is_a_few_lines_without_traceback(pytester: pytest.Pytester) -
     broken = _inprocess(pytester, "--memharness", "-p", "no:cacheprovider", str(pytester.path / "broken.yaml"))
     broken.stdout.fnmatch_lines(["*broken.yaml:1: steps: expected a list*"])  # a bad file: its one-line error
     assert "Traceback" not in broken.stdout.str()
+
+
+def test_an_unknown_strategy_is_a_usage_error_as_in_the_cli(pytester: pytest.Pytester) -> None:
+    suite = pytester.path / "suite"
+    suite.mkdir()
+    (suite / "ok.yaml").write_text((SCENARIOS / "forget" / "one-entry-of-many.yaml").read_text())
+    result = _inprocess(pytester, "--memharness", "-p", "no:cacheprovider", str(suite),
+                        "--memharness-strategy", "heuristc")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--memharness-strategy: unknown strategy 'heuristc'; expected one of heuristic*"])

@@ -203,3 +203,28 @@ def test_outputs_follow_the_umask(tmp_path: Path) -> None:
         os.umask(old)
     for path in (tmp_path / "run" / "report.html", tmp_path / "run" / "summary.md", tmp_path / "history.sqlite"):
         assert path.stat().st_mode & 0o777 == 0o640, path
+
+
+def test_a_failed_gate_is_a_junit_failure_and_an_annotation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # every scenario passes; only a gate fails (as a baseline-only regression does): the build must not look green
+    import xml.etree.ElementTree as ET
+
+    gates = tmp_path / "gates.toml"
+    gates.write_text('[[gate]]\nmetric = "recall.recall"\nstrategy = "heuristic"\nmin = 1.01\n'
+                     '[[gate]]\nmetric = "recall.recall"\nstrategy = "model"\nmin = 0.5\n', encoding="utf-8")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    path = SCENARIOS / "recall" / "type-user.yaml"
+    assert main(["run", str(path), "--system", "reference", "--gates", str(gates), "--out", str(tmp_path / "o")],
+                environ={}) == 1
+    out = capsys.readouterr().out
+    line = r"^::error title=memharness gate heuristic recall\.recall >= 1\.01::gate failed: .*\(value 1\)$"
+    assert re.search(line, out, re.M), out
+    suites = {s.get("name"): s for s in ET.parse(tmp_path / "o" / "junit.xml").getroot()}
+    gate_suite = suites["memharness.gates"]
+    assert (gate_suite.get("tests"), gate_suite.get("failures"), gate_suite.get("skipped")) == ("2", "1", "1")
+    failed = [c for c in gate_suite if c.find("failure") is not None]
+    assert len(failed) == 1
+    assert "heuristic" in str(failed[0].get("name"))
+    assert all(s.get("failures") == "0" for name, s in suites.items() if name != "memharness.gates")
