@@ -49,6 +49,8 @@ def step_needs(step: Step) -> list[tuple[Capability, str]]:
         needs.append((Capability.LOCKS, "lock"))
     elif isinstance(step, FaultStep) and step.io is not None:
         needs.append((Capability.IO_FAULTS, f"fault io {step.io}"))
+    elif isinstance(step, ForgetStep) and step.options:
+        needs.append((Capability.FORGET_OPTIONS, "options"))
     elif isinstance(step, RecallStep):
         if step.prompt_contains or step.prompt_excludes:
             needs.append((Capability.RECALL_PROMPT, "prompt_contains"))

@@ -53,6 +53,9 @@ class Capability(StrEnum):
     RECALL_OPTIONS = "recall_options"
     """System-specific recall switches (a recall step's ``options``) via ``recall(..., options=...)``; an unknown
     switch must raise ``ValueError`` naming it."""
+    FORGET_OPTIONS = "forget_options"
+    """System-specific forget switches (a forget step's ``options``) via ``forget(..., options=...)``; an unknown
+    switch must raise ``ValueError`` naming it."""
     STATE_FILES = "state_files"
     """State files beside the memories that a ``state`` step can overwrite (``plant_state(file, text)``): the
     qwen design's ``meta.json`` and extract cursor."""

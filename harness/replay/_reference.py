@@ -67,7 +67,7 @@ class ReferenceSystem:
     """The MiniLM ranker and its embedding cache, shared by every system one factory builds (``factory_for``)."""
     _cache: DocCache = field(default_factory=RecallCache)
     _rankers: dict[str, Ranker] = field(default_factory=dict)
-    capabilities: frozenset[Capability] = ALL_CAPABILITIES - {Capability.RECALL_OPTIONS}  # no recall switches
+    capabilities: frozenset[Capability] = ALL_CAPABILITIES - {Capability.RECALL_OPTIONS, Capability.FORGET_OPTIONS}
     name: str = "reference"
     design: str = "qwen-file"
     recall_limit: int = 5

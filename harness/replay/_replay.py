@@ -284,7 +284,8 @@ class _Run:
         n_failures = len(self.failures)
         strategy = self.step_strategy(i, step)
         with self.t.operation("forget", step=i, now=now) as op:
-            res = self.system.forget(step.query, now=now, strategy=strategy)
+            extra = {"options": dict(step.options)} if step.options else {}
+            res = self.system.forget(step.query, now=now, strategy=strategy, **extra)
         elapsed = op.duration_ms
         after = self.covered()
         still = sorted(set(step.expect_removed) & after)

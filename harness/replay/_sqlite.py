@@ -54,7 +54,7 @@ class SqliteSystem:
     design = "s1-sqlite"
     recall_limit = RECALL_LIMIT
     capabilities = frozenset({Capability.DREAM, Capability.RECALL_PROMPT, Capability.SYSTEM_CHECKS, Capability.EVENTS,
-                              Capability.RECALL_OPTIONS})
+                              Capability.RECALL_OPTIONS, Capability.FORGET_OPTIONS})
 
     def __init__(self, workdir: Path, clock: Any, model: Any, events: Any, quirks: Quirks) -> None:
         self.clock = clock
@@ -119,8 +119,19 @@ class SqliteSystem:
                             {"path": r.path, "intent": r.intent, "enhanced_query": r.enhanced_query,
                              "keywords": " ".join(r.keywords), "episodes": len(r.items) - len(items)})
 
-    def forget(self, query: str, *, now: datetime, strategy: str) -> ForgetResult:
-        r = self.mem.forget(query)
+    def forget(self, query: str, *, now: datetime, strategy: str, options: Mapping[str, Any] | None = None
+               ) -> ForgetResult:
+        """``options`` (capability forget_options): ``max_delete`` and ``memory_type``, as the delete-by-query tool
+        takes them (spec §8)."""
+        opts = dict(options or {})
+        unknown = sorted(set(opts) - {"max_delete", "memory_type"})
+        if unknown:
+            raise ValueError(f"unknown forget option(s) {', '.join(unknown)} (known: max_delete, memory_type)")
+        if "max_delete" in opts and (type(opts["max_delete"]) is not int or opts["max_delete"] < 0):
+            raise ValueError(f"forget option max_delete: expected a whole number >= 0, got {opts['max_delete']!r}")
+        if "memory_type" in opts and not isinstance(opts["memory_type"], str):
+            raise ValueError(f"forget option memory_type: expected a type name, got {opts['memory_type']!r}")
+        r = self.mem.forget(query, **opts)
         return ForgetResult(r.removed, "heuristic", details={"candidates": len(r.candidates)})
 
     def documents(self) -> list[MemoryRecord]:

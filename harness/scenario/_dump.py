@@ -90,6 +90,8 @@ def _step(step: Step) -> dict[str, Any]:
         f.update({k: v for k, v in _outcome(step.outcome, "expect_", "expect_removed_count").items() if k not in f})
         if step.expect_removed_ids is not None:
             f["expect_removed_ids"] = list(step.expect_removed_ids)
+        if step.options:
+            f["options"] = dict(step.options)
         return {"forget": f}
     if isinstance(step, LockStep):
         return {"lock": {"pid": step.pid, "age": duration(step.age)}}

@@ -186,12 +186,13 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
         return more.recall(ctx, value, here, facts)
     if kind == "forget":
         f = ctx.mapping(value, here, ("query", "expect_removed", "strategy", *more.OUTCOME_KEYS, "expect_removed_count",
-                                      "expect_removed_ids"))
+                                      "expect_removed_ids", "options"))
         if "query" not in f:
             raise ctx.fail(value, here, "expected a 'query'")
         return ForgetStep(
             outcome=more.outcome(ctx, f, here, count_key="expect_removed_count"),
             query=ctx.text(f["query"], f"{here}.query"),
+            options=more.system_fields(ctx, f["options"], f"{here}.options") if "options" in f else {},
             expect_removed=ctx.fact_ids(f["expect_removed"], f"{here}.expect_removed", facts)
             if "expect_removed" in f else (),
             strategy=ctx.string(f["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in f else None,

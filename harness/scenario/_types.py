@@ -213,6 +213,8 @@ class ForgetStep:
     outcome: Outcome = Outcome()
     expect_removed_ids: tuple[str, ...] | None = None
     """The exact ids the system reports removed, in its order (the reference: ``path`` or ``path:i``, spec §8.1)."""
+    options: dict[str, Scalar] = field(default_factory=dict)
+    """System-specific forget switches (capability ``forget_options``), e.g. the SQLite system's ``max_delete``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,9 @@ def test_default_suite_passes_offline_with_both_strategies(full_run: tuple[int, 
     assert {"scenario", "step", "kind", "strategy", "query", "selected", "expected", "covered", "metrics", "passed",
             "duration_ms", "tokens"} <= set(probe)
     junit = (out / "junit.xml").read_text()
-    assert junit.count("<testcase ") == sum(b["scenarios"]["total"] for b in summary["strategies"].values())
+    # one test case per scenario run and one per gate (a failed gate fails the JUnit file too)
+    assert junit.count("<testcase ") == sum(b["scenarios"]["total"] for b in summary["strategies"].values()) \
+        + len(summary["gates"])
     assert 'name="otel.trace_id"' in junit
     trace_line = json.loads((out / "traces.jsonl").read_text().splitlines()[0])
     span = trace_line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]

@@ -28,7 +28,7 @@ def test_declares_its_name_capabilities_and_the_spec_limits(tmp_path: Path) -> N
     system = _system(tmp_path)
     assert system.name == "sqlite"
     assert system.capabilities == {Capability.DREAM, Capability.RECALL_PROMPT, Capability.SYSTEM_CHECKS, Capability.EVENTS,
-                                   Capability.RECALL_OPTIONS}
+                                   Capability.RECALL_OPTIONS, Capability.FORGET_OPTIONS}
     assert (RECALL_LIMIT, MEMORY_MD_ITEM_CHARS, INJECTED_MAX_CHARS) == (20, 1500, 900)  # spec §4.2, §5.5, §4.7
     system.close()
 

@@ -3,6 +3,7 @@ corrupt database — a clear result or one-line error, never a traceback and nev
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -122,3 +123,30 @@ def test_a_bad_seed_field_errors_naming_the_seeding_not_step_minus_one(tmp_path:
     summary = (tmp_path / "o" / "summary.md").read_text(encoding="utf-8")
     assert "badseed [heuristic] seeding (before step 0: the memories): ValueError: seed record 'The user" in summary
     assert "step -1" not in summary
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ("{max_deletes: 5}", "unknown forget option(s) max_deletes (known: max_delete, memory_type)"),
+    ("{max_delete: -1}", "forget option max_delete: expected a whole number >= 0, got -1"),
+    ("{max_delete: many}", "forget option max_delete: expected a whole number >= 0, got 'many'"),
+    ("{max_delete: true}", "forget option max_delete: expected a whole number >= 0, got True"),
+    ("{memory_type: 3}", "forget option memory_type: expected a type name, got 3"),
+])
+def test_a_bad_forget_option_is_a_one_line_error_naming_it(tmp_path: Path, options: str, message: str) -> None:
+    path = tmp_path / "opt.yaml"
+    path.write_text("design: s1-sqlite\nstrategies: [heuristic]\nsteps:\n"
+                    f"  - forget: {{query: forget the gizmo, options: {options}}}\n", encoding="utf-8")
+    assert main(["run", str(path), "--system", "sqlite", "--no-gates", "--out", str(tmp_path / "o")], environ={}) == 2
+    error = json.loads((tmp_path / "o" / "results.jsonl").read_text(encoding="utf-8"))["error"]
+    assert error == f"opt [heuristic] step 0 (forget, line 4): ValueError: {message}"
+
+
+def test_forget_options_need_the_capability(tmp_path: Path) -> None:
+    # the reference has no forget switches: the step is skipped with the reason, never run without them
+    path = tmp_path / "opt.yaml"
+    path.write_text("strategies: [heuristic]\nsteps:\n  - forget: {query: forget the gizmo, options: {max_delete: 5}}\n",
+                    encoding="utf-8")
+    assert main(["run", str(path), "--system", "reference", "--no-gates", "--out", str(tmp_path / "o")],
+                environ={}) == 0
+    probe = json.loads((tmp_path / "o" / "probes.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert probe["skipped"] == "options needs capability forget_options"
