@@ -149,6 +149,9 @@ class RecallResult:
     prompt: str = ""
     """The text the system would inject into the conversation."""
     details: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    """Set when the recall failed (the system could not answer): the step fails with this message, a failed probe
+    rather than a harness error."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,8 @@ class ForgetResult:
     touched: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    """Set when the forget failed: the step fails with this message (a failed probe, not a harness error)."""
 
 
 @runtime_checkable

@@ -103,6 +103,8 @@ class Probe:
         for name in _KIND_FIELDS[self.kind]:
             value = getattr(self, name)
             row[name] = list(value) if isinstance(value, tuple) else value
+        if self.error_message is not None:  # a recall or forget that failed without raising carries it too
+            row["error_message"] = self.error_message
         if self.final:
             row["final"] = True
         if self.skipped is not None:

@@ -152,7 +152,7 @@ class _Run:
         elif isinstance(step, ForgetStep):
             self._forget(i, step, now)
         elif isinstance(step, CheckStep):
-            self._check(i, step, [f"{part} needs capability {c.value}" for c, part in missing])
+            run_check(self, i, step, [f"{part} needs capability {c.value}" for c, part in missing])
         else:
             raise HarnessError(f"unknown step type {type(step).__name__}")
 
@@ -181,10 +181,12 @@ class _Run:
 
     def outcome_ok(self, i: int, kind: str, want: Outcome, result: Any, *, touched: tuple[str, ...] = (),
                    count: int | None = None) -> bool:
+        error = getattr(result, "error", None) if kind in ("recall", "forget") else None  # failed without raising
+        ok = self.check(error is None, i, kind, f"{kind} failed: {error}")
         if not want.stated():
-            return True
+            return ok
         events = self.sink.events if Capability.EVENTS in self.capabilities else None
-        return check_outcome(lambda ok, msg: self.check(ok, i, kind, msg), want, strategy=result.strategy,
+        return ok & check_outcome(lambda good, msg: self.check(good, i, kind, msg), want, strategy=result.strategy,
                              fallback=result.fallback_reason, touched=touched, count=count, events=events, kind=kind,
                              shown=self.counter.log.shown if self.counter else (), result=result,
                              params=self.counter.log.params if self.counter else ())
@@ -277,7 +279,7 @@ class _Run:
         self.surfaced += [p for p in res.selected if p not in self.surfaced]
         self.probe(i, "recall", query=step.query, selected=res.selected, expected=step.expect, covered=tuple(found),
                    metrics=metrics, passed=ok, duration_ms=elapsed, strategy_used=res.strategy,
-                   fallback_reason=res.fallback_reason, k=k, scores=tuple(res.scores))
+                   fallback_reason=res.fallback_reason, k=k, scores=tuple(res.scores), error_message=res.error)
 
     def _forget(self, i: int, step: ForgetStep, now: datetime) -> None:
         before = self.covered()
@@ -308,10 +310,7 @@ class _Run:
             "recall": len(set(removed) & expected) / len(expected) if expected else 1.0}
         self.probe(i, "forget", query=step.query, selected=res.removed, expected=step.expect_removed,
                    covered=tuple(removed), metrics=metrics, passed=ok, duration_ms=elapsed,
-                   strategy_used=res.strategy, fallback_reason=res.fallback_reason)
-
-    def _check(self, i: int, step: CheckStep, skipped_parts: list[str]) -> None:
-        run_check(self, i, step, skipped_parts)
+                   strategy_used=res.strategy, fallback_reason=res.fallback_reason, error_message=res.error)
 
     def finish(self) -> None:
         if self.counter:  # the end-of-scenario check makes no model call: do not repeat the last step's
