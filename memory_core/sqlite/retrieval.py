@@ -227,6 +227,8 @@ def typed_search(db: Database, query: str, memory_type: str | None, limit: int =
 
 def substring_search(db: Database, query: str, limit: int = 10) -> list[Candidate]:
     """Path C over SQLite (the v1 cache is not ported; SQLite is authoritative as in 68fabde8b, so no Q17 resurrection)."""
-    rows = [r for r in db.search_like([query.strip()], 200, escape=True) if not expired(db, r)] if query.strip() else []
+    # fix: spec §4.1 path C — the sort runs over every match (the v1 cache held them all), not over the first 200
+    # rows of an unordered LIKE, which could leave the most important match out (LIMIT -1: no limit)
+    rows = [r for r in db.search_like([query.strip()], -1, escape=True) if not expired(db, r)] if query.strip() else []
     rows.sort(key=lambda r: (-float(r["importance_score"]), -int(r["access_count"])))
     return [_candidate(db, r, "semantic", to_markdown(r), r.get("updated_at")) for r in rows[:limit]]
