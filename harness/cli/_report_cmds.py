@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from harness.cli._argtypes import bounded
 from harness.errors import HarnessError
-from harness.scenario import load_all, strict_problems
+from harness.scenario import load_scenario, strict_problems
 
 DEFAULT_HISTORY: Final = Path("reports/history.sqlite")
 DEFAULT_CLI_DOC: Final = Path("docs/cli.md")
@@ -149,8 +149,23 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    scenarios = load_all(args.paths)
-    problems = [p for s in scenarios for p in strict_problems(s)] if args.strict else []
+    """Every file's problem, not only the first file's: each file is loaded on its own (a file stops at its first
+    problem: what follows a broken key cannot be read reliably), then ids are checked across files."""
+    from harness.errors import ScenarioError
+    from harness.scenario._load import discover
+
+    scenarios, problems = [], []
+    for path, root in discover(args.paths):
+        try:
+            scenarios.append(load_scenario(path, suite_root=root))
+        except ScenarioError as exc:
+            problems.append(str(exc))
+    seen: dict[str, Path] = {}
+    for s in scenarios:
+        if s.id in seen:
+            problems.append(f"{s.path}:1: id: duplicate scenario id {s.id!r} (also in {seen[s.id]})")
+        seen.setdefault(s.id, s.path)
+    problems += [p for s in scenarios for p in strict_problems(s)] if args.strict else []
     for problem in problems:
         print(f"memharness: {problem}", file=sys.stderr)
     if problems:

@@ -226,3 +226,22 @@ def test_a_run_freezes_what_it_loaded_only_while_it_runs(tmp_path: Path, monkeyp
     assert len(frozen) == 1  # frozen once, for the run: its scenarios and modules
     assert frozen[0] > 0
     assert gc.get_freeze_count() == 0  # and given back to the collector after it (tests and the plugin run again)
+
+
+def test_validate_reports_every_broken_file_and_duplicate_ids(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "a.yaml").write_text("steps:\n  - advance: soon\n")
+    (suite / "b.yaml").write_text("stepz: []\n")
+    (suite / "c.yaml").write_text("id: same\nsteps:\n  - advance: 1h\n")
+    (suite / "d.yaml").write_text("id: same\nsteps:\n  - advance: 2h\n")
+    (suite / "ok.yaml").write_text("steps:\n  - advance: 1h\n")
+    assert main(["validate", str(suite)], environ={}) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"memharness: {suite / 'a.yaml'}:2: steps[0].advance: expected a duration like 30s, 10m, 25h or 3d, got 'soon'",
+        f"memharness: {suite / 'b.yaml'}:1: stepz: unknown key; expected one of clock, description, design, facts, id, "
+        "memories, scripted_model, steps, strategies, strategy_overrides, systems, tags",
+        f"memharness: {suite / 'd.yaml'}:1: id: duplicate scenario id 'same' (also in {suite / 'c.yaml'})",
+    ]
