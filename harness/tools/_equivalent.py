@@ -23,7 +23,11 @@ from harness.tools._mutants import Mutant, read_toml
 ANY_CHANGE: Final = "*"
 """``after = "*"``: every mutant of the line is equivalent — only for a line the shipped configuration never runs
 (a branch only the seed mode takes), where the reason holds whatever the change."""
-KEYS: Final = frozenset({"file", "before", "after", "reason", "operator", "within"})
+KEYS: Final = frozenset({"file", "before", "after", "reason", "operator", "within", "unreachable"})
+UNREACHABLE: Final = "unreachable: "
+"""How a left-out mutant's reason starts when it is not equivalent but no scenario can reach it (``unreachable =
+true``: concurrency, files over the scenario size limit, OS errors, live-model-only settings): a gap of the
+scenario language rather than an equivalence, reported apart from the equivalent ones."""
 OUTSIDE_KEYS: Final = frozenset({"module", "reason", "within", "when"})
 
 
@@ -36,6 +40,8 @@ class Equivalent:
     operator: str | None = None
     within: str | None = None
     """The function (or class) the line is in, where the same line occurs more than once in the module."""
+    unreachable: bool = False
+    """Not equivalent: the behaviour differs, but no scenario can reach it (see ``UNREACHABLE``)."""
 
     def matches(self, mutant: Mutant, enclosing: Callable[[Mutant], str] = lambda _m: "") -> bool:
         return (mutant.file == self.file and mutant.before == self.before and self.after in (mutant.after, ANY_CHANGE)
@@ -116,8 +122,10 @@ def load_triage(path: Path) -> Triage:
         for key in ("operator", "within"):
             if key in raw and not isinstance(raw[key], str):
                 raise HarnessError(f"{where}: {key!r} must be text")
+        if not isinstance(raw.get("unreachable", False), bool):
+            raise HarnessError(f"{where}: 'unreachable' must be true or false")
         out.append(Equivalent(raw["file"], raw["before"], raw["after"], raw["reason"].strip(), raw.get("operator"),
-                              raw.get("within")))
+                              raw.get("within"), raw.get("unreachable", False)))
     outside = []
     for i, raw in enumerate(data.get("outside", []), 1):
         where = f"{path}: outside {i}"
@@ -191,5 +199,5 @@ def split_equivalent(mutants: list[Mutant], equivalents: list[Equivalent],
         if hit is None:
             run.append(m)
         else:
-            left_out.append((m, hit.reason))
+            left_out.append((m, UNREACHABLE + hit.reason if hit.unreachable else hit.reason))
     return run, left_out

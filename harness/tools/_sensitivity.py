@@ -31,6 +31,7 @@ from typing import Any, Final, Literal
 
 from harness.errors import HarnessError
 from harness.reporting import atomic_write, read_run
+from harness.tools._equivalent import UNREACHABLE
 from harness.tools._mutants import Mutant, Target
 
 SCHEMA: Final = "memharness.sensitivity/1"
@@ -87,8 +88,7 @@ class SensitivityReport:
     min_kill_rate: float
     seconds: float
     meta: dict[str, Any] = field(default_factory=dict)
-    equivalent: tuple[tuple[Mutant, str], ...] = ()
-    """Mutants left out of the score as equivalent (triaged by hand), with the reason."""
+    equivalent: tuple[tuple[Mutant, str], ...] = ()  # left out of the score (triaged by hand), with the reason
 
     @property
     def killed(self) -> int:
@@ -325,6 +325,9 @@ def format_lines(report: SensitivityReport) -> list[str]:
     lines.append(f"kill rate {report.kill_rate:.3f} (95% CI {low:.3f}-{high:.3f}, Wilson; {report.killed}/"
                  f"{len(report.results)} killed, {len(report.survivors)} survived, {len(report.equivalent)} equivalent "
                  f"left out; floor {report.min_kill_rate}: {verdict}) in {report.seconds:.0f}s")
+    if n := sum(why.startswith(UNREACHABLE) for _, why in report.equivalent):  # a gap, not an equivalence: say so
+        lines.append(f"of those left out, {n} are unreachable by any scenario, not equivalent; counted as survivors "
+                     f"the kill rate is {report.killed / (len(report.results) + n):.3f}")
     return lines
 
 

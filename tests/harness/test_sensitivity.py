@@ -446,3 +446,24 @@ def test_coverage_table_names_the_killing_scenarios_and_the_gaps() -> None:
         "| sqlite | 5.4 | §5.4 TTL by priority | `ttl` | **gap** |",
         "| sqlite | 7 Q5 | §7 Q5 upsert | `q5` | a gate: gate recall.f1 >= 0.4 |",
     ]
+
+
+def test_unreachable_mutants_are_left_out_apart_and_the_rate_without_them_is_printed(tmp_path: Path) -> None:
+    from harness.tools._equivalent import UNREACHABLE, load_equivalents, split_equivalent
+    from harness.tools._sensitivity import MutantResult, SensitivityReport, format_lines
+
+    path = tmp_path / "eq.toml"
+    path.write_text('[[equivalent]]\nfile = "a.py"\nbefore = "x = 1"\nafter = "*"\nunreachable = true\n'
+                    'reason = "needs a 1 MiB file"\n', encoding="utf-8")
+    gap = Mutant("gen-a-1", "generated", "a.py", 1, "x = 1", "x = 2", "cosmic-ray NumberReplacer", "")
+    run, left_out = split_equivalent([gap], load_equivalents(path))
+    assert (run, left_out) == ([], [(gap, UNREACHABLE + "needs a 1 MiB file")])
+    killed = MutantResult(Mutant("gen-b-1", "generated", "b.py", 1, "y", "z", "r", ""), "killed", ("s",))
+    report = SensitivityReport("memory_core", ("s",), "own", (killed,), 1.0, 60.0, 0.9, 1.0, equivalent=tuple(left_out))
+    lines = format_lines(report)
+    assert lines[-1] == ("of those left out, 1 are unreachable by any scenario, not equivalent; counted as survivors "
+                         "the kill rate is 0.500")
+    path.write_text('[[equivalent]]\nfile = "a.py"\nbefore = "x"\nafter = "y"\nunreachable = "yes"\nreason = "r"\n',
+                    encoding="utf-8")
+    with pytest.raises(HarnessError, match=r"equivalent 1: 'unreachable' must be true or false"):
+        load_equivalents(path)
