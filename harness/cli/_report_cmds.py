@@ -152,7 +152,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Every file's problem, not only the first file's: each file is loaded on its own (a file stops at its first
     problem: what follows a broken key cannot be read reliably), then ids are checked across files."""
     from harness.errors import ScenarioError
-    from harness.scenario._load import discover
+    from harness.scenario._load import discover, duplicate_ids
 
     scenarios, problems = [], []
     for path, root in discover(args.paths):
@@ -160,11 +160,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             scenarios.append(load_scenario(path, suite_root=root))
         except ScenarioError as exc:
             problems.append(str(exc))
-    seen: dict[str, Path] = {}
-    for s in scenarios:
-        if s.id in seen:
-            problems.append(f"{s.path}:1: id: duplicate scenario id {s.id!r} (also in {seen[s.id]})")
-        seen.setdefault(s.id, s.path)
+    problems += duplicate_ids(scenarios)
     problems += [p for s in scenarios for p in strict_problems(s)] if args.strict else []
     for problem in problems:
         print(f"memharness: {problem}", file=sys.stderr)

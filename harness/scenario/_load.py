@@ -375,10 +375,18 @@ def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
 def load_all(paths: Iterable[Path]) -> list[Scenario]:
     """Load every scenario; the first error raises. Duplicate ids are an error."""
     scenarios = [load_scenario(f, suite_root=root) for f, root in discover(paths)]
+    if problems := duplicate_ids(scenarios):
+        raise ScenarioError(problems[0])
+    return scenarios
+
+
+def duplicate_ids(scenarios: Iterable[Scenario]) -> list[str]:
+    """One ``file:1: id: …`` line per scenario whose id an earlier one already has."""
     seen: dict[str, Path] = {}
+    problems = []
     for s in scenarios:
         if s.id in seen:
-            raise ScenarioError(f"{one_line(str(s.path))}:1: id: duplicate scenario id {s.id!r} "
-                                f"(also in {one_line(str(seen[s.id]))})")
-        seen[s.id] = s.path
-    return scenarios
+            problems.append(f"{one_line(str(s.path))}:1: id: duplicate scenario id {s.id!r} "
+                            f"(also in {one_line(str(seen[s.id]))})")
+        seen.setdefault(s.id, s.path)
+    return problems
