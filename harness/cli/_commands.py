@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.cli._parser import DEFAULT_SCENARIOS, build_parser
+from harness.cli._progress import progress_bar as _progress
+from harness.cli._record import cmd_record
 from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate, trace_url
 from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, cmd_traces, run_fuzz
 from harness.errors import HarnessError, one_line
-from harness.scenario import STRATEGIES, load_all
+from harness.scenario import STRATEGIES, base_strategy, load_all
 
 if TYPE_CHECKING:
     from harness.evaluation import RunSummary
@@ -109,50 +111,6 @@ def _print_outcome(summary: RunSummary, out: Path, results: Sequence[ScenarioRes
     return 1 if failed or any(r.status == "failed" for r in results) else 0
 
 
-def _progress(total: int) -> tuple[Callable[[ScenarioResult], None], Callable[[], None]]:
-    """A rich progress bar on a TTY; otherwise nothing while replaying and one line per strategy at the end."""
-    import time
-
-    counts: dict[str, dict[str, int]] = {}
-    started = time.monotonic()
-
-    def count(r: ScenarioResult) -> None:
-        by = counts.setdefault(r.strategy, {})
-        by[r.status] = by.get(r.status, 0) + 1
-
-    def lines() -> list[str]:
-        took = time.monotonic() - started
-        return [f"replayed {strategy}: {sum(by.values())} scenario run(s), "
-                + ", ".join(f"{n} {status}" for status, n in sorted(by.items())) + f" ({took:.3g} s)"
-                for strategy, by in counts.items()]
-
-    if sys.stderr.isatty():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        bar = Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                       TimeElapsedColumn(), transient=True)
-        task = bar.add_task("", total=total)
-        bar.start()
-
-        def advance(r: ScenarioResult) -> None:
-            count(r)
-            failed = sum(by.get("failed", 0) + by.get("error", 0) for by in counts.values())
-            bar.update(task, advance=1, description=f"{r.strategy} {r.scenario}" + (f" · {failed} failed" if failed else ""))
-
-        def stop() -> None:
-            bar.stop()
-            for line in lines():
-                print(line, file=sys.stderr)
-
-        return advance, stop
-
-    def stop_plain() -> None:
-        for line in lines():
-            print(line, file=sys.stderr)
-
-    return count, stop_plain
-
-
 def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from harness.replay import discard_side, prestart_side
 
@@ -173,6 +131,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         plan_columns,
         plan_primary,
         read_meta,
+        resolve_set,
         run_plan,
         select_shard,
         strategies_for,
@@ -195,11 +154,16 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if requested:
         strategies = tuple(x for x in requested if x in strategies) or requested
     suite_dir = paths[0] if paths[0].is_dir() else paths[0].parent
-    cassettes = args.cassettes or suite_dir / "cassettes"
+    shelf = args.cassettes or suite_dir / "cassettes"
+    cassettes = resolve_set(shelf)  # a shelf of sets (sets.toml): its default set
     model = None
-    if any(STRATEGIES[s].uses_model for s in strategies if s in STRATEGIES):
+    if any(STRATEGIES[base_strategy(s)].uses_model for s in strategies if base_strategy(s) in STRATEGIES):
         mode: Mode = "record" if args.record else "live" if args.live else "replay"
-        model = ModelSpec(cassettes, mode, args.model or environ.get("MEMHARNESS_MODEL"), args.api_base, args.timeout_scale)
+        model = ModelSpec(cassettes, mode, args.model or environ.get("MEMHARNESS_MODEL"), args.api_base, args.timeout_scale,
+                          shelf=shelf)
+        for s in strategies:
+            if base_strategy(s) != s:
+                model.for_set(s.partition(":")[2]).resolved_model()  # model:SET names a recorded set: fail fast
         if needs_cassette_model(selected, requested):
             model.resolved_model()  # fail fast, before replaying anything
     if any("embedding" in STRATEGIES[s].needs for s in strategies if s in STRATEGIES):
@@ -367,6 +331,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         _check_output_dir(getattr(args, "out", None), "--out")
         if args.command == "run":
             return cmd_run(args, env)
+        if args.command == "record":
+            return cmd_record(args, env, main)
         commands: dict[str, Callable[[argparse.Namespace], int]] = {
             "validate": cmd_validate, "report": cmd_report, "compare": cmd_compare, "merge": cmd_merge,
             "fuzz": cmd_fuzz, "bench": cmd_bench, "import": cmd_import, "cassettes": cmd_cassettes,

@@ -149,6 +149,17 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
                       help="an extra HTTP header (repeatable), e.g. x-project-name=my-project")
     _add_sensitivity(sub)
+    rec = sub.add_parser("record", help="record the model calls a cassette set lacks (missing or changed prompts); "
+                                        "resumable, needs the model's server")
+    rec.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
+    rec.add_argument("--set", help="a set of the cassette shelf (directory or alias in sets.toml; default: its default)")
+    rec.add_argument("--cassettes", type=Path, help="the cassette shelf or a set directory (default: <first path>/cassettes)")
+    rec.add_argument("--model", help="litellm model string (default: the set's cassette-meta.json)")
+    rec.add_argument("--api-base", help="OpenAI-compatible endpoint (default: the set's cassette-meta.json)")
+    rec.add_argument("--timeout-scale", type=_scale, default=None, help="default: the set's cassette-meta.json")
+    rec.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="record only scenarios with this tag")
+    rec.add_argument("--system", help="as `memharness run --system` (default: every shipped system)")
+    rec.add_argument("--out", type=Path, default=Path("reports/record"), help="the recording run's directory")
     cas = sub.add_parser("cassettes", help="cassette tools")
     cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
     st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")

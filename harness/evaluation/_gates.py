@@ -17,13 +17,15 @@ from harness.scenario import STRATEGY_NAMES
 if TYPE_CHECKING:
     from harness.evaluation._records import BaselineComparison, StrategySummary
 
-LOWER_IS_BETTER: Final = frozenset({"dedupe.residual_duplicates", "index.max_line_chars", "index.max_lines",
+LOWER_IS_BETTER: Final = frozenset({"recall.fallbacks", "recall.quality_misses", "dedupe.residual_duplicates",
+                                    "index.max_line_chars", "index.max_lines",
                                     "index.max_bytes", "latency.recall_ms.p50", "latency.recall_ms.p95"})
 
 GATE_KEYS: Final = frozenset({"metric", "strategy", "min", "max", "max_drop", "vs", "name", "system"})
 KNOWN_METRICS: Final = frozenset({
     "recall.precision", "recall.recall", "recall.f1", "recall.mrr", "recall.ndcg", "recall.abstention_accuracy",
-    "recall.probes", "recall.fallbacks", "dedupe.residual_duplicates", "dedupe.retention", "dedupe.dreams_run",
+    "recall.probes", "recall.fallbacks", "recall.quality_misses", "dedupe.residual_duplicates", "dedupe.retention",
+    "dedupe.dreams_run",
     "forget.precision", "forget.recall", "index.max_lines", "index.max_bytes", "index.max_line_chars",
     "index.within_limits", "latency.recall_ms.p50", "latency.recall_ms.p95", "llm.calls", "llm.tokens.input",
     "llm.tokens.output", "llm.replayed", "llm.cost_usd", "harness.system_ms", "harness.overhead_ms",

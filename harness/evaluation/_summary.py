@@ -74,6 +74,8 @@ def strategy_metrics(frame: pd.DataFrame) -> dict[str, float | None]:
     out["llm.cost_usd"] = float(costs.sum()) if len(costs) else math.nan  # nan → null: no priced call
     fallbacks = _col(rec, "fallback_reason").dropna()
     out["recall.fallbacks"] = float(len(fallbacks))
+    misses = pd.to_numeric(_col(rec, "m.quality_miss"), errors="coerce").dropna()  # only recalls a real model chose
+    out["recall.quality_misses"] = float(misses.sum()) if len(misses) else math.nan
     return {k: (None if isinstance(v, float) and math.isnan(v) else round(v, 6)) for k, v in out.items()}
 
 
@@ -92,7 +94,7 @@ def paired(frame_a: pd.DataFrame, frame_b: pd.DataFrame, a: str, b: str) -> list
     rb = frame_b[frame_b["kind"] == "recall"].assign(ok=lambda f: probe_success(f))
     if ra.empty or rb.empty:
         return []
-    joined = ra.merge(rb, on=keys, suffixes=("_a", "_b"))
+    joined = _real_model_rows(ra.merge(rb, on=keys, suffixes=("_a", "_b")))
     out = []
     for metric in COMPARED_METRICS:
         col = _PROBE_COLUMN.get(metric, "m." + metric.split(".", 1)[1])
@@ -104,6 +106,16 @@ def paired(frame_a: pd.DataFrame, frame_b: pd.DataFrame, a: str, b: str) -> list
         out.append(compare(a, b, metric, both[f"{col}_a"].astype(float).tolist(), both[f"{col}_b"].astype(float).tolist(),
                            both["ok_a"].astype(bool).tolist(), both["ok_b"].astype(bool).tolist()))
     return out
+
+
+def _real_model_rows(joined: pd.DataFrame) -> pd.DataFrame:
+    """Where a column is a model strategy, only the probes a real model answered in either column: a scripted
+    reply (a scenario's own ``scripted_model``) says nothing about a model, so it neither shrinks nor widens the
+    comparison (``m.quality_miss`` is set exactly on recall probes a real model answered: ``_quality``)."""
+    marks = [c for c in ("m.quality_miss", "m.quality_miss_a", "m.quality_miss_b") if c in joined.columns]
+    if not marks:
+        return joined
+    return joined[joined[marks].notna().any(axis=1)]
 
 
 def changed_probes(frame_a: pd.DataFrame, frame_b: pd.DataFrame, metric: str = "m.f1") -> list[ChangedProbe]:

@@ -4,7 +4,7 @@ The system-under-test protocol (``MemorySystem``, ``MemoryRecord``, result types
 and needs no ``memory_core`` import to implement; ``ReferenceSystem`` adapts the reference core onto it.
 """
 
-from harness.replay._cassette import Cassette, CassetteModel, Mode, read_meta, request_key
+from harness.replay._cassette import Cassette, CassetteModel, Mode, ModelSpec, read_meta, request_key, resolve_set
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
 from harness.replay._index import SPEC_LIMITS, IndexLimits, index_stats
 from harness.replay._models import ProbeContext, scripted_model
@@ -34,7 +34,6 @@ from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
 from harness.replay._reference import ReferenceSystem, reference_factory
 from harness.replay._replay import replay
 from harness.replay._suite import (
-    ModelSpec,
     RunConfig,
     SuiteRun,
     Worker,
@@ -103,6 +102,7 @@ __all__ = [
     "relabel",
     "replay",
     "request_key",
+    "resolve_set",
     "run_plan",
     "run_suite",
     "scripted_model",

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -28,7 +29,35 @@ from memory_core.prompts import all_prompt_versions
 from memory_core.sqlite.templates import all_prompt_versions as sqlite_prompt_versions
 
 CASSETTE_FILE: Final = "cassette.jsonl"
+SETS_FILE: Final = "sets.toml"
 Mode = Literal["replay", "record", "live"]
+
+
+def resolve_set(directory: Path, name: str | None = None) -> Path:
+    """The cassette set a directory means. A directory holding ``sets.toml`` (``default = "DIR"`` and
+    ``[alias] short = "DIR"``) is a shelf of sets, one per subdirectory: ``name`` (a subdirectory or an alias)
+    picks one, else its default. Any other directory is a set of its own (``name`` must then be None)."""
+    shelf = directory / SETS_FILE
+    if not shelf.is_file():
+        if name is not None:
+            raise HarnessError(f"{directory}: no {SETS_FILE} here, so there is no cassette set named {name!r}")
+        return directory
+    import tomllib
+
+    try:
+        sets = tomllib.loads(_read_text(shelf))
+    except tomllib.TOMLDecodeError as exc:
+        raise HarnessError(f"{shelf}: invalid TOML ({exc})") from None
+    aliases = sets.get("alias", {})
+    chosen = name if name is not None else sets.get("default")
+    if not isinstance(chosen, str) or not isinstance(aliases, dict) \
+            or not all(isinstance(v, str) for v in aliases.values()):
+        raise HarnessError(f"{shelf}: expected default = \"DIR\" and an [alias] table of strings")
+    target = str(aliases.get(chosen, chosen))
+    if "/" in target or target in ("", ".", "..") or not (directory / target).is_dir():
+        known = sorted({*aliases, *(p.name for p in directory.iterdir() if (p / CASSETTE_FILE).is_file())})
+        raise HarnessError(f"{shelf}: no cassette set {chosen!r} (known: {', '.join(known) or 'none'})")
+    return directory / target
 
 
 def request_key(model: str, request: ModelRequest) -> str:
@@ -54,6 +83,7 @@ class Cassette:
     @classmethod
     def open(cls, directory: Path) -> Cassette:
         """Load ``<directory>/cassette.jsonl`` (missing → empty); malformed lines name the file and line."""
+        directory = resolve_set(directory)
         cassette = cls(directory)
         path = directory / CASSETTE_FILE
         if path.exists() or path.is_symlink():
@@ -82,6 +112,8 @@ class Cassette:
             self.directory.mkdir(parents=True, exist_ok=True)
             with (self.directory / CASSETTE_FILE).open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())  # a recording is paid for in minutes: an interrupt keeps every answer so far
 
     def stale(self) -> Iterator[tuple[dict[str, Any], list[str]]]:
         """Entries recorded with a prompt template version that no longer matches the templates on disk."""
@@ -120,8 +152,8 @@ class CassetteModel:
         if self.mode == "replay" or self.inner is None:
             raise CassetteMiss(
                 f"unrecorded model call in {self.context.scenario or '?'} step {self.context.step} "
-                f"(purpose {request.purpose}, prompt {request.prompt_version}, key {key[:16]}); "
-                f"record it with --record --model MODEL"
+                f"(purpose {request.purpose}, prompt {request.prompt_version}, key {key[:16]}): "
+                f"{self.why_stale(request)}; record it with `memharness record` (the set {self.cassette.directory})"
             )
         base = {"key": key, "model": self.model_name, "purpose": request.purpose,
                 "prompt_version": request.prompt_version, "scenario": self.context.scenario, "step": self.context.step,
@@ -141,6 +173,28 @@ class CassetteModel:
                                                        "latency_ms": round(reply.latency_ms, 3),
                                                        "cost_usd": reply.cost_usd}})
         return reply
+
+    def why_stale(self, request: ModelRequest) -> str:
+        """Why this call has no recording: what differs from the entry recorded at the same scenario, step and
+        purpose (template version, model, parameters, or what the model is shown), or that none was recorded."""
+        def same(a: str, b: str) -> bool:  # a scenario's id depends on the suite root the run was given
+            return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+        old = [e for e in self.cassette.entries.values() if e.get("step") == self.context.step
+               and e.get("purpose") == request.purpose and same(str(e.get("scenario")), self.context.scenario)]
+        if not old:
+            return "never recorded here"
+        e = old[-1]
+        req = e.get("request") or {}
+        if e.get("model") != self.model_name:
+            return f"stale: recorded with model {e.get('model')}, this run asks {self.model_name}"
+        if e.get("prompt_version") != request.prompt_version:
+            return f"stale: template changed ({e.get('prompt_version')} -> {request.prompt_version})"
+        params = [f"{k} {req.get(k)!r} -> {v!r}" for k, v in (("temperature", request.temperature),
+                  ("max_tokens", request.max_tokens), ("schema", request.schema)) if req.get(k) != v]
+        if params:
+            return "stale: parameters changed (" + "; ".join(params) + ")"
+        return "stale: same template and parameters, but what the model is shown changed (the memories or the query)"
 
     def _replay(self, entry: dict[str, Any], request: ModelRequest) -> ModelReply:
         if "error" in entry:
@@ -168,7 +222,7 @@ def _read_text(path: Path) -> str:
 
 def read_meta(directory: Path) -> dict[str, Any]:
     """``cassette-meta.json``: which model and settings recorded this cassette."""
-    path = directory / "cassette-meta.json"
+    path = resolve_set(directory) / "cassette-meta.json"
     if not path.exists():
         return {}
     try:
@@ -178,3 +232,29 @@ def read_meta(directory: Path) -> dict[str, Any]:
     except RecursionError:
         raise HarnessError(f"{path}: invalid JSON (nested too deeply)") from None
     return data if isinstance(data, dict) else {}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How the ``model`` strategy reaches a model."""
+
+    cassettes: Path
+    mode: Mode = "replay"
+    model: str | None = None
+    api_base: str | None = None
+    timeout_scale: float = 1.0
+    shelf: Path | None = None
+    """The directory of cassette sets (``sets.toml``) that ``model:SET`` strategies pick from."""
+
+    def for_set(self, name: str | None) -> ModelSpec:
+        """This spec for strategy ``model:NAME`` (NAME a set of the shelf, or an alias), or itself for ``model``."""
+        if not name:
+            return self
+        return replace(self, cassettes=resolve_set(self.shelf or self.cassettes, name), model=None)
+
+    def resolved_model(self) -> str:
+        """``--model``, else the model named in the cassette's metadata."""
+        name = self.model or read_meta(self.cassettes).get("model")
+        if not name:
+            raise HarnessError(f"no model named: pass --model MODEL (no cassette-meta.json in {self.cassettes})")
+        return str(name)

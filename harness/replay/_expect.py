@@ -224,13 +224,15 @@ def glob_match(pattern: str, key: str) -> bool:
 
 def recall_expectations(check: Check, step: RecallStep, strategy: str, k: int, selected: tuple[str, ...], prompt: str,
                         covers: list[frozenset[str]], found: list[str], metrics: Mapping[str, float | None],
-                        excluded: list[str]) -> bool:
+                        excluded: list[str], quality: Check | None = None) -> bool:
     """What a recall step states, plus the contract every system's recall must keep (at most k, no duplicates,
-    nothing excluded, nothing forbidden)."""
+    nothing excluded). ``quality`` judges what grades the selection (thresholds, exact selections, forbidden facts):
+    ``check`` itself unless a real model chose (``_quality``)."""
+    judge = quality or check
     results = []
     for key, minimum in step.requirements(strategy).items():
         value = metrics.get(key)
-        results.append(check(value is not None and value >= minimum,
+        results.append(judge(value is not None and value >= minimum,
                                   f"{key} {value} < required {minimum} for query {step.query!r}"))
     for text in step.prompt_contains:
         results.append(check(text in prompt, f"prompt block does not contain {text!r}"))
@@ -244,12 +246,12 @@ def recall_expectations(check: Check, step: RecallStep, strategy: str, k: int, s
     results.append(check(not leaked,
                               f"selected already-surfaced memories it was told to exclude: {leaked}"))
     forbidden = sorted(set().union(*covers) & set(step.forbid)) if covers else []
-    results.append(check(not forbidden, f"recalled forbidden facts: {', '.join(forbidden)}"))
+    results.append(judge(not forbidden, f"recalled forbidden facts: {', '.join(forbidden)}"))
     if step.expect_covered is not None:
-        results.append(check(sorted(set(found)) == sorted(step.expect_covered),
+        results.append(judge(sorted(set(found)) == sorted(step.expect_covered),
                                   f"selection covers {sorted(found)}, expected exactly {sorted(step.expect_covered)}"))
     if step.expect_selected is not None:
-        results.append(check(tuple(selected) == step.expect_selected,
+        results.append(judge(tuple(selected) == step.expect_selected,
                                   f"selected {list(selected)}, expected exactly {list(step.expect_selected)}"))
     return all(results)
 

@@ -34,6 +34,8 @@ class CallLog:
     """The text of every request's messages (``expect_model_shown`` / ``expect_model_hidden``)."""
     params: list[dict[str, Any]] = field(default_factory=list)
     """Every request's parameters: purpose, timeout_s, max_tokens, temperature (``expect_model_params``)."""
+    answers: list[tuple[str, Any]] = field(default_factory=list)
+    """Every answer: (purpose, parsed JSON), for the checks that hold a path to what its model said (``_quality``)."""
 
     def usage(self) -> TokenUsage:
         return TokenUsage(self.calls, self.input_tokens, self.output_tokens, self.replayed, self.cost_usd)
@@ -60,6 +62,7 @@ class CountingModel:
         self.log.prompt_versions.add(request.prompt_version)
         self.prompt_versions.add(request.prompt_version)
         reply = self.inner.query(request)
+        self.log.answers.append((request.purpose, reply.data))
         self.log.input_tokens += reply.input_tokens
         self.log.output_tokens += reply.output_tokens
         self.log.replayed += int(reply.replayed)

@@ -77,6 +77,8 @@ class Probe:
     """The end-of-scenario check."""
     skipped: str | None = None
     """Why the step did not run (a capability the system lacks); skipped probes feed no metric."""
+    quality_misses: tuple[str, ...] = ()
+    """A real model's recall: the scenario's quality expectations its choice missed (not failures; ``_quality``)."""
 
     def __post_init__(self) -> None:
         if not self.strategy_used:  # the strategy that produced the answer defaults to the one the run asked for

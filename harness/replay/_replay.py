@@ -2,7 +2,8 @@
 
 A scenario runs in a fresh temporary directory; every memory operation becomes a span; every recall, forget,
 dream, extract and check step becomes a ``Probe`` (DESIGN §4 ``probes.jsonl``). Steps that need a capability the
-system does not declare are skipped, and the probe says why.
+system does not declare are skipped, and the probe says why; after any skipped step but a check, every later step
+is skipped too: it assumes what that step did (files written, memories surfaced, a scripted reply consumed).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, cast
 from harness.errors import HarnessError
 from harness.replay._checks import hold_extractions, run_check, run_trailing
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
-from harness.replay._expect import FaultingModel, RecordingSink, check_outcome, recall_expectations
+from harness.replay._expect import FaultingModel, RecordingSink, check_outcome
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
 from harness.replay._needs import PROBE_KIND, scenario_needs
@@ -29,6 +30,7 @@ from harness.replay._protocol import (
     declared_recall_limit,
     target_problem,
 )
+from harness.replay._quality import recall_verdict
 from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult
 from harness.replay._reference import reference_factory
 from harness.scenario import (
@@ -48,6 +50,8 @@ from harness.scenario import (
 from harness.telemetry import Operation, Telemetry
 from memory_core.clock import FixedClock, monotonic_ms
 from memory_core.model import Model
+
+_SETS_UP = (FaultStep, LockStep, StateStep, DreamStep, SessionStep, ForgetStep, RecallStep)  # skipped: so is the rest
 
 
 @dataclass
@@ -130,7 +134,7 @@ class _Run:
         missing = [(c, part) for c, part in self.needs[i] if c not in self.capabilities]  # a queue: all its needs
         if (missing and not isinstance(step, CheckStep)) or (self.unset and not isinstance(step, AdvanceStep)):
             reason = self.unset or "; ".join(f"{part} needs capability {c.value}" for c, part in missing)
-            if isinstance(step, FaultStep | LockStep | StateStep) and not self.unset:  # what follows assumes it
+            if isinstance(step, _SETS_UP) and not self.unset:  # what follows assumes it: skipped from here on
                 self.unset = f"after step {i} was skipped ({reason})"
             self.probe(i, PROBE_KIND[type(step)], skipped=reason, query=getattr(step, "query", ""))
             return
@@ -265,8 +269,8 @@ class _Run:
         relevant = sum(1 for d in docs.values() if doc_covers(d, self.s.facts, self.seeded) & expected)
         metrics = recall_metrics(covers, expected, k=k, relevant_in_store=relevant)
         found = sorted(set().union(*covers) & expected) if covers else []
-        ok = recall_expectations(lambda good, msg: self.check(good, i, "recall", msg), step, strategy, k, res.selected,
-                                 res.prompt, covers, found, metrics, excluded)
+        ok, misses = recall_verdict(lambda good, msg: self.check(good, i, "recall", msg), step, strategy, k, res,
+                                    covers, found, metrics, excluded, self.counter)
         ok &= self._expect_strategy(i, "recall", res.strategy, res.fallback_reason, step.expect_strategy,
                                     step.expect_fallback)
         ok &= self.outcome_ok(i, "recall", step.outcome, res)
@@ -278,7 +282,7 @@ class _Run:
         self.judge(op, n_failures, res.fallback_reason, None)
         self.surfaced += [p for p in res.selected if p not in self.surfaced]
         self.probe(i, "recall", query=step.query, selected=res.selected, expected=step.expect, covered=tuple(found),
-                   metrics=metrics, passed=ok, duration_ms=elapsed, strategy_used=res.strategy,
+                   metrics=metrics, passed=ok, duration_ms=elapsed, strategy_used=res.strategy, quality_misses=misses,
                    fallback_reason=res.fallback_reason, k=k, scores=tuple(res.scores), error_message=res.error)
 
     def _forget(self, i: int, step: ForgetStep, now: datetime) -> None:
@@ -332,15 +336,8 @@ def _kind(scenario: Scenario, step: int) -> str:
     return "seeding"
 
 
-def replay(
-    scenario: Scenario,
-    *,
-    strategy: str,
-    telemetry: Telemetry,
-    model: Model | None = None,
-    context: ProbeContext | None = None,
-    system_factory: SystemFactory = reference_factory,
-) -> ScenarioResult:
+def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Model | None = None,
+           context: ProbeContext | None = None, system_factory: SystemFactory = reference_factory) -> ScenarioResult:
     """Run ``scenario`` once with ``strategy``; expectations fail the result, exceptions make it an error."""
     context = context or ProbeContext()
     context.scenario, context.strategy, context.step = scenario.id, strategy, -1

@@ -10,39 +10,20 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.replay import _side
-from harness.replay._cassette import Cassette, CassetteModel, Mode, read_meta
+from harness.replay._cassette import Cassette, CassetteModel, ModelSpec
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._protocol import SystemFactory
 from harness.replay._records import ScenarioResult
 from harness.replay._reference import factory_for
 from harness.replay._replay import replay
-from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario
+from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario, base_strategy
 from harness.telemetry import TelemetrySetup, build_telemetry
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """How the ``model`` strategy reaches a model."""
-
-    cassettes: Path
-    mode: Mode = "replay"
-    model: str | None = None
-    api_base: str | None = None
-    timeout_scale: float = 1.0
-
-    def resolved_model(self) -> str:
-        """``--model``, else the model named in the cassette's metadata."""
-        name = self.model or read_meta(self.cassettes).get("model")
-        if not name:
-            raise HarnessError(f"no model named: pass --model MODEL (no cassette-meta.json in {self.cassettes})")
-        return str(name)
 
 
 def strategies_for(scenario: Scenario, requested: Sequence[str] | None) -> list[str]:
@@ -50,12 +31,12 @@ def strategies_for(scenario: Scenario, requested: Sequence[str] | None) -> list[
     else ``heuristic``."""
     if requested is None:
         return list(scenario.strategies) or ["heuristic"]
-    return [s for s in requested if not scenario.strategies or s in scenario.strategies]
+    return [s for s in requested if not scenario.strategies or base_strategy(s) in scenario.strategies]
 
 
 def needs_cassette_model(scenarios: Sequence[Scenario], requested: Sequence[str] | None) -> bool:
     """Whether some scenario will call the real (cassette-backed) model."""
-    return any(s.scripted_model is None and any(x in MODEL_STRATEGIES for x in strategies_for(s, requested))
+    return any(s.scripted_model is None and any(base_strategy(x) in MODEL_STRATEGIES for x in strategies_for(s, requested))
                for s in scenarios)
 
 
@@ -249,34 +230,45 @@ class Worker:
         self.setup.telemetry.system = config.column_system
         self.factory = load_factory(config.system)
         self.context = ProbeContext()
-        self._model: Model | None = None
+        self._models: dict[str, Model] = {}
         self.cassette: Cassette | None = None
 
     @property
     def model(self) -> Model:
-        """The cassette-backed model, built on first use (so scripted-only runs need no cassette)."""
-        if self._model is None:
-            spec = self.config.model
-            if spec is None:
+        """The cassette-backed model of the ``model`` strategy, built on first use (scripted-only runs need none)."""
+        return self.set_model("")
+
+    def set_model(self, which: str) -> Model:
+        """The cassette-backed model of strategy ``model`` (``which`` empty) or ``model:WHICH`` (a cassette set)."""
+        if which not in self._models:
+            if self.config.model is None:
                 raise HarnessError("the model strategy needs a model: pass --cassettes DIR (replay) or --model")
+            spec = self.config.model.for_set(which)
             name = spec.resolved_model()
-            self.cassette = Cassette.open(spec.cassettes)
+            cassette = Cassette.open(spec.cassettes)
+            if not which:
+                self.cassette = cassette
             # replay answers from the cassette without litellm (importing it costs ~2 s); record and live call it
             adapter = None if spec.mode == "replay" else LiteLLMModel(name, api_base=spec.api_base,
                                                                          timeout_scale=spec.timeout_scale)
-            self._model = CassetteModel(self.cassette, name, spec.mode, adapter, self.context, adapter=adapter)
-        return self._model
+            self._models[which] = CassetteModel(cassette, name, spec.mode, adapter, self.context, adapter=adapter)
+        return self._models[which]
 
     def model_for(self, scenario: Scenario, strategy: str) -> Model | None:
-        """The model a strategy uses for this scenario: its scripted replies, else the cassette-backed model."""
-        if strategy not in MODEL_STRATEGIES:
+        """The model a strategy uses for this scenario: its scripted replies, else the cassette-backed model (of the
+        set ``model:SET`` names)."""
+        if base_strategy(strategy) not in MODEL_STRATEGIES:
             return None
-        return scripted_model(scenario.scripted_model) if scenario.scripted_model is not None else self.model
+        if scenario.scripted_model is not None:
+            return scripted_model(scenario.scripted_model)
+        return self.set_model(strategy.partition(":")[2] if strategy != base_strategy(strategy) else "")
 
     def run_one(self, scenario: Scenario, strategy: str) -> ScenarioResult:
-        """Replay ``scenario`` once with ``strategy``."""
-        return replay(scenario, strategy=strategy, telemetry=self.setup.telemetry,
-                      model=self.model_for(scenario, strategy), context=self.context, system_factory=self.factory)
+        """Replay ``scenario`` once with ``strategy`` (``model:SET`` replays as ``model``, labelled ``model:SET``)."""
+        base = base_strategy(strategy)
+        result = replay(scenario, strategy=base, telemetry=self.setup.telemetry,
+                        model=self.model_for(scenario, strategy), context=self.context, system_factory=self.factory)
+        return result if base == strategy else relabel(result, strategy)
 
     def run(self, scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
         """Every strategy of the run for ``scenario``, and the spans they produced."""
@@ -310,7 +302,7 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order.
     ``idle`` is called when this process has nothing left to replay but the side process is still at work."""
     for strategy in config.strategies or ():
-        if strategy not in STRATEGY_NAMES:
+        if base_strategy(strategy) not in STRATEGY_NAMES:
             raise HarnessError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGY_NAMES)}")
     selected = select_shard(scenarios, config.shard)
     run = SuiteRun([], [])
@@ -397,4 +389,4 @@ def _side_indices(selected: Sequence[Scenario], config: RunConfig) -> list[int]:
 
 def _needs_transport(scenario: Scenario, config: RunConfig) -> bool:
     return any(isinstance(step, FaultStep) and step.model is not None for step in scenario.steps) \
-        and any(s in MODEL_STRATEGIES for s in strategies_for(scenario, config.strategies))
+        and any(base_strategy(s) in MODEL_STRATEGIES for s in strategies_for(scenario, config.strategies))

@@ -14,7 +14,8 @@ from harness.replay import ScenarioResult
 from harness.reporting._text import summary_markdown
 from harness.reporting._view import CARD_METRICS, Annotation, failure_annotations, gate_failure, sig3, verdict
 
-TABLE_METRICS: Final = (*CARD_METRICS, "recall.abstention_accuracy", "dedupe.residual_duplicates", "llm.calls")
+TABLE_METRICS: Final = (*CARD_METRICS, "recall.abstention_accuracy", "dedupe.residual_duplicates", "llm.calls",
+                         "recall.fallbacks", "recall.quality_misses")
 
 
 def closing_table(summary: RunSummary, results: Sequence[ScenarioResult]) -> list[str]:

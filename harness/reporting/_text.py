@@ -12,7 +12,8 @@ from harness.replay import ScenarioResult
 from harness.reporting._view import effect_words, flips, gate_failure, verdict
 
 HEADLINE: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "recall.ndcg",
-                   "recall.abstention_accuracy", "dedupe.residual_duplicates", "dedupe.retention", "index.within_limits",
+                   "recall.abstention_accuracy", "recall.fallbacks", "recall.quality_misses",
+                   "dedupe.residual_duplicates", "dedupe.retention", "index.within_limits",
                    "latency.recall_ms.p95", "llm.calls", "llm.replayed", "llm.tokens.input", "llm.tokens.output",
                    "llm.cost_usd")
 
@@ -108,11 +109,25 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
         for r in bad:
             lines.append(f"- `{r.scenario}` [{r.strategy}] ({r.path or 'no file'}): "
                          + "; ".join(r.failures or ((r.error or "").splitlines()[:1])))
+    lines += _quality(results)
     lines += _skips(results)
     lines += ["", "| gate | value | result |", "|---|---:|---|"]
     for g in summary.gates:
         lines.append(f"| {g.name} | {_fmt(g.value)} | {'pass' if g.passed else '**FAIL** ' + g.detail} |")
     return "\n".join(lines) + "\n"
+
+
+def _quality(results: Sequence[ScenarioResult], most: int = 30) -> list[str]:
+    """Recall steps where a real model's choice missed what the step states (counted, not failed: docs/metrics.md)."""
+    missed = [(r, p) for r in results for p in r.probes if p.quality_misses]
+    if not missed:
+        return []
+    out = ["", f"### Model quality misses ({len(missed)} recall step(s); not failures, see `recall.quality_misses`)", ""]
+    out += [f"- `{r.scenario}` [{r.strategy}] step {p.step} {p.query!r}: " + "; ".join(p.quality_misses)
+            for r, p in missed[:most]]
+    if len(missed) > most:
+        out.append(f"- … {len(missed) - most} more in probes.jsonl (`quality_misses`)")
+    return out
 
 
 def _skips(results: Sequence[ScenarioResult], most: int = 30) -> list[str]:

@@ -20,6 +20,7 @@ from harness.scenario._registry import (
     STRATEGIES,
     STRATEGY_NAMES,
     StrategySpec,
+    base_strategy,
     strategy_spec,
 )
 from harness.scenario._strict import strict_problems
@@ -76,6 +77,7 @@ __all__ = [
     "ToolResultSpec",
     "TrailingExpect",
     "Turn",
+    "base_strategy",
     "dump_yaml",
     "load_all",
     "load_scenario",

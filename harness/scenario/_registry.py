@@ -47,6 +47,13 @@ MODEL_STRATEGIES: Final = frozenset(n for n, s in STRATEGIES.items() if s.uses_m
 RANKED_STRATEGIES: Final = tuple(n for n, s in STRATEGIES.items() if s.ranked)
 
 
+def base_strategy(name: str) -> str:
+    """The registered strategy a run's strategy name stands for: ``model:SET`` (the model strategy replaying the
+    cassette set SET, for model-versus-model runs) is ``model``; any other name is itself."""
+    base, sep, which = name.partition(":")
+    return base if sep and which and base in MODEL_STRATEGIES else name
+
+
 def strategy_spec(name: str) -> StrategySpec:
     """The registered strategy ``name``; ``KeyError`` with the known names otherwise."""
     try:

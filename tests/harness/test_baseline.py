@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.replay import resolve_set
 from tests.harness.conftest import SCENARIOS
 
 RECALL = str(SCENARIOS / "recall")
@@ -81,7 +82,7 @@ def test_a_significant_recall_drop_fails_naming_metric_ci_and_flips(base: Path, 
 def test_a_partial_run_is_incomplete_and_refuses_a_baseline(base: Path, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     cassettes = tmp_path / "cassettes"
-    shutil.copytree(SCENARIOS / "cassettes", cassettes)
+    shutil.copytree(resolve_set(SCENARIOS / "cassettes"), cassettes)  # the default set of the shipped shelf
     lines = (cassettes / "cassette.jsonl").read_text().splitlines()
     (cassettes / "cassette.jsonl").write_text("\n".join(lines[: len(lines) // 2]) + "\n")  # a prompt edit, unrecorded
     out = tmp_path / "run"

@@ -9,13 +9,16 @@ Skipped unless MEMHARNESS_LIVE_API_BASE is set (see conftest.py); .ci/run sets i
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.live.conftest import TIMEOUT_SCALE, Live, Run, closed_port, run_cli
+from tests.live.conftest import REPO, TIMEOUT_SCALE, Live, Run, closed_port, run_cli
 
 pytestmark = pytest.mark.slow  # talks to a live local model server
 
@@ -172,3 +175,28 @@ def test_unreachable_api_base_falls_back_to_the_heuristic(live: Live, tmp_path_f
     assert all("connection" in s["status"]["message"].lower() for s in chats), [s["status"] for s in chats]
     metrics = run.summary["strategies"]["model"]["metrics"]
     assert metrics["recall.fallbacks"] == sum(p["kind"] == "recall" for p in rows)
+
+
+def test_memharness_record_fills_a_set_once_then_has_nothing_left(live: Live, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The prompt-edit loop's recording step: `memharness record` takes model, endpoint and timeouts from the set's
+    cassette-meta.json, records what the set lacks, and a second call finds nothing missing (resumable)."""
+    shelf = tmp_path_factory.mktemp("record-set")
+    (shelf / "cassette-meta.json").write_text(json.dumps(
+        {"model": live.model, "api_base": live.api_base, "timeout_scale": float(TIMEOUT_SCALE)}), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "QWEN_", "MEMHARNESS_"))}
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+
+    def record() -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "harness", "record", *map(str, live.scenarios), "--system", "reference",
+               "--cassettes", str(shelf), "--out", str(tmp_path_factory.mktemp("record-cmd"))]
+        return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
+
+    first = record()
+    assert first.returncode in (0, 1), first.stderr[-3000:]
+    entries = (shelf / "cassette.jsonl").read_text(encoding="utf-8").splitlines()
+    assert entries
+    assert f"record: {len(entries)} new call(s) recorded into {shelf}" in first.stderr
+    again = record()
+    assert again.returncode == first.returncode, again.stderr[-3000:]
+    assert f"record: 0 new call(s) recorded into {shelf} ({len(entries)} in all" in again.stderr
+    assert (shelf / "cassette.jsonl").read_text(encoding="utf-8").splitlines() == entries

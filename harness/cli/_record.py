@@ -1,0 +1,84 @@
+"""``memharness record``: fill a cassette set with the model calls the suite makes and it does not hold yet.
+
+The set's ``cassette-meta.json`` says which model, endpoint and timeout scale it was recorded with, so recording
+after a prompt edit is one command. Only missing calls reach the model (a prompt edit changes a request, so its
+key: the stale entry is simply not used; ``memharness cassettes status`` lists those); each answer is appended and
+fsynced as it arrives, so Ctrl-C loses nothing and the same command resumes. Before anything is replayed the
+endpoint must answer: no server is one line saying what to start, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+SERVE_HINT = {  # scripts/local-model.sh knows these models (the set's alias → the script's model name)
+    "openai/qwen2.5-coder-1.5b-instruct": "qwen-1.5b", "openai/qwen2.5-coder-0.5b-instruct": "qwen-0.5b",
+    "openai/smollm2-135m-instruct": "smollm2",
+}
+
+
+def endpoint_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
+    """None when ``GET {api_base}/models`` answers with JSON, else why not (one line)."""
+    url = api_base.rstrip("/") + "/models"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            json.loads(response.read(1 << 20) or b"{}")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        return f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
+    return None
+
+
+def nearest_shelf(path: Path) -> Path:
+    """The nearest ``cassettes/`` at or above a scenario path (as the pytest plugin finds it), else ``<dir>/cassettes``."""
+    start = (path if path.is_dir() else path.parent).resolve()
+    for folder in (start, *start.parents):
+        if (folder / "cassettes").is_dir():
+            return folder / "cassettes"
+    return start / "cassettes"
+
+
+def cmd_record(args: argparse.Namespace, environ: Mapping[str, str],
+               run: Callable[[list[str], Mapping[str, str]], int]) -> int:
+    """Record what the set lacks, then say how many calls were added."""
+    from harness.replay import Cassette, read_meta, resolve_set
+
+    paths = [str(p) for p in args.paths] or ["scenarios"]
+    shelf = args.cassettes or nearest_shelf(Path(paths[0]))
+    target = resolve_set(shelf, args.set)
+    meta = read_meta(target)
+    model = args.model or meta.get("model")
+    if not model:
+        raise HarnessError(f"record: {target} has no cassette-meta.json naming a model: pass --model MODEL")
+    api_base = args.api_base or meta.get("api_base")
+    scale = args.timeout_scale or float(meta.get("timeout_scale") or 1.0)
+    if api_base:
+        problem = endpoint_problem(str(api_base))
+        if problem:
+            hint = SERVE_HINT.get(str(model))
+            start = (f"scripts/local-model.sh serve {hint} --port {str(api_base).rsplit(':', 1)[-1].split('/')[0]}"
+                     if hint else "your model server")
+            raise HarnessError(f"record: no model answers at {api_base} ({problem}); start {start}, "
+                               f"or pass --api-base URL")
+    before = len(Cassette.open(target))
+    argv = ["run", *paths, "--strategy", "model", "--record", "--model", str(model), "--cassettes", str(target),
+            "--timeout-scale", str(scale), "--no-gates", "--out", str(args.out)]
+    if api_base:
+        argv += ["--api-base", str(api_base)]
+    for tag in args.tags or ():
+        argv += ["--tag", tag]
+    if args.system:
+        argv += ["--system", args.system]
+    code = run(argv, environ)
+    after = len(Cassette.open(target))
+    print(f"record: {after - before} new call(s) recorded into {target} ({after} in all; model {model})",
+          file=sys.stderr)
+    return code
