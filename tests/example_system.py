@@ -5,7 +5,8 @@ the shipped suite's portable scenarios against it through ``memharness run --sys
 
 Memory is a dict of records in RAM. Extraction keeps user statements that sound durable; recall ranks records by
 shared words; dream merges records with the same text; forget removes records that contain every word of the
-request. It declares one capability (``dream``), so index, lock, file-path and gate steps are skipped visibly.
+request. It declares one capability (``dream``), so index, lock, file-path and gate steps are skipped visibly, and
+one strategy (``heuristic``), so model-strategy runs are skipped visibly too.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class ExampleSystem:
     capabilities: frozenset[Capability] = frozenset({Capability.DREAM})
     recall_limit: int = 5
     name: str = "example"
+    strategies: frozenset[str] = frozenset({"heuristic"})  # no model path: model-strategy runs are skipped, saying so
     records: dict[str, _Record] = field(default_factory=dict)
     turns: dict[str, list[Turn]] = field(default_factory=dict)
     processed: dict[str, int] = field(default_factory=dict)

@@ -160,6 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="record only scenarios with this tag")
     rec.add_argument("--system", help="as `memharness run --system` (default: every shipped system)")
     rec.add_argument("--out", type=Path, default=Path("reports/record"), help="the recording run's directory")
+    con = sub.add_parser("conformance", help="check a memory system capability by capability (ok / wrong / missing "
+                                             "method); exit 1 on any wrong")
+    con.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
+    con.add_argument("--system", required=True, help="a shipped system (reference, sqlite) or package.module:factory")
+    con.add_argument("--cases", type=_positive, default=4, help="scenarios replayed per capability (default 4)")
     cas = sub.add_parser("cassettes", help="cassette tools")
     cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
     st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")

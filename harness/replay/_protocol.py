@@ -304,6 +304,15 @@ def target_problem(scenario: Scenario, system: object) -> str | None:
     return None
 
 
+def strategy_problem(system: object, strategy: str) -> str | None:
+    """Why ``system`` cannot run ``strategy`` (the skip reason), or None. A system may declare ``strategies`` (the
+    strategy names it implements, e.g. no model path); one that declares none implements them all."""
+    declared = getattr(system, "strategies", None)
+    if declared is None or strategy in declared:
+        return None
+    return f"{system_name(system) or 'this system'} implements strategies {', '.join(sorted(declared))}, not {strategy}"
+
+
 def declared_recall_limit(system: object) -> int:
     value = getattr(system, "recall_limit", SPEC_RECALL_LIMIT)
     return value if isinstance(value, int) and value > 0 else SPEC_RECALL_LIMIT

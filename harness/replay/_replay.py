@@ -28,6 +28,7 @@ from harness.replay._protocol import (
     SystemFactory,
     capabilities_of,
     declared_recall_limit,
+    strategy_problem,
     target_problem,
 )
 from harness.replay._quality import recall_verdict
@@ -357,7 +358,7 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
         run = _Run(scenario, strategy, observed, clock, telemetry, counter, context, caps, sink, faulting)
         error = None
         try:
-            skipped = target_problem(scenario, system)
+            skipped = target_problem(scenario, system) or strategy_problem(system, strategy)
             if skipped is None and any(m.raw is not None for m in scenario.memories) \
                     and Capability.RAW_FILES not in caps:
                 skipped = f"seeds raw file text: needs capability {Capability.RAW_FILES.value}"

@@ -17,7 +17,7 @@ from harness.replay._suite import SHIPPED_DESIGNS
 from harness.scenario import load_all, load_scenario
 from tests.harness.conftest import SCENARIOS
 
-PORTABLE = SCENARIOS / "dream" / "gates-pass.yaml"
+PORTABLE = SCENARIOS / "dream" / "portable-duplicate-records.yaml"
 
 
 def _results(out: Path) -> list[dict[str, Any]]:

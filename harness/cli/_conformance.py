@@ -1,0 +1,147 @@
+"""``memharness conformance --system module:factory``: what a memory system gets right, capability by capability.
+
+For the portable core and for every capability the system declares, the methods the capability needs must exist
+(else **missing method**), and a few shipped scenarios that exercise it (those written for the system's design, or
+portable, whose every need the system declares) are replayed: all pass → **ok**, else **wrong** with the first
+difference (scenario, step, message). A case exercises more than its capability, so a break in one place can
+show in the rows of the capabilities that lean on it too; the first difference says where to look. Capabilities
+the system does not declare are listed with how many shipped checks will be skipped for it. Exit 1 on any wrong or
+missing method. It takes seconds, not a suite run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+METHODS: dict[str, tuple[str, ...]] = {
+    "": ("seed", "finish_seeding", "add_turns", "extract", "dream", "recall", "forget", "documents"),
+    "file_index": ("index_text", "loaded_index"),
+    "stray_files": ("stray_files",),
+    "locks": ("plant_lock", "lock_held"),
+    "extract_queue": ("hold_extractions", "release_extractions"),
+    "system_checks": ("system_check",),
+    "state_files": ("plant_state",),
+    "io_faults": ("inject_fault",),
+}
+"""The methods each capability's checks call (docs/system-protocol.md); the core row is every system's."""
+
+
+MODEL_PATH = "~model"
+"""The row of the portable scenarios that run the model strategy (scripted replies or the default cassette set)."""
+
+
+@dataclass
+class Row:
+    capability: str
+    verdict: str
+    """``ok`` | ``wrong`` | ``missing method`` | ``untested`` | ``not declared``."""
+    detail: str = ""
+    cases: int = 0
+
+
+def _probe_system(factory: Any) -> Any:
+    """One instance, to read what it declares (name, design, capabilities)."""
+    from datetime import UTC, datetime
+
+    from memory_core.clock import FixedClock
+
+    class _Sink:
+        def emit(self, event: Any) -> None:
+            pass
+
+    with tempfile.TemporaryDirectory(prefix="memharness-conformance-") as tmp:
+        system = factory(Path(tmp), FixedClock(datetime(2026, 1, 1, tzinfo=UTC)), None, _Sink())
+        try:
+            return (getattr(system, "name", ""), getattr(system, "design", ""), getattr(system, "strategies", None),
+                    frozenset(str(c) for c in getattr(system, "capabilities", frozenset())),
+                    {m for methods in METHODS.values() for m in methods if callable(getattr(system, m, None))})
+        finally:
+            close = getattr(system, "close", None)
+            if callable(close):
+                close()
+
+
+def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4) -> list[Row]:
+    """The table rows for system ``spec`` over the scenarios under ``paths``."""
+    from harness.replay import ModelSpec, RunConfig, Worker, load_factory, resolve_set, step_needs, target_problem
+    from harness.scenario import load_all
+
+    factory = load_factory(spec)
+    name, design, strategies, declared, methods = _probe_system(factory)
+
+    class _Declared:  # what target_problem reads
+        pass
+
+    me = _Declared()
+    me.name, me.design = name, design  # type: ignore[attr-defined]
+    suite = [s for s in load_all(list(paths)) if target_problem(s, me) is None]
+    shelf = paths[0] if paths[0].is_dir() else paths[0].parent
+    worker = Worker(RunConfig(None, ModelSpec(resolve_set(shelf / "cassettes")), system=spec))
+    needs = {s.id: {c.value for step in s.steps for c, _ in step_needs(step)}
+             | ({"raw_files"} if any(m.raw is not None for m in s.memories) else set()) for s in suite}
+    uses_model = {s.id: "model" in (s.strategies or ("heuristic",)) for s in suite}
+    plan: list[tuple[str, str, list[Any]]] = []  # (capability, label, cases); verdicts come after every replay
+    rows: dict[str, Row] = {}
+    for capability in ("", MODEL_PATH, *sorted({c for n in needs.values() for c in n} | declared)):
+        label = {"": "core (recall, extract, dream, forget, documents)",
+                 MODEL_PATH: "model path (strategy model)"}.get(capability, capability)
+        if capability in ("", MODEL_PATH):
+            cases = [s for s in suite if not needs[s.id] and uses_model[s.id] == (capability == MODEL_PATH)]
+        else:
+            cases = [s for s in suite if capability in needs[s.id] and needs[s.id] <= declared]
+        if capability == MODEL_PATH and strategies is not None and "model" not in strategies:
+            rows[capability] = Row(label, "not declared", f"its strategies are {', '.join(sorted(strategies))}")
+        elif capability not in ("", MODEL_PATH) and capability not in declared:
+            skipped = sum(1 for s in suite if capability in needs[s.id])
+            rows[capability] = Row(label, "not declared", f"{skipped} shipped scenario(s) skip steps for it")
+        elif lacking := [m for m in METHODS.get(capability, ()) if m not in methods]:
+            rows[capability] = Row(label, "missing method", ", ".join(lacking))
+        elif not (picked := _spread(cases, per_capability)):
+            rows[capability] = Row(label, "untested", "no shipped scenario exercises it for this design")
+        else:
+            rows[capability] = Row(label, "ok", cases=len(picked))
+            plan.append((capability, label, picked))
+    results: dict[str, Any] = {}
+    try:
+        for capability, _, picked in plan:
+            for scenario in picked:
+                if scenario.id not in results:
+                    results[scenario.id] = worker.run_one(scenario, (scenario.strategies or ("heuristic",))[0])
+                result = results[scenario.id]
+                if result.status not in ("failed", "error"):
+                    continue
+                row = rows[capability]
+                if row.verdict == "ok":  # the first difference, where it is
+                    row.verdict, row.detail = "wrong", f"{scenario.id}: {(result.failures or (result.error or '',))[0]}"
+    finally:
+        worker.shutdown()
+    return list(rows.values())
+
+
+def _spread(cases: Sequence[Any], n: int) -> list[Any]:
+    """``n`` cases spread over the list (different areas of the suite, not the first folder only)."""
+    if len(cases) <= n:
+        return list(cases)
+    step = len(cases) / n
+    return [cases[int(i * step)] for i in range(n)]
+
+
+def cmd_conformance(args: argparse.Namespace) -> int:
+    if not args.system:
+        raise HarnessError("conformance: pass --system NAME or package.module:factory")
+    rows = conformance(args.system, args.paths or [Path("scenarios")], per_capability=args.cases)
+    width = max(len(r.capability) for r in rows)
+    print(f"conformance of {args.system}:")
+    for r in rows:
+        cases = f" ({r.cases} case(s))" if r.cases else ""
+        print(f"  {r.capability.ljust(width)}  {r.verdict}{cases}" + (f": {r.detail}" if r.detail else ""))
+    bad = [r for r in rows if r.verdict in ("wrong", "missing method")]
+    print(f"{len(bad)} capability(ies) wrong or incomplete" if bad else "every declared capability: ok")
+    return 1 if bad else 0
