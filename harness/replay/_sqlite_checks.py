@@ -76,6 +76,18 @@ def _traces(system: SqliteSystem, expected: object) -> str | None:
     return None if str(n) == want.strip() else f"trace search for {keyword!r}: {n} turn(s), expected {want.strip()}"
 
 
+def _traces_newest_lacks(system: SqliteSystem, expected: object) -> str | None:
+    """``traces_newest_lacks: "KEYWORD => TEXT"``: the newest turn the search returns does not contain TEXT (the
+    other side of a cut: spec §4.6 returns ``content[:500]``)."""
+    if (query := _trace_query(expected)) is None:
+        return f"traces_newest_lacks: expected 'KEYWORD => TEXT', got {expected!r}"
+    keyword, unwanted = query
+    rows = system.mem.search_traces(keyword)
+    if not rows:
+        return f"trace search for {keyword!r} found nothing, expected a newest turn without {unwanted!r}"
+    return f"the newest turn for {keyword!r} contains {unwanted!r}" if unwanted in str(rows[0]["content"]) else None
+
+
 def _traces_newest(system: SqliteSystem, expected: object) -> str | None:
     """``traces_newest: "KEYWORD => TEXT"``: the newest turn trace search returns for KEYWORD contains TEXT."""
     if (query := _trace_query(expected)) is None:
@@ -132,5 +144,6 @@ CHECKS: Final[dict[str, Callable[[SqliteSystem, Any], str | None]]] = {
     "no_episode_hits": _no_episode_hits,
     "traces": _traces,
     "traces_newest": _traces_newest,
+    "traces_newest_lacks": _traces_newest_lacks,
     "sql": _sql,
 }
