@@ -52,27 +52,27 @@ def covered_facts(docs: Sequence[MemoryRecord], facts: Mapping[str, Fact],
 
 def recall_metrics(selected: Sequence[frozenset[str]], expected: frozenset[str], *, k: int,
                    relevant_in_store: int) -> dict[str, float | None]:
-    """precision, recall, f1, mrr, ndcg@k (binary gains) and abstention for one recall probe (DESIGN §5).
+    """precision, recall, f1, mrr, ndcg@k (binary gains) and abstention for one recall probe (docs/metrics.md).
 
-    ``selected`` holds the facts each selected doc covers, in rank order. mrr and ndcg are None when nothing is
-    expected (they are undefined there); abstention is None when something is expected.
+    ``selected`` holds the facts each selected doc covers, in rank order. A probe that expects nothing is an
+    abstention probe: only ``abstention`` is defined (1 when nothing was selected); precision, recall, f1, mrr and
+    ndcg are None there (changed 2026-11-26: DESIGN §5 counted its recall as 1.0, which inflated the headline
+    recall). A probe that expects something has no abstention.
     """
+    if not expected:  # an abstention probe: only abstention is defined (it is not a recall of 1.0, issue 32)
+        return {"precision": None, "recall": None, "f1": None, "mrr": None, "ndcg": None,
+                "abstention": 1.0 if not selected else 0.0}
     hits = [bool(c & expected) for c in selected]
     precision = sum(hits) / len(selected) if selected else 1.0
     found = set().union(*selected) & expected if selected else set()
-    recall = len(found) / len(expected) if expected else 1.0
+    recall = len(found) / len(expected)
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     metrics: dict[str, float | None] = {"precision": precision, "recall": recall, "f1": f1}
-    if expected:
-        first = next((i for i, h in enumerate(hits) if h), None)
-        metrics["mrr"] = 1.0 / (first + 1) if first is not None else 0.0
-        dcg = sum(1.0 / math.log2(i + 2) for i, h in enumerate(hits[:k]) if h)
-        ideal_n = min(k, max(relevant_in_store, 1))
-        idcg = sum(1.0 / math.log2(i + 2) for i in range(ideal_n))
-        metrics["ndcg"] = dcg / idcg if idcg else 0.0
-        metrics["abstention"] = None
-    else:
-        metrics["mrr"] = None
-        metrics["ndcg"] = None
-        metrics["abstention"] = 1.0 if not selected else 0.0
+    first = next((i for i, h in enumerate(hits) if h), None)
+    metrics["mrr"] = 1.0 / (first + 1) if first is not None else 0.0
+    dcg = sum(1.0 / math.log2(i + 2) for i, h in enumerate(hits[:k]) if h)
+    ideal_n = min(k, max(relevant_in_store, 1))
+    idcg = sum(1.0 / math.log2(i + 2) for i in range(ideal_n))
+    metrics["ndcg"] = dcg / idcg if idcg else 0.0
+    metrics["abstention"] = None
     return metrics
