@@ -72,22 +72,23 @@ def cmd_history(args: argparse.Namespace) -> int:
         return 0
     print(f"{len(runs)} run(s) in {db} (oldest first)")
     strategies = list(dict.fromkeys(s for r in runs for s in r.metrics))
-    header = ["run", "time (UTC)", "commit", "result"]
+    header = ["run", "time (UTC)", "commit", "result", "systems | strategies"]
     columns = [(s, m) for s in strategies for m in TREND_METRICS]
     rows = [[r.run_id, r.created_at[:19].replace("T", " "), r.git_commit[:10] or "-",
-             ("pass" if r.passed else "fail") + ("" if r.complete else " (incomplete)")]
+             ("pass" if r.passed else "fail") + ("" if r.complete else " (incomplete)"), r.key or "-"]
             + [_cell(r.metric(s, m)) for s, m in columns] for r in runs]
     names = header + [f"{s} {m}" for s, m in columns]
     widths = [max(len(n), *(len(row[i]) for row in rows)) if rows else len(n) for i, n in enumerate(names)]
     print("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)))
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
-    if len(runs) >= 2:
-        first, last = runs[0], runs[-1]
+    same = [r for r in runs if r.key == runs[-1].key] if runs else []  # a trend joins runs of one key only
+    if len(same) >= 2:
+        first, last = same[0], same[-1]
         for s, m in columns:
             a, b = first.metric(s, m), last.metric(s, m)
             if a is not None and b is not None:
-                print(f"trend {s} {m}: {a:.3g} -> {b:.3g} ({b - a:+.3g} over {len(runs)} runs)")
+                print(f"trend {s} {m}: {a:.3g} -> {b:.3g} ({b - a:+.3g} over {len(same)} runs of {last.key or '-'})")
     return 0
 
 
@@ -172,10 +173,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from harness.reporting import atomic_write, history_path, read_history, read_run, render_report
+    from harness.reporting._history import run_key
 
     summary, results, spans = read_run(args.run_dir)
     target = args.output or args.run_dir / "report.html"
-    atomic_write(target, render_report(summary, results, spans, history=read_history(history_path(args.run_dir))))
+    history = read_history(history_path(args.run_dir), key=run_key(summary))
+    atomic_write(target, render_report(summary, results, spans, history=history))
     print(f"wrote {target}")
     return 0
 

@@ -24,7 +24,7 @@ TREND_METRICS: Final = ("recall.precision", "recall.recall", "recall.f1", "recal
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, created_at TEXT NOT NULL, git_commit TEXT NOT NULL DEFAULT '',
-    passed INTEGER NOT NULL, complete INTEGER NOT NULL, out_dir TEXT NOT NULL DEFAULT '');
+    passed INTEGER NOT NULL, complete INTEGER NOT NULL, out_dir TEXT NOT NULL DEFAULT '', key TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS metrics (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, strategy TEXT NOT NULL, metric TEXT NOT NULL,
     value REAL, PRIMARY KEY (run_id, strategy, metric));
@@ -42,6 +42,8 @@ class HistoryRun:
     complete: bool
     metrics: dict[str, dict[str, float | None]]
     """strategy → metric → value."""
+    key: str = ""
+    """What the run compared: its systems and strategies (``run_key``); a trend joins runs of one key only."""
 
     def metric(self, strategy: str, name: str) -> float | None:
         return self.metrics.get(strategy, {}).get(name)
@@ -58,10 +60,19 @@ def _warn(db: Path, exc: BaseException) -> None:
     print(f"memharness: warning: run history {db} not updated/read ({type(exc).__name__}: {exc})", file=sys.stderr)
 
 
+def run_key(summary: RunSummary) -> str:
+    """``systems | strategies`` of a run: runs of different systems or strategy sets are different trends."""
+    meta = summary.meta or {}
+    systems = meta.get("systems") or [meta.get("system") or "reference"]
+    return f"{','.join(map(str, systems))} | {','.join(summary.strategies)}"
+
+
 def _connect(db: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(db, timeout=10)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.executescript(_SCHEMA)
+    if "key" not in {row[1] for row in conn.execute("PRAGMA table_info(runs)")}:  # a history from before keys
+        conn.execute("ALTER TABLE runs ADD COLUMN key TEXT NOT NULL DEFAULT ''")
     return conn
 
 
@@ -77,9 +88,10 @@ def append_run(db: Path, summary: RunSummary, *, out_dir: Path | None = None,
         try:
             with conn:  # one transaction: all rows or none
                 conn.execute("DELETE FROM metrics WHERE run_id = ?", (summary.run_id,))
-                conn.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+                conn.execute("INSERT OR REPLACE INTO runs (run_id, created_at, git_commit, passed, complete, out_dir, key)"
+                             " VALUES (?, ?, ?, ?, ?, ?, ?)",
                              (summary.run_id, summary.created_at, str(summary.meta.get("git_commit") or ""),
-                              int(summary.passed), int(complete), str(out_dir or "")))
+                              int(summary.passed), int(complete), str(out_dir or ""), run_key(summary)))
                 conn.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", rows)
         finally:
             conn.close()
@@ -89,9 +101,10 @@ def append_run(db: Path, summary: RunSummary, *, out_dir: Path | None = None,
     return True
 
 
-def read_history(db: Path, *, limit: int = 20,
+def read_history(db: Path, *, limit: int = 20, key: str | None = None,
                  warn: Callable[[Path, BaseException], None] = _warn) -> list[HistoryRun]:
-    """The last ``limit`` runs, oldest first; [] (and a warning when it exists but is unreadable) otherwise."""
+    """The last ``limit`` runs (of ``key`` only, when given), oldest first; [] (and a warning when it exists but is
+    unreadable) otherwise."""
     if not db.exists():
         return []
     if not db.is_file():  # a FIFO or device would block sqlite's open
@@ -100,15 +113,18 @@ def read_history(db: Path, *, limit: int = 20,
     try:
         conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=10)  # '#', '?', '%' encoded
         try:
-            runs = conn.execute("SELECT run_id, created_at, git_commit, passed, complete FROM runs "
-                                "ORDER BY created_at DESC, rowid DESC LIMIT ?", (max(limit, 0),)).fetchall()
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+            keyed = "key" if "key" in columns else "''"  # a history from before keys, read-only: no migration
+            runs = conn.execute(f"SELECT run_id, created_at, git_commit, passed, complete, {keyed} FROM runs "
+                                f"WHERE ? IS NULL OR {keyed} = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                                (key, key, max(limit, 0))).fetchall()
             out: list[HistoryRun] = []
-            for run_id, created_at, commit, passed, complete in reversed(runs):
+            for run_id, created_at, commit, passed, complete, run_of in reversed(runs):
                 metrics: dict[str, dict[str, float | None]] = {}
                 for strategy, metric, value in conn.execute(
                         "SELECT strategy, metric, value FROM metrics WHERE run_id = ?", (run_id,)):
                     metrics.setdefault(strategy, {})[metric] = value
-                out.append(HistoryRun(run_id, created_at, commit, bool(passed), bool(complete), metrics))
+                out.append(HistoryRun(run_id, created_at, commit, bool(passed), bool(complete), metrics, run_of))
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -125,7 +141,11 @@ def history_json(runs: Sequence[HistoryRun]) -> str:
 
 def record_history(out: Path, summary: RunSummary, *, limit: int = 20,
                    environ: dict[str, str] | None = None) -> list[HistoryRun]:
-    """Append this run to the history beside ``out`` (see ``history_path``) and return the last ``limit`` runs."""
+    """Append this run to the history beside ``out`` (see ``history_path``) and return the last ``limit`` runs of
+    the same systems and strategies. A shard is not a run of the suite: it is not recorded (its merge is), so no
+    history file lands among the shard directories that ``memharness merge OUT shards/*`` reads."""
     db = history_path(out, environ)
+    if (summary.meta or {}).get("shard"):
+        return read_history(db, limit=limit, key=run_key(summary), warn=lambda *_: None)
     append_run(db, summary, out_dir=out)
-    return read_history(db, limit=limit)
+    return read_history(db, limit=limit, key=run_key(summary))

@@ -228,3 +228,32 @@ def test_a_failed_gate_is_a_junit_failure_and_an_annotation(tmp_path: Path, monk
     assert len(failed) == 1
     assert "heuristic" in str(failed[0].get("name"))
     assert all(s.get("failures") == "0" for name, s in suites.items() if name != "memharness.gates")
+
+
+def test_history_is_keyed_by_systems_and_strategies_and_shards_leave_none(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("MEMHARNESS_HISTORY", raising=False)
+    scenario = str(SCENARIOS / "recall" / "type-user.yaml")
+    reports = tmp_path / "reports"
+    for n, strategy in enumerate(("heuristic", "heuristic", "bm25")):
+        assert main(["run", scenario, "--strategy", strategy, "--system", "reference", "--out",
+                     str(reports / f"run{n}"), "--no-gates"], environ={}) == 0
+    db = reports / "history.sqlite"
+    runs = read_history(db)
+    assert [r.key for r in runs] == ["reference | heuristic", "reference | heuristic", "reference | bm25"]
+    assert len(read_history(db, key="reference | heuristic")) == 2
+    html = (reports / "run2" / "report.html").read_text()  # the bm25 run's trend is its own, not heuristic's
+    table = re.search(r'<table id="history">(.*?)</table>', html, re.S)
+    assert table is not None
+    assert table[1].count("<tr>") == 2  # header + the one bm25 run
+    capsys.readouterr()
+    assert main(["history", "--db", str(db)], environ={}) == 0
+    out = capsys.readouterr().out
+    assert "systems | strategies" in out
+    assert "over 1 runs" not in out  # the last key (bm25) has one run: no trend line mixes it with heuristic's
+    # a shard is not a suite run: it writes no history beside the shard directories that merge reads
+    shards = tmp_path / "shards"
+    assert main(["run", str(SCENARIOS / "recall"), "--shard", "1/2", "--strategy", "heuristic", "--out",
+                 str(shards / "1"), "--no-gates"], environ={}) in (0, 1)
+    assert not (shards / "history.sqlite").exists()
