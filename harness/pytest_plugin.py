@@ -38,17 +38,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def find_cassettes(start: Path, root: Path) -> Path | None:
-    """The nearest ``cassettes/`` directory holding a cassette, from ``start`` upwards (stopping at ``root`` when
-    ``start`` lies under it)."""
-    here = start.resolve()
-    stop = root.resolve()
-    while True:
-        candidate = here / "cassettes"
-        if (candidate / "cassette.jsonl").exists() or (candidate / "cassette-meta.json").exists():
-            return candidate
-        if here == stop or here.parent == here:
-            return None
-        here = here.parent
+    """The nearest ``cassettes/`` holding a cassette set or a shelf of sets, from ``start`` upwards (stopping at
+    ``root`` when ``start`` lies under it): ``harness.replay.nearest_cassettes``."""
+    from harness.replay import nearest_cassettes
+
+    return nearest_cassettes(start, root)
 
 
 class _State:

@@ -128,6 +128,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from harness.replay import (
         ModelSpec,
         RunConfig,
+        nearest_cassettes,
         needs_cassette_model,
         plan_columns,
         plan_primary,
@@ -155,7 +156,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if requested:
         strategies = tuple(x for x in requested if x in strategies) or requested
     suite_dir = paths[0] if paths[0].is_dir() else paths[0].parent
-    shelf = args.cassettes or suite_dir / "cassettes"
+    shelf = args.cassettes or nearest_cassettes(paths[0]) or suite_dir / "cassettes"  # as `record` and the plugin
     cassettes = resolve_set(shelf)  # a shelf of sets (sets.toml): its default set
     model = None
     if any(STRATEGIES[base_strategy(s)].uses_model for s in strategies if base_strategy(s) in STRATEGIES):
@@ -222,7 +223,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from harness.evaluation import Gate, compare_runs, evaluate, load_gates
+    from harness.evaluation import Gate, compare_runs, evaluate, load_gates, p_text
     from harness.reporting import read_run
 
     base_summary, base, _ = read_run(args.base)
@@ -237,7 +238,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
               + f": passed in the baseline, {f.now} now" + (f" — {f.detail}" if f.detail else ""))
     for c in info.comparisons:
         print(f"  {c.b:10} {c.metric:27} base {c.mean_a:.3f} cand {c.mean_b:.3f} delta {c.delta:+.4f} "
-              f"95% CI [{c.ci95[0]:+.4f}, {c.ci95[1]:+.4f}] p={c.p_value:.3g} "
+              f"95% CI [{c.ci95[0]:+.4f}, {c.ci95[1]:+.4f}] {p_text(c.p_value, prefix='p')} "
               f"({'significant' if c.significant else 'not significant'}) W/T/L {c.wins}/{c.ties}/{c.losses} n={c.n}")
     for d in info.suite:
         if d.delta:

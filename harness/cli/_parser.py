@@ -123,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--seed", type=int, default=0)
     fz.add_argument("--system", help="package.module:factory of the system under test (default: the reference core)")
     fz.add_argument("--property", action="append", dest="properties", help="run only this property (repeatable)")
-    fz.add_argument("--regressions", type=Path, default=Path("scenarios/regressions"))
+    fz.add_argument("--regressions", type=Path, default=Path("reports/fuzz-regressions"),
+                    help="where shrunk failures are written as scenarios (default: reports/fuzz-regressions, outside "
+                         "the shipped suite; move one into scenarios/ to keep it as a regression)")
     fz.add_argument("--database", type=Path, help="Hypothesis example database directory (default: none)")
     fz.add_argument("--min-precision", type=float, default=0.0)
     fz.add_argument("--min-recall", type=float, default=1.0)

@@ -37,22 +37,14 @@ def endpoint_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
     return None
 
 
-def nearest_shelf(path: Path) -> Path:
-    """The nearest ``cassettes/`` at or above a scenario path (as the pytest plugin finds it), else ``<dir>/cassettes``."""
-    start = (path if path.is_dir() else path.parent).resolve()
-    for folder in (start, *start.parents):
-        if (folder / "cassettes").is_dir():
-            return folder / "cassettes"
-    return start / "cassettes"
-
-
 def cmd_record(args: argparse.Namespace, environ: Mapping[str, str],
                run: Callable[[list[str], Mapping[str, str]], int]) -> int:
     """Record what the set lacks, then say how many calls were added."""
-    from harness.replay import Cassette, read_meta, resolve_set
+    from harness.replay import Cassette, nearest_cassettes, read_meta, resolve_set
 
     paths = [str(p) for p in args.paths] or ["scenarios"]
-    shelf = args.cassettes or nearest_shelf(Path(paths[0]))
+    first = Path(paths[0])
+    shelf = args.cassettes or nearest_cassettes(first) or (first if first.is_dir() else first.parent) / "cassettes"
     target = resolve_set(shelf, args.set)
     meta = read_meta(target)
     model = args.model or meta.get("model")

@@ -24,6 +24,7 @@ from harness.evaluation._stats import (
     compare,
     mcnemar_exact,
     minimum_detectable_effect,
+    p_text,
     sign_flip_p,
 )
 from harness.evaluation._summary import (
@@ -65,6 +66,7 @@ __all__ = [
     "load_gates",
     "mcnemar_exact",
     "minimum_detectable_effect",
+    "p_text",
     "paired",
     "per_scenario_means",
     "probe_frame",

@@ -60,6 +60,13 @@ class Comparison:
         return cls(**values)
 
 
+def p_text(p: float, *, prefix: str = "") -> str:
+    """A bootstrap p-value as every output prints it: 3 significant digits, and never ``0`` (the resampling cannot
+    resolve below 1 / RESAMPLES, so that is written ``< 0.0001``). ``prefix="p"`` gives ``p = 0.04`` / ``p < 0.0001``."""
+    text = f"< {1 / RESAMPLES:g}" if p < 1 / RESAMPLES else f"{p:.3g}"
+    return f"{prefix} {text}" if prefix and text.startswith("<") else f"{prefix} = {text}" if prefix else text
+
+
 PairedComparison = Comparison
 """The old name (kept for imports)."""
 

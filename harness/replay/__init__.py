@@ -4,7 +4,16 @@ The system-under-test protocol (``MemorySystem``, ``MemoryRecord``, result types
 and needs no ``memory_core`` import to implement; ``ReferenceSystem`` adapts the reference core onto it.
 """
 
-from harness.replay._cassette import Cassette, CassetteModel, Mode, ModelSpec, read_meta, request_key, resolve_set
+from harness.replay._cassette import (
+    Cassette,
+    CassetteModel,
+    Mode,
+    ModelSpec,
+    nearest_cassettes,
+    read_meta,
+    request_key,
+    resolve_set,
+)
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
 from harness.replay._index import SPEC_LIMITS, IndexLimits, index_stats
 from harness.replay._models import ProbeContext, scripted_model
@@ -93,6 +102,7 @@ __all__ = [
     "entry_coverage",
     "index_stats",
     "load_factory",
+    "nearest_cassettes",
     "needs_cassette_model",
     "plan_columns",
     "plan_primary",

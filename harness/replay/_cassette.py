@@ -33,6 +33,21 @@ SETS_FILE: Final = "sets.toml"
 Mode = Literal["replay", "record", "live"]
 
 
+def nearest_cassettes(start: Path, stop: Path | None = None) -> Path | None:
+    """The nearest ``cassettes/`` at or above ``start`` (a scenario file or folder) that holds a set or a shelf of
+    sets (``cassette.jsonl``, ``cassette-meta.json`` or ``sets.toml``), up to ``stop`` when ``start`` is under it.
+    One rule for ``memharness run``, ``memharness record`` and the pytest plugin."""
+    here = (start if start.is_dir() else start.parent).resolve()
+    end = stop.resolve() if stop is not None else None
+    while True:
+        candidate = here / "cassettes"
+        if any((candidate / name).is_file() for name in (CASSETTE_FILE, "cassette-meta.json", SETS_FILE)):
+            return candidate
+        if here == end or here.parent == here:
+            return None
+        here = here.parent
+
+
 def resolve_set(directory: Path, name: str | None = None) -> Path:
     """The cassette set a directory means. A directory holding ``sets.toml`` (``default = "DIR"`` and
     ``[alias] short = "DIR"``) is a shelf of sets, one per subdirectory: ``name`` (a subdirectory or an alias)

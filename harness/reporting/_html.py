@@ -11,7 +11,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from harness.evaluation import RunSummary, per_scenario_means
+from harness.evaluation import RunSummary, p_text, per_scenario_means
 from harness.replay import SPEC_LIMITS, ScenarioResult
 from harness.reporting import _charts as charts
 from harness.reporting import _view as view
@@ -28,6 +28,7 @@ def _env() -> jinja2.Environment:
                              autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined)
     env.filters["num"] = _num
     env.filters["sig3"] = view.sig3
+    env.filters["pvalue"] = p_text
     return env
 
 

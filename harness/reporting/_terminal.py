@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from harness.evaluation import RunSummary
+from harness.evaluation import RunSummary, p_text
 from harness.replay import ScenarioResult
 from harness.reporting._text import summary_markdown
 from harness.reporting._view import CARD_METRICS, Annotation, failure_annotations, gate_failure, sig3, verdict
@@ -35,7 +35,7 @@ def closing_table(summary: RunSummary, results: Sequence[ScenarioResult]) -> lis
         lines.append("")
     for label, c in comps:
         lines.append(f"{label} {c.metric}: {c.delta:+.3g} (95% CI {c.ci95[0]:+.3g} to {c.ci95[1]:+.3g}, "
-                     f"p = {c.p_value:.3g}) {'significant' if c.significant else 'not significant'}")
+                     f"{p_text(c.p_value, prefix='p')}) {'significant' if c.significant else 'not significant'}")
     return lines
 
 

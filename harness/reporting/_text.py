@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Final
 
-from harness.evaluation import GateResult, RunSummary
+from harness.evaluation import GateResult, RunSummary, p_text
 from harness.replay import ScenarioResult
 from harness.reporting._view import effect_words, flips, gate_failure, verdict
 
@@ -86,7 +86,7 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
         lines += ["", "| comparison | delta | 95% CI | p | W/T/L | n | in words |", "|---|---:|---|---:|---|---:|---|"]
         for c in summary.comparisons:
             lines.append(f"| {c.b} − {c.a} {c.metric} | {c.delta:+.3f} | [{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}] | "
-                         f"{c.p_value:.3g} | {c.wins}/{c.ties}/{c.losses} | {c.n} | "
+                         f"{p_text(c.p_value)} | {c.wins}/{c.ties}/{c.losses} | {c.n} | "
                          f"{'significant' if c.significant else 'not significant'} |")
     if summary.baseline is not None:
         lines += ["", f"### Against baseline `{summary.baseline.dir}`", "",

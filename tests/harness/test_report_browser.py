@@ -34,7 +34,7 @@ def test_report_is_self_contained_and_small(report: Path) -> None:
     assert "<link " not in html
     assert "sourceMappingURL" not in html
     assert "Chart.js v4" in html  # the vendored library is inlined
-    assert report.stat().st_size < 1_500_000
+    assert report.stat().st_size < 2_000_000  # 1.67 MB today: recall/ grew by 124 model-answered probes (issue 30)
     specs = json.loads(re.search(r'<script type="application/json" id="chart-data">(.*?)</script>', html, re.S)[1])
     assert {"per-scenario-f1", "latency", "index-lines", "trend"} <= set(specs)
     for spec in specs.values():
