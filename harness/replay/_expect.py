@@ -200,7 +200,9 @@ class FaultingModel:
         adapter = LiteLLMModel("openai/memharness-fault-injection", api_key="sk-fault")
         if kind == "malformed":
             return adapter.query(request, mock_response=_mock("{not json: this is a malformed body"))
-        import litellm  # noqa: TID251 — the transport's own exception types, raised beneath the adapter
+        from memory_core.litellm_model import _litellm
+
+        litellm = _litellm()  # the transport's own exception types; imported as the adapter does (offline cost map)
 
         error_type = getattr(litellm, _TRANSPORT_ERRORS[kind])
         error = error_type(message=f"injected {kind}", llm_provider="openai", model="memharness-fault-injection")
