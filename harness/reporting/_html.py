@@ -120,7 +120,8 @@ def render_report(summary: RunSummary, results: Sequence[ScenarioResult], spans:
     return _env().get_template("report.html.j2").render(
         summary=summary, strategies=strategies, results=ordered, headline=HEADLINE,
         verdict=view.verdict(summary, results), cards=view.cards(summary), card_metrics=view.CARD_METRICS,
-        failed_gates=[g for g in gates if not g.passed], passed_gates=[g for g in gates if g.passed],
+        failed_gates=[g for g in gates if not g.passed],
+        passed_gates=[g for g in gates if g.passed and not g.skipped], skipped_gates=[g for g in gates if g.skipped],
         failing=[r for r in ordered if r.status in ("failed", "error")],
         flips=view.flips(results, strategies), suspicious=view.suspicious_passes(ordered),
         comparisons=summary.comparisons, baseline=summary.baseline, effect_words=view.effect_words,
