@@ -203,6 +203,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             "model": (model.model or read_meta(cassettes).get("model")) if model else None,
             "model_mode": model.mode if model else None,
             "cassettes": str(cassettes) if model else None, "cassette_entries": run.cassette_entries or None,
+            "models": _models_used(model, strategies) if model else None,
             "system": args.system or "reference", "systems": [name for name, _, _ in plan],
             "trace_url": trace_url(environ)}
     fuzz_report = None
@@ -308,6 +309,23 @@ def cmd_merge(args: argparse.Namespace) -> int:
     merged = _evaluate_and_write(args.out, results, spans, strategies, gates_path=args.gates, baseline_dir=None,
                                  meta=_meta({"merged_from": [str(s) for s in args.shards], "system": systems.pop()}))
     return _print_outcome(merged, args.out, results, print)
+
+
+def _models_used(model: Any, strategies: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per model strategy column: which model answered, from which set, with which weights (cassette-meta.json)."""
+    from harness.replay import read_meta
+    from harness.scenario import base_strategy
+
+    out = {}
+    for column in strategies:
+        strategy = column.split("@")[0]
+        if base_strategy(strategy) != "model" or strategy in out:
+            continue
+        spec = model.for_set(strategy.partition(":")[2] if strategy != "model" else None)
+        meta = read_meta(spec.cassettes) if spec.mode != "live" else {}
+        out[strategy] = {"model": spec.model or meta.get("model"), "cassettes": str(spec.cassettes),
+                         "weights": meta.get("weights"), "mode": spec.mode}
+    return out
 
 
 def _check_output_dir(path: object, option: str) -> None:

@@ -43,8 +43,9 @@ class Comparison:
 
     @property
     def significant(self) -> bool:
-        """The 95% CI excludes 0."""
-        return self.ci95[0] > 0 or self.ci95[1] < 0
+        """The 95% CI excludes 0 and p < 0.05 (they agree, except when every delta is the same: then the CI is a
+        point and the p-value is the exact sign test's, so one probe, or five that all moved alike, is not enough)."""
+        return (self.ci95[0] > 0 or self.ci95[1] < 0) and self.p_value < 0.05
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -74,12 +75,13 @@ PairedComparison = Comparison
 def bootstrap(deltas: Sequence[float], *, seed: int = SEED) -> tuple[tuple[float, float], float]:
     """Percentile bootstrap of the mean of paired deltas: the 95% CI and the two-sided p-value from the SAME
     resamples (p = 2 · the share of resampled means on the far side of 0), so "the CI excludes 0" and "p < 0.05"
-    always agree. Reproducible (fixed seed)."""
+    agree. When every delta is the same the resamples cannot vary: the CI is that point and p is the exact two-sided
+    sign test's (2 · 0.5^n). Reproducible (fixed seed)."""
     arr = np.asarray(deltas, dtype=float)
     if arr.size == 0:
         return (0.0, 0.0), 1.0
-    if np.all(arr == arr[0]):
-        return (float(arr[0]), float(arr[0])), (1.0 if arr[0] == 0 else 0.0)
+    if np.all(arr == arr[0]):  # every resample has the same mean: the bootstrap says nothing; an exact sign test
+        return (float(arr[0]), float(arr[0])), (1.0 if arr[0] == 0 else min(1.0, 2 * 0.5 ** arr.size))
     rng = np.random.default_rng(seed)
     means = arr[rng.integers(0, arr.size, size=(RESAMPLES, arr.size))].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])

@@ -11,7 +11,6 @@ import pandas as pd
 from harness.evaluation._records import ChangedProbe, ScenarioCounts, StrategySummary
 from harness.evaluation._stats import Comparison, compare
 from harness.replay import Probe, ScenarioResult, split_column
-from harness.scenario import MODEL_STRATEGIES, base_strategy
 
 COMPARED_METRICS = ("recall.f1", "recall.precision", "recall.recall", "recall.mrr", "recall.ndcg",
                     "recall.abstention_accuracy")
@@ -111,18 +110,15 @@ def paired(frame_a: pd.DataFrame, frame_b: pd.DataFrame, a: str, b: str) -> list
 
 def _real_model_rows(joined: pd.DataFrame) -> pd.DataFrame:
     """Where a column is a model strategy, only the probes a real model answered in either column: a scripted
-    reply (a scenario's own ``scripted_model``) says nothing about a model, so it neither shrinks nor widens the
-    comparison (``m.quality_miss`` is set exactly on recall probes a real model answered: ``_quality``)."""
-    def model_side(column: str) -> pd.Series:
-        if column not in joined.columns:
-            return pd.Series(data=False, index=joined.index)
-        labels = [str(label).split("@")[0] for label in joined[column].tolist()]
-        return pd.Series([base_strategy(label) in MODEL_STRATEGIES for label in labels], index=joined.index, dtype=bool)
-
-    modelled = model_side("strategy_a") | model_side("strategy_b")
-    marks = [c for c in ("m.quality_miss", "m.quality_miss_a", "m.quality_miss_b") if c in joined.columns]
-    answered = joined[marks].notna().any(axis=1) if marks else pd.Series(data=False, index=joined.index)
-    return joined[~modelled | answered]
+    reply (a scenario's own ``scripted_model``) or a step the model never saw says nothing about a model, so it
+    neither shrinks nor widens the comparison. ``m.model_answered`` is 1 or 0 on every model-strategy recall probe
+    (``_quality``); probes without it (other strategies, runs from before it existed) are kept."""
+    marks = [c for c in ("m.model_answered", "m.model_answered_a", "m.model_answered_b") if c in joined.columns]
+    if not marks:
+        return joined
+    values = joined[marks].apply(pd.to_numeric, errors="coerce")
+    scripted_only = (values == 0).any(axis=1) & ~(values == 1).any(axis=1)
+    return joined[~scripted_only]
 
 
 def changed_probes(frame_a: pd.DataFrame, frame_b: pd.DataFrame, metric: str = "m.f1") -> list[ChangedProbe]:

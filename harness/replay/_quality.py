@@ -87,4 +87,6 @@ def recall_verdict(check: Check, step: RecallStep, strategy: str, k: int, result
         ok &= follows_answer(check, model.log.answers, result.selected, k, result.fallback_reason)
     if graded:
         metrics["quality_miss"] = float(bool(misses))
+    if strategy in MODEL_STRATEGIES:  # paired comparisons of a model keep only what a real model answered
+        metrics["model_answered"] = float(graded)
     return ok, tuple(misses)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Sequence
@@ -77,6 +78,12 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
     lines = [f"## memharness — {word}", ""]
     if v:
         lines += [f"**{v.line}**", ""] + [f"- {d}" for d in v.details] + ([""] if v.details else [])
+    for strategy, used in ((summary.meta or {}).get("models") or {}).items():
+        weights = str(used.get("weights") or "")
+        sha = re.search(r"sha256 ([0-9a-f]{64})", weights)
+        lines.append(f"Model `{strategy}`: {used.get('model')} ({used.get('mode')}, {used.get('cassettes')}"
+                     + (f"; weights sha256 {sha[1]}" if sha else "") + ")")
+        lines.append("")
     lines += ["| metric | " + " | ".join(strategies) + " |", "|---|" + "---:|" * len(strategies)]
     counts = [summary.strategies[s].scenarios for s in strategies]
     lines.append("| scenarios passed | " + " | ".join(f"{c.passed}/{c.total}" for c in counts) + " |")

@@ -10,7 +10,7 @@ import pytest
 from harness.cli import main
 from tests.harness.conftest import SCENARIOS
 
-PORTABLE = str(SCENARIOS / "dream" / "gates-pass.yaml")
+PORTABLE = str(SCENARIOS / "dream" / "portable-duplicate-records.yaml")
 SQLITE_ONLY = str(SCENARIOS / "sqlite" / "ttl-2h.yaml")
 
 
