@@ -59,8 +59,10 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
                         bench: Mapping[str, Any] | None = None, run_id: str | None = None) -> RunSummary:
     """Evaluation (summary, baseline, gates) then reporting (every output file)."""
     from harness.evaluation import IncompleteComparison, compare_runs, evaluate_run, load_gates
+    from harness.plugins import score_results
     from harness.reporting import read_run, record_history, render_report, write_run
 
+    results = score_results(results)  # every registered plugin metric, on every probe of its kind
     baseline = refused = None
     if baseline_dir is not None:
         base_summary, base_results, _ = read_run(baseline_dir)
@@ -349,6 +351,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     try:
         args = build_parser().parse_args(argv)
         _check_output_dir(getattr(args, "out", None), "--out")
+        if args.command in ("run", "compare", "merge", "report"):  # metrics of your own: --plugin, env, entry points
+            from harness.plugins import load_plugins
+
+            load_plugins(getattr(args, "plugins", None) or (), environ=dict(env))
         if args.command == "run":
             return cmd_run(args, env)
         if args.command == "record":

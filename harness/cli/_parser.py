@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--system", help="a shipped system (reference, sqlite, sqlite:seed) or package.module:factory of your "
                                       "own MemorySystem (default: every shipped system, each replaying the scenarios "
                                       "that target it; columns heuristic, heuristic@sqlite, ...)")
+    run.add_argument("--plugin", action="append", dest="plugins", metavar="MODULE",
+                     help="a module path or .py file registering metrics of your own (harness.plugins; repeatable; "
+                          "also $MEMHARNESS_PLUGINS and the memharness.plugins entry points)")
     run.add_argument("--benchmark", type=Path, help="a benchmark.json from `memharness bench` to include in the report")
     run.add_argument("--fuzz-examples", type=_count, default=0,
                      help="also run the property suite with this many examples and add it to the report")

@@ -3,7 +3,7 @@
 Reads replay's typed records; produces a ``RunSummary``. Imports nothing from reporting or the CLI.
 """
 
-from harness.evaluation._gates import LOWER_IS_BETTER, Gate, GateResult, evaluate, load_gates
+from harness.evaluation._gates import LOWER_IS_BETTER, Gate, GateResult, evaluate, load_gates, lower_is_better
 from harness.evaluation._records import (
     SUMMARY_SCHEMA,
     BaselineComparison,
@@ -30,6 +30,7 @@ from harness.evaluation._stats import (
 from harness.evaluation._summary import (
     COMPARED_METRICS,
     changed_probes,
+    compared_metrics,
     paired,
     per_scenario_means,
     probe_frame,
@@ -61,9 +62,11 @@ __all__ = [
     "changed_probes",
     "compare",
     "compare_runs",
+    "compared_metrics",
     "evaluate",
     "evaluate_run",
     "load_gates",
+    "lower_is_better",
     "mcnemar_exact",
     "minimum_detectable_effect",
     "p_text",

@@ -21,6 +21,20 @@ LOWER_IS_BETTER: Final = frozenset({"recall.fallbacks", "recall.quality_misses",
                                     "index.max_line_chars", "index.max_lines",
                                     "index.max_bytes", "latency.recall_ms.p50", "latency.recall_ms.p95"})
 
+def _plugin_metrics() -> tuple[str, ...]:
+    from harness.plugins import metric_names
+
+    return metric_names()
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether a smaller value of ``metric`` is better (built-ins, and plugin metrics registered so)."""
+    from harness.plugins import REGISTRY
+
+    plugin = REGISTRY.get(metric)
+    return metric in LOWER_IS_BETTER or (plugin is not None and plugin.lower_is_better)
+
+
 GATE_KEYS: Final = frozenset({"metric", "strategy", "min", "max", "max_drop", "vs", "name", "system"})
 KNOWN_METRICS: Final = frozenset({
     "recall.precision", "recall.recall", "recall.f1", "recall.mrr", "recall.ndcg", "recall.abstention_accuracy",
@@ -109,7 +123,7 @@ def load_gates(path: Path) -> list[Gate]:
             raise GateFileError(f"{where}: unknown key {sorted(extra)[0]!r}; expected {', '.join(sorted(GATE_KEYS))}")
         if not isinstance(raw.get("metric"), str):
             raise GateFileError(f"{where}: 'metric' must be a string like \"recall.precision\"")
-        if raw["metric"] not in KNOWN_METRICS:
+        if raw["metric"] not in KNOWN_METRICS and raw["metric"] not in _plugin_metrics():
             raise GateFileError(f"{where}: unknown metric {raw['metric']!r}; expected one of {', '.join(sorted(KNOWN_METRICS))}")
         for key in ("min", "max", "max_drop"):
             if key in raw and (not isinstance(raw[key], (int, float)) or isinstance(raw[key], bool)
@@ -201,7 +215,7 @@ def _regression(gate: Gate, comparisons: Sequence[Comparison], baseline: Baselin
             if suite and suite[0].delta is not None:
                 d = suite[0]
                 assert d.delta is not None
-                loss = d.delta if gate.metric in LOWER_IS_BETTER else -d.delta
+                loss = d.delta if lower_is_better(gate.metric) else -d.delta
                 return GateResult(gate, passed=loss <= gate.max_drop, value=round(d.delta, 6),
                                   detail=f"baseline {d.base:g} → {d.cand:g}")
     else:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness.errors import HarnessError
-from harness.evaluation._gates import LOWER_IS_BETTER, Gate, evaluate
+from harness.evaluation._gates import Gate, evaluate, lower_is_better
 from harness.evaluation._records import BaselineComparison, Flip, RunSummary, SuiteDelta, Verdict
 from harness.evaluation._stats import Comparison
-from harness.evaluation._summary import COMPARED_METRICS, all_probes, changed_probes, paired, probe_frame, summarize
+from harness.evaluation._summary import all_probes, changed_probes, compared_metrics, paired, probe_frame, summarize
 from harness.replay import ScenarioResult
 
 SUITE_METRICS: Final = ("dedupe.residual_duplicates", "dedupe.retention", "forget.precision", "forget.recall",
@@ -25,7 +25,7 @@ class IncompleteComparison(HarnessError):
 
 
 def worse(metric: str, delta: float) -> bool:
-    return delta > 0 if metric in LOWER_IS_BETTER else delta < 0
+    return delta > 0 if lower_is_better(metric) else delta < 0
 
 
 def _flips(base: Sequence[ScenarioResult], cand: Sequence[ScenarioResult]) -> list[Flip]:
@@ -108,7 +108,7 @@ def compare_runs(base_results: Sequence[ScenarioResult], cand_results: Sequence[
     base_block = base_summary.strategies if base_summary else summarize(base_results, shared)[0]
     cand_block, _ = summarize(cand_results, shared)
     suite = [SuiteDelta(s, m, base_block[s].metrics.get(m) if s in base_block else None, cand_block[s].metrics.get(m))
-             for s in shared for m in (*SUITE_METRICS, *COMPARED_METRICS)]
+             for s in shared for m in (*SUITE_METRICS, *compared_metrics())]
     flips = _flips(base_results, cand_results)
     return BaselineComparison(str(base_dir), tuple(comps), tuple(changed_probes(fa, fb)), tuple(flips), tuple(suite),
                               tuple(_verdicts(shared, comps, suite, flips)))

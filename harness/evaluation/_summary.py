@@ -18,6 +18,20 @@ COMPARED_METRICS = ("recall.f1", "recall.precision", "recall.recall", "recall.mr
 _PROBE_COLUMN = {"recall.abstention_accuracy": "m.abstention"}
 
 
+def compared_metrics() -> tuple[str, ...]:
+    """The built-in paired metrics, then every registered plugin recall metric (harness.plugins)."""
+    from harness.plugins import REGISTRY
+
+    return (*COMPARED_METRICS, *(name for name, p in sorted(REGISTRY.items()) if p.kind == "recall"))
+
+
+def _probe_column(metric: str) -> str:
+    from harness.plugins import REGISTRY
+
+    plugin = REGISTRY.get(metric)
+    return "m." + plugin.key if plugin is not None else _PROBE_COLUMN.get(metric, "m." + metric.split(".", 1)[1])
+
+
 def probe_frame(probes: Sequence[Probe]) -> pd.DataFrame:
     """One row per graded probe (skipped ones feed no metric); ``metrics`` and ``tokens`` flattened to
     ``m.<name>`` and ``tok.<name>`` columns."""
@@ -74,6 +88,10 @@ def strategy_metrics(frame: pd.DataFrame) -> dict[str, float | None]:
     out["llm.cost_usd"] = float(costs.sum()) if len(costs) else math.nan  # nan → null: no priced call
     fallbacks = _col(rec, "fallback_reason").dropna()
     out["recall.fallbacks"] = float(len(fallbacks))
+    from harness.plugins import REGISTRY
+
+    for name, plugin in sorted(REGISTRY.items()):  # a plugin metric: its mean over the probes of its kind
+        out[name] = _mean(_col(frame[frame["kind"] == plugin.kind], "m." + plugin.key))
     misses = pd.to_numeric(_col(rec, "m.quality_miss"), errors="coerce").dropna()  # only recalls a real model chose
     out["recall.quality_misses"] = float(misses.sum()) if len(misses) else math.nan
     return {k: (None if isinstance(v, float) and math.isnan(v) else round(v, 6)) for k, v in out.items()}
@@ -96,8 +114,8 @@ def paired(frame_a: pd.DataFrame, frame_b: pd.DataFrame, a: str, b: str) -> list
         return []
     joined = _real_model_rows(ra.merge(rb, on=keys, suffixes=("_a", "_b")))
     out = []
-    for metric in COMPARED_METRICS:
-        col = _PROBE_COLUMN.get(metric, "m." + metric.split(".", 1)[1])
+    for metric in compared_metrics():
+        col = _probe_column(metric)
         if f"{col}_a" not in joined.columns:
             continue
         both = joined[[f"{col}_a", f"{col}_b", "ok_a", "ok_b"]].dropna(subset=[f"{col}_a", f"{col}_b"])

@@ -16,7 +16,7 @@ from harness.replay import SPEC_LIMITS, ScenarioResult
 from harness.reporting import _charts as charts
 from harness.reporting import _view as view
 from harness.reporting._history import TREND_METRICS, HistoryRun
-from harness.reporting._text import HEADLINE
+from harness.reporting._text import headline
 from harness.telemetry import otlp_spans
 
 TREND_CHART_METRICS = ("recall.f1", "recall.precision", "recall.recall")
@@ -118,7 +118,7 @@ def render_report(summary: RunSummary, results: Sequence[ScenarioResult], spans:
                 fallbacks[p.fallback_reason] = fallbacks.get(p.fallback_reason, 0) + 1
     specs = _chart_specs(summary, results, history)
     return _env().get_template("report.html.j2").render(
-        summary=summary, strategies=strategies, results=ordered, headline=HEADLINE,
+        summary=summary, strategies=strategies, results=ordered, headline=headline(),
         verdict=view.verdict(summary, results), cards=view.cards(summary), card_metrics=view.CARD_METRICS,
         failed_gates=[g for g in gates if not g.passed],
         passed_gates=[g for g in gates if g.passed and not g.skipped], skipped_gates=[g for g in gates if g.skipped],

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Final
 
 from harness.evaluation import RunSummary, p_text
+from harness.plugins import metric_names
 from harness.replay import ScenarioResult
 from harness.reporting._text import summary_markdown
 from harness.reporting._view import CARD_METRICS, Annotation, failure_annotations, gate_failure, sig3, verdict
@@ -23,7 +24,7 @@ def closing_table(summary: RunSummary, results: Sequence[ScenarioResult]) -> lis
     strategies = list(summary.strategies)
     v = verdict(summary, results)
     rows = [("scenarios passed", [f"{b.scenarios.passed}/{b.scenarios.total}" for b in summary.strategies.values()])]
-    rows += [(m, [sig3(summary.strategies[s].metric(m)) for s in strategies]) for m in TABLE_METRICS]
+    rows += [(m, [sig3(summary.strategies[s].metric(m)) for s in strategies]) for m in (*TABLE_METRICS, *metric_names())]
     width = max(len(r[0]) for r in rows)
     cols = [max(len(s), *(len(r[1][i]) for r in rows)) for i, s in enumerate(strategies)]
     lines = [v.line, "", " " * width + "  " + "  ".join(s.rjust(c) for s, c in zip(strategies, cols, strict=True))]

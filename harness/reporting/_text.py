@@ -19,6 +19,13 @@ HEADLINE: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr
                    "llm.cost_usd")
 
 
+def headline() -> tuple[str, ...]:
+    """The headline metrics every output shows: the built-ins, then each registered plugin metric."""
+    from harness.plugins import metric_names
+
+    return (*HEADLINE, *metric_names())
+
+
 def junit_xml(results: Sequence[ScenarioResult], gates: Sequence[GateResult] = ()) -> str:
     """One testcase per scenario × strategy (failure messages name the step; the trace id is a property) and one
     per gate, in the ``memharness.gates`` suite: a failed gate (a baseline regression included) is a failed test
@@ -87,7 +94,7 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
     lines += ["| metric | " + " | ".join(strategies) + " |", "|---|" + "---:|" * len(strategies)]
     counts = [summary.strategies[s].scenarios for s in strategies]
     lines.append("| scenarios passed | " + " | ".join(f"{c.passed}/{c.total}" for c in counts) + " |")
-    for metric in HEADLINE:
+    for metric in headline():
         lines.append(f"| {metric} | " + " | ".join(_fmt(summary.strategies[s].metric(metric)) for s in strategies) + " |")
     if summary.comparisons:
         lines += ["", "| comparison | delta | 95% CI | p | W/T/L | n | in words |", "|---|---:|---|---:|---|---:|---|"]

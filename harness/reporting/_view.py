@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from harness.evaluation import Comparison, GateResult, RunSummary
+from harness.evaluation import Comparison, GateResult, RunSummary, lower_is_better
 from harness.replay import Probe, ScenarioResult
 
 CARD_METRICS: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "dedupe.retention",
                        "latency.recall_ms.p95")
-LOWER_IS_BETTER: Final = frozenset({"latency.recall_ms.p95", "dedupe.residual_duplicates", "llm.cost_usd"})
 VERDICT_METRIC: Final = "recall.f1"
 VerdictStatus = Literal["pass", "fail", "incomplete"]
 _STEP_LINE: Final = re.compile(r"^step (?P<step>\d+) \((?P<kind>[\w-]+), line (?P<line>\d+)\): (?P<message>.*)$", re.S)
@@ -120,7 +119,7 @@ def failure_annotations(results: Sequence[ScenarioResult]) -> list[Annotation]:
 
 
 def _comparison_delta(c: Comparison, against: str) -> Delta:
-    good = (c.delta < 0) if c.metric in LOWER_IS_BETTER else (c.delta > 0)
+    good = (c.delta < 0) if lower_is_better(c.metric) else (c.delta > 0)
     return Delta(c.metric, c.delta, c.ci95, c.significant, good, against)
 
 

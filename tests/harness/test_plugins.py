@@ -1,0 +1,101 @@
+"""Metrics of your own (issue 31: extension points): a plugin registers a metric; memharness scores it on every
+probe of its kind, shows it like a built-in in every output, compares it probe by probe, and gates on it; a broken
+plugin is one clear line. The example plugin in examples/ is also installed and found through its entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import harness.plugins
+from harness.cli import main
+from tests.harness.conftest import SCENARIOS
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "memharness-example-plugin"
+MODULE = EXAMPLE / "memharness_example_plugin" / "__init__.py"
+PATHS = [str(SCENARIOS / "recall" / "models-01-payments.yaml"), str(SCENARIOS / "recall" / "type-user.yaml")]
+
+
+@pytest.fixture(autouse=True)
+def _own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(harness.plugins, "REGISTRY", {})  # a test's plugins never leak into another's outputs
+    monkeypatch.delenv("MEMHARNESS_PLUGINS", raising=False)
+
+
+def _run(tmp_path: Path, *extra: str, gates: str | None = None) -> tuple[int, Path]:
+    out = tmp_path / "run"
+    args = ["run", *PATHS, "--strategy", "heuristic,model", "--system", "reference", "--out", str(out), *extra]
+    if gates is None:
+        args.append("--no-gates")
+    else:
+        (tmp_path / "gates.toml").write_text(gates)
+        args += ["--gates", str(tmp_path / "gates.toml")]
+    return main(args, environ={}), out
+
+
+def test_a_plugin_metric_is_scored_shown_compared_and_stored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(tmp_path, "--plugin", str(MODULE))
+    assert code == 0
+    terminal = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    for strategy in ("heuristic", "model"):
+        value = summary["strategies"][strategy]["metrics"]["recall.first_pick_relevant"]
+        assert 0.0 <= value <= 1.0
+    probes = [json.loads(line) for line in (out / "probes.jsonl").read_text().splitlines()]
+    scored = [p for p in probes if p["kind"] == "recall" and "plugin.first_pick_relevant" in p["metrics"]]
+    assert scored
+    assert all(p["metrics"]["plugin.first_pick_relevant"] is None for p in scored if not p["expected"])
+    assert any(c["metric"] == "recall.first_pick_relevant" for c in summary["comparisons"])  # paired, like f1
+    assert "recall.first_pick_relevant" in terminal
+    assert "| recall.first_pick_relevant |" in (out / "summary.md").read_text()
+    assert ">recall.first_pick_relevant<" in (out / "report.html").read_text()
+
+
+def test_a_gate_can_name_a_plugin_metric_and_fail_on_it(tmp_path: Path) -> None:
+    gates = '[[gate]]\nmetric = "recall.extra_picks"\nstrategy = "heuristic"\nmax = 0\n'
+    code, out = _run(tmp_path, "--plugin", str(MODULE), gates=gates)
+    assert code == 1  # the heuristic selects memories that cover nothing expected
+    [gate] = json.loads((out / "summary.json").read_text())["gates"]
+    assert (gate["name"], gate["passed"]) == ("heuristic recall.extra_picks <= 0.0", False)
+    harness.plugins.REGISTRY.clear()  # a later process that does not load the plugin
+    assert main(["run", *PATHS, "--strategy", "heuristic", "--gates", str(tmp_path / "gates.toml"), "--out",
+                 str(tmp_path / "no-plugin")], environ={}) == 2  # without the plugin the metric is unknown
+
+
+def test_a_broken_plugin_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad_metric.py"
+    bad.write_text("from harness.plugins import metric\n\n@metric('recall.boom')\ndef boom(probe):\n"
+                   "    return 1 / 0\n")
+    assert _run(tmp_path, "--plugin", str(bad))[0] == 2
+    err = capsys.readouterr().err.strip()
+    assert len([line for line in err.splitlines() if line.startswith("memharness:")]) == 1
+    assert "Traceback" not in err
+    assert "plugin metric recall.boom" in err
+    assert "ZeroDivisionError" in err
+    assert "step 0" in err
+    assert main(["run", *PATHS, "--plugin", "no_such_plugin_module", "--out", str(tmp_path / "x")], environ={}) == 2
+    assert "--plugin no_such_plugin_module: cannot import" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # builds and installs the example package (pip, setuptools)
+def test_the_installed_example_plugin_is_found_through_its_entry_point(tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
+                          str(EXAMPLE)], capture_output=True, text=True, timeout=600, check=False)
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MEMHARNESS_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(target), *filter(None, [env.get("PYTHONPATH")])])
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    out = tmp_path / "run"
+    run = subprocess.run([sys.executable, "-m", "harness", "run", *PATHS, "--strategy", "heuristic", "--system",
+                          "reference", "--out", str(out), "--no-gates"], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    metrics = json.loads((out / "summary.json").read_text())["strategies"]["heuristic"]["metrics"]
+    assert {"recall.first_pick_relevant", "recall.extra_picks"} <= set(metrics)
