@@ -31,7 +31,10 @@ except ImportError:  # pragma: no cover - libyaml missing: the pure-Python parse
 
 T = TypeVar("T")
 STR_TAG: Final = "tag:yaml.org,2002:str"
-_SCALAR_ERRORS: Final = (ValueError, TypeError, OverflowError, ArithmeticError, yaml.YAMLError)
+_SCALAR_ERRORS: Final = (ValueError, TypeError, OverflowError, ArithmeticError, LookupError, AttributeError,
+                          yaml.YAMLError)
+"""What a safe tag's constructor raises on a value it cannot read (``!!bool maybe``: KeyError; ``!!timestamp junk``:
+AttributeError): each a located one-line error, never an internal one."""
 
 
 def read_regular(path: Path, *, limit: int, error: type[HarnessError] = ScenarioError) -> bytes:
@@ -218,7 +221,8 @@ class NodeReader:
         try:
             return self._ctor.construct_object(node, deep=deep)
         except _SCALAR_ERRORS as exc:
-            problem = exc.problem if isinstance(exc, yaml.MarkedYAMLError) and exc.problem else str(exc)
+            problem = exc.problem if isinstance(exc, yaml.MarkedYAMLError) and exc.problem else \
+                f"not a {_tag_name(node.tag)} value" if isinstance(exc, LookupError | AttributeError) else str(exc)
             raise self.fail(node, field, f"invalid {_tag_name(node.tag)} value {node_text(node)!r:.60} "
                                          f"({problem})") from None
 
@@ -258,8 +262,8 @@ class NodeReader:
 
     def text(self, node: yaml.Node, field: str) -> str:
         value = self.scalar(node, field)
-        if isinstance(value, (bool, bytes, set)) or value is None:
-            raise self.fail(node, field, f"expected text, got {value!r:.60}")
+        if isinstance(value, bool) or not isinstance(value, str | int | float):  # !!omap 3 reads as [], !!set as set()
+            raise self.fail(node, field, f"expected text, got {_tag_name(node.tag)} {value!r:.60}")
         out = value if isinstance(value, str) else str(value)
         if len(out) > lim.MAX_TEXT_CHARS:
             raise self.fail(node, field, f"text is {len(out)} characters; the limit is {lim.MAX_TEXT_CHARS}")

@@ -6,6 +6,7 @@ line), never takes more than 2 s; and a sample of what it accepts replays withou
 from __future__ import annotations
 
 import copy
+import json
 import re
 import tempfile
 import time
@@ -141,3 +142,31 @@ def test_accepted_mutants_run_without_an_internal_error() -> None:
     assert len(run.results) == len(sample)
     errors = [r.error for r in run.results if r.status == "error"]
     assert not errors, errors
+
+
+YAML_TAGS = st.sampled_from([
+    "!!bool", "!!int", "!!float", "!!timestamp", "!!binary", "!!null", "!!str", "!!omap", "!!pairs", "!!set",
+    "!!seq", "!!map", "!!merge", "!!value", "!!yaml", "!!python/name:os.system", "!!python/object:os.system",
+    "!custom", "!", "!<tag:yaml.org,2002:int>", "!<tag:example.com,2000:x>",
+])
+TAG_VALUES = st.one_of(st.sampled_from(["maybe", "junk", "3", "yes", "~", "0x1F", "1e999", "2026-13-45", "[]", "{}",
+                                        "'q'", "-", ".nan", "1_000", "<<"]),
+                       st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6))
+
+
+@SETTINGS
+@given(YAML_TAGS, TAG_VALUES, st.integers(0, 10_000))
+def test_any_yaml_tag_on_any_scalar_gives_a_located_error_or_a_scenario(tmp_path_factory: Any, tag: str, value: str,
+                                                                        where: int) -> None:
+    """Issue 33: every YAML tag and resolver failure (``!!bool maybe`` was a KeyError, ``!!timestamp junk`` an
+    AttributeError, ``!!omap 3`` was accepted as text) is a located one-line error or a documented reading."""
+    lines = yaml.safe_dump(BASE, sort_keys=False).splitlines()
+    scalars = [i for i, line in enumerate(lines) if re.search(r"(:|- ) ?\S", line) and not line.rstrip().endswith(":")]
+    i = scalars[where % len(scalars)]
+    line = lines[i]
+    head = re.match(r"^(\s*(?:- )?(?:[^:\s][^:]*: )?)", line)
+    prefix = head.group(1) if head else ""
+    lines[i] = f"{prefix}{tag} {json.dumps(value)}" if value.strip() != value or not value else f"{prefix}{tag} {value}"
+    path = tmp_path_factory.mktemp("tag") / "x.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _check(path)
