@@ -262,7 +262,7 @@ class NodeReader:
 
     def text(self, node: yaml.Node, field: str) -> str:
         value = self.scalar(node, field)
-        if isinstance(value, bool) or not isinstance(value, str | int | float):  # !!omap 3 reads as [], !!set as set()
+        if isinstance(value, bool | bytes | list | dict | set | tuple) or value is None:  # !!omap 3 reads as []
             raise self.fail(node, field, f"expected text, got {_tag_name(node.tag)} {value!r:.60}")
         out = value if isinstance(value, str) else str(value)
         if len(out) > lim.MAX_TEXT_CHARS:

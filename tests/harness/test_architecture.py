@@ -14,7 +14,7 @@ from tests.harness.conftest import REPO, SCENARIOS
 
 HARNESS = REPO / "harness"
 STAGES = {"scenario": 0, "telemetry": 1, "replay": 2, "evaluation": 3, "reporting": 4, "tools": 5, "cli": 6}
-TOP_LEVEL = {"__init__": -1, "errors": -1, "system": 2, "strategies": 5, "pytest_plugin": 7, "__main__": 7}
+TOP_LEVEL = {"__init__": -1, "errors": -1, "system": 2, "plugins": 3, "strategies": 5, "pytest_plugin": 7, "__main__": 7}
 
 
 def _rank(module: str) -> int | None:
