@@ -76,28 +76,29 @@ def _traces(system: SqliteSystem, expected: object) -> str | None:
     return None if str(n) == want.strip() else f"trace search for {keyword!r}: {n} turn(s), expected {want.strip()}"
 
 
-def _traces_newest_lacks(system: SqliteSystem, expected: object) -> str | None:
-    """``traces_newest_lacks: "KEYWORD => TEXT"``: the newest turn the search returns does not contain TEXT (the
-    other side of a cut: spec §4.6 returns ``content[:500]``)."""
+def _newest_turn(system: SqliteSystem, expected: object, name: str, *, present: bool) -> str | None:
+    """``NAME: "KEYWORD => TEXT"``: the newest turn trace search returns for KEYWORD contains TEXT (``present``) or
+    does not (the other side of a cut: spec §4.6 returns ``content[:500]``)."""
     if (query := _trace_query(expected)) is None:
-        return f"traces_newest_lacks: expected 'KEYWORD => TEXT', got {expected!r}"
-    keyword, unwanted = query
+        return f"{name}: expected 'KEYWORD => TEXT', got {expected!r}"
+    keyword, text = query
     rows = system.mem.search_traces(keyword)
     if not rows:
-        return f"trace search for {keyword!r} found nothing, expected a newest turn without {unwanted!r}"
-    return f"the newest turn for {keyword!r} contains {unwanted!r}" if unwanted in str(rows[0]["content"]) else None
+        return f"trace search for {keyword!r} found nothing, expected a newest turn {'with' if present else 'without'} " \
+               f"{text!r}"
+    content = str(rows[0]["content"])
+    if (text in content) == present:
+        return None
+    return f"the newest turn for {keyword!r} is {content[:80]!r}, expected it to contain {text!r}" if present else \
+        f"the newest turn for {keyword!r} contains {text!r}"
 
 
 def _traces_newest(system: SqliteSystem, expected: object) -> str | None:
-    """``traces_newest: "KEYWORD => TEXT"``: the newest turn trace search returns for KEYWORD contains TEXT."""
-    if (query := _trace_query(expected)) is None:
-        return f"traces_newest: expected 'KEYWORD => TEXT', got {expected!r}"
-    keyword, want = query
-    rows = system.mem.search_traces(keyword)
-    if not rows:
-        return f"trace search for {keyword!r} found nothing, expected a newest turn containing {want!r}"
-    return None if want in str(rows[0]["content"]) else \
-        f"the newest turn for {keyword!r} is {str(rows[0]['content'])[:80]!r}, expected it to contain {want!r}"
+    return _newest_turn(system, expected, "traces_newest", present=True)
+
+
+def _traces_newest_lacks(system: SqliteSystem, expected: object) -> str | None:
+    return _newest_turn(system, expected, "traces_newest_lacks", present=False)
 
 
 def _cell(value: object) -> str:
