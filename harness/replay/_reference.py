@@ -187,7 +187,7 @@ class ReferenceSystem:
         if pid == "none":
             self.store.delete(LOCK_KEY)
             return
-        self.store.write(LOCK_KEY, str(os.getpid() if pid == "live" else DEAD_PID))
+        self.store.write(LOCK_KEY, pid if pid.isdigit() else str(os.getpid() if pid == "live" else DEAD_PID))
         self.store.set_mtime(LOCK_KEY, to_ms(mtime))
 
     def topic_docs(self) -> list[TopicDoc]:

@@ -94,7 +94,7 @@ def _step(step: Step) -> dict[str, Any]:
             f["options"] = dict(step.options)
         return {"forget": f}
     if isinstance(step, LockStep):
-        return {"lock": {"pid": step.pid, "age": duration(step.age)}}
+        return {"lock": {"pid": int(step.pid) if step.pid.isdigit() else step.pid, "age": duration(step.age)}}
     if isinstance(step, StateStep):
         return {"state": {"file": step.file, "text": step.text}}
     if isinstance(step, FaultStep):

@@ -205,7 +205,7 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
     if kind == "lock":
         lk = ctx.mapping(value, here, ("pid", "age"))
         return LockStep(
-            pid=ctx.string(lk["pid"], f"{here}.pid", choices=("live", "dead", "none")) if "pid" in lk else "live",  # type: ignore[arg-type]
+            pid=_lock_pid(ctx, lk["pid"], f"{here}.pid") if "pid" in lk else "live",
             age=ctx.duration(lk["age"], f"{here}.age") if "age" in lk else timedelta(0),
         )
     if kind == "check":
@@ -390,3 +390,12 @@ def duplicate_ids(scenarios: Iterable[Scenario]) -> list[str]:
                             f"(also in {one_line(str(seen[s.id]))})")
         seen.setdefault(s.id, s.path)
     return problems
+
+
+def _lock_pid(ctx: Any, node: Any, field: str) -> str:
+    """``live``, ``dead``, ``none``, or a number the lock file names verbatim (any 1 to 10 digits: a PID the spec
+    accepts, one above its bound, or one no process has)."""
+    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int":
+        value = ctx.integer(node, field, minimum=1, maximum=9_999_999_999)
+        return str(value)
+    return str(ctx.string(node, field, choices=("live", "dead", "none")))

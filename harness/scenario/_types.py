@@ -271,9 +271,11 @@ class FaultStep:
 
 @dataclass(frozen=True, slots=True)
 class LockStep:
-    """Plant a consolidation lock (extension): held by a live process (this one) or a dead PID, aged."""
+    """Plant a consolidation lock (extension): held by a live process (this one), a dead PID, a given number
+    (digits, written verbatim), or none; aged."""
 
-    pid: Literal["live", "dead", "none"] = "live"
+    pid: str = "live"
+    """``live`` | ``dead`` | ``none`` | the digits of a PID."""
     age: timedelta = timedelta(0)
 
 
