@@ -22,7 +22,7 @@ from typing import Any, Final
 from memory_core.formats import iso_from_ms, locale_key
 from memory_core.paths import INDEX_FILENAME
 from memory_core.scan import MAX_SCANNED_MEMORY_FILES, DocCache, DroppedFile, ScanResult, scan
-from memory_core.store import Store
+from memory_core.store import MAX_FILE_BYTES, Store
 from memory_core.topic import TopicDoc, parse_topic
 
 Signature = list[tuple[str, float, int]]
@@ -151,6 +151,8 @@ def _scan_files(root: str, files: Signature, cache: RecallCache) -> ScanResult |
             doc = cached[2]
             cache.hits += 1
         else:
+            if size > MAX_FILE_BYTES:  # fix: the fast path read past the store's 1 MiB cap; the store's scan refuses it
+                return None
             try:
                 with open(os.path.join(root, key), encoding="utf-8", newline="") as handle:
                     text = handle.read()

@@ -25,7 +25,7 @@ from harness.replay._protocol import (
     RecallResult,
     RecordEntry,
 )
-from harness.scenario import RANKED_STRATEGIES, SeedMemory, Turn
+from harness.scenario import RANKED_STRATEGIES, SeedMemory, Turn, raw_text
 from memory_core.clock import FixedClock
 from memory_core.dream import DreamScheduler
 from memory_core.entries import parse_entries
@@ -86,7 +86,8 @@ class ReferenceSystem:
                                      cache=self._cache)
 
     def seed(self, memory: SeedMemory, *, mtime: datetime) -> None:
-        text = memory.raw if memory.raw is not None else render_topic(
+        raw = raw_text(memory)
+        text = raw if raw is not None else render_topic(
             name=memory.name or memory.path, description=memory.description, kind=memory.type,  # type: ignore[arg-type]
             body=memory.body)
         # as an earlier process left it: plain writes into this scenario's fresh scratch directory (no temp file, no

@@ -44,6 +44,7 @@ from harness.scenario._types import (
     ToolResultSpec,
     TrailingExpect,
     Turn,
+    raw_text,
 )
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "dump_yaml",
     "load_all",
     "load_scenario",
+    "raw_text",
     "scenario_to_yaml",
     "strategy_spec",
     "strict_problems",

@@ -170,6 +170,8 @@ def scenario_to_dict(s: Scenario) -> dict[str, Any]:
             if m.raw is not None:  # the raw text is the file; the other fields are kept so the scenario reads back equal
                 item = {"path": m.path, "raw": m.raw, **{k: v for k, v in item.items() if k != "path" and v and
                                                          (k, v) != ("type", "user")}}
+            if m.raw_pad is not None:
+                item["raw_pad"] = m.raw_pad
             if m.facts:
                 item["facts"] = list(m.facts)
             if m.age:

@@ -58,7 +58,10 @@ def _facts(ctx: NodeReader, node: yaml.Node) -> dict[str, Fact]:
     return facts
 
 
-_MEMORY_KEYS: Final = ("path", "name", "description", "type", "body", "facts", "age", "raw", "repeat", "system")
+_MEMORY_KEYS: Final = ("path", "name", "description", "type", "body", "facts", "age", "raw", "raw_pad", "repeat",
+                        "system")
+MAX_RAW_PAD: Final = 4 * 1024 * 1024
+"""The largest file ``raw_pad`` makes (4 MiB: past any read cap a system is likely to have, cheap to write)."""
 
 
 def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact], clock: datetime) -> list[SeedMemory]:
@@ -86,8 +89,14 @@ def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact], clock: d
             facts=ctx.fact_ids(f["facts"], f"memories[{i}].facts", facts) if "facts" in f else (),
             age=ctx.duration(f["age"], f"memories[{i}].age") if "age" in f else timedelta(0),
             raw=ctx.text(f["raw"], f"memories[{i}].raw") if "raw" in f else None,
+            raw_pad=ctx.integer(f["raw_pad"], f"memories[{i}].raw_pad", minimum=1, maximum=MAX_RAW_PAD)
+            if "raw_pad" in f else None,
             system=more.system_fields(ctx, f["system"], f"memories[{i}].system") if "system" in f else {},
         )
+        if seed.raw_pad is not None and (seed.raw is None or "repeat" in f
+                                         or len(seed.raw.encode("utf-8")) > seed.raw_pad):
+            raise ctx.fail(f["raw_pad"], f"memories[{i}].raw_pad", "expected a 'raw' text no longer than raw_pad bytes "
+                                                                   "(and no 'repeat')")
         repeat = ctx.integer(f["repeat"], f"memories[{i}].repeat", minimum=1, maximum=lim.MAX_REPEAT) \
             if "repeat" in f else None
         if repeat is not None and "{i}" not in path:

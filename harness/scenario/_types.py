@@ -35,8 +35,20 @@ class SeedMemory:
     age: timedelta = timedelta(0)
     raw: str | None = None
     """Exact file text (for malformed or CRLF files); overrides name/description/type/body."""
+    raw_pad: int | None = None
+    """With ``raw``: the file is ``raw`` followed by filler lines up to exactly this many UTF-8 bytes (a file at a
+    size cap without a megabyte of YAML)."""
     system: dict[str, str | int | float | bool] = field(default_factory=dict)
     """System-specific seed fields passed through untouched (e.g. the SQLite memory's importance or duration)."""
+
+
+def raw_text(memory: SeedMemory) -> str | None:
+    """The file text a ``raw`` memory seeds: ``raw``, padded to ``raw_pad`` bytes with lines of ``x`` (79 + newline)."""
+    if memory.raw is None or memory.raw_pad is None:
+        return memory.raw
+    missing = memory.raw_pad - len(memory.raw.encode("utf-8"))
+    line = "x" * 79 + "\n"
+    return memory.raw + line * (missing // len(line)) + "x" * (missing % len(line))
 
 
 @dataclass(frozen=True, slots=True)
