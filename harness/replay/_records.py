@@ -111,6 +111,8 @@ class Probe:
             row["final"] = True
         if self.skipped is not None:
             row["skipped"] = self.skipped
+        if self.quality_misses:
+            row["quality_misses"] = list(self.quality_misses)
         return row
 
     @classmethod
@@ -125,6 +127,7 @@ class Probe:
             reason=row.get("reason"), fallback_reason=row.get("fallback_reason"),
             error_message=row.get("error_message"), k=row.get("k"), scores=tuple(row.get("scores", ())),
             final=bool(row.get("final", False)), skipped=row.get("skipped"),
+            quality_misses=tuple(row.get("quality_misses", ())),
         )
 
 
