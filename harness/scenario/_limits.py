@@ -155,3 +155,5 @@ def name_problem(text: str) -> str | None:
     if bad:
         return f"{bad} in a name"
     return None
+MAX_RAW_PAD: Final = 4 * 1024 * 1024
+"""The largest file a memory's ``raw_pad`` makes (4 MiB: past any read cap a system is likely to have, cheap)."""

@@ -60,8 +60,6 @@ def _facts(ctx: NodeReader, node: yaml.Node) -> dict[str, Fact]:
 
 _MEMORY_KEYS: Final = ("path", "name", "description", "type", "body", "facts", "age", "raw", "raw_pad", "repeat",
                         "system")
-MAX_RAW_PAD: Final = 4 * 1024 * 1024
-"""The largest file ``raw_pad`` makes (4 MiB: past any read cap a system is likely to have, cheap to write)."""
 
 
 def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact], clock: datetime) -> list[SeedMemory]:
@@ -89,7 +87,7 @@ def _memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact], clock: d
             facts=ctx.fact_ids(f["facts"], f"memories[{i}].facts", facts) if "facts" in f else (),
             age=ctx.duration(f["age"], f"memories[{i}].age") if "age" in f else timedelta(0),
             raw=ctx.text(f["raw"], f"memories[{i}].raw") if "raw" in f else None,
-            raw_pad=ctx.integer(f["raw_pad"], f"memories[{i}].raw_pad", minimum=1, maximum=MAX_RAW_PAD)
+            raw_pad=ctx.integer(f["raw_pad"], f"memories[{i}].raw_pad", minimum=1, maximum=lim.MAX_RAW_PAD)
             if "raw_pad" in f else None,
             system=more.system_fields(ctx, f["system"], f"memories[{i}].system") if "system" in f else {},
         )
@@ -214,7 +212,7 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
     if kind == "lock":
         lk = ctx.mapping(value, here, ("pid", "age"))
         return LockStep(
-            pid=_lock_pid(ctx, lk["pid"], f"{here}.pid") if "pid" in lk else "live",
+            pid=more.lock_pid(ctx, lk["pid"], f"{here}.pid") if "pid" in lk else "live",
             age=ctx.duration(lk["age"], f"{here}.age") if "age" in lk else timedelta(0),
         )
     if kind == "check":
@@ -400,11 +398,3 @@ def duplicate_ids(scenarios: Iterable[Scenario]) -> list[str]:
         seen.setdefault(s.id, s.path)
     return problems
 
-
-def _lock_pid(ctx: Any, node: Any, field: str) -> str:
-    """``live``, ``dead``, ``none``, or a number the lock file names verbatim (any 1 to 10 digits: a PID the spec
-    accepts, one above its bound, or one no process has)."""
-    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int":
-        value = ctx.integer(node, field, minimum=1, maximum=9_999_999_999)
-        return str(value)
-    return str(ctx.string(node, field, choices=("live", "dead", "none")))

@@ -271,3 +271,12 @@ def queue_groups(ctx: NodeReader, steps_node: yaml.Node, steps: list[Step]) -> l
             open_label = ""
         out[i] = dataclasses.replace(step, opens_queue=first[label] == i, closes_queue=last[label] == i)
     return out
+
+
+def lock_pid(ctx: Any, node: Any, field: str) -> str:
+    """``live``, ``dead``, ``none``, or a number the lock file names verbatim (any 1 to 10 digits: a PID the spec
+    accepts, one above its bound, or one no process has)."""
+    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int":
+        value = ctx.integer(node, field, minimum=1, maximum=9_999_999_999)
+        return str(value)
+    return str(ctx.string(node, field, choices=("live", "dead", "none")))
