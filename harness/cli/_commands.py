@@ -159,9 +159,10 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         strategies = tuple(x for x in requested if x in strategies) or requested
     suite_dir = paths[0] if paths[0].is_dir() else paths[0].parent
     shelf = args.cassettes or nearest_cassettes(paths[0]) or suite_dir / "cassettes"  # as `record` and the plugin
-    cassettes = resolve_set(shelf)  # a shelf of sets (sets.toml): its default set
+    cassettes = shelf
     model = None
     if any(STRATEGIES[base_strategy(s)].uses_model for s in strategies if base_strategy(s) in STRATEGIES):
+        cassettes = resolve_set(shelf)  # a shelf of sets (sets.toml): its default set; only a model run reads it
         mode: Mode = "record" if args.record else "live" if args.live else "replay"
         model = ModelSpec(cassettes, mode, args.model or environ.get("MEMHARNESS_MODEL"), args.api_base, args.timeout_scale,
                           shelf=shelf)
@@ -324,7 +325,7 @@ def _models_used(model: Any, strategies: Sequence[str]) -> dict[str, dict[str, A
         if base_strategy(strategy) != "model" or strategy in out:
             continue
         spec = model.for_set(strategy.partition(":")[2] if strategy != "model" else None)
-        meta = read_meta(spec.cassettes) if spec.mode != "live" else {}
+        meta = read_meta(spec.cassettes)
         out[strategy] = {"model": spec.model or meta.get("model"), "cassettes": str(spec.cassettes),
                          "weights": meta.get("weights"), "mode": spec.mode}
     return out

@@ -44,6 +44,8 @@ class Row:
     """``ok`` | ``wrong`` | ``missing method`` | ``untested`` | ``not declared``."""
     detail: str = ""
     cases: int = 0
+    ran: int = 0
+    """Cases that ran and passed (a skipped case proves nothing)."""
 
 
 def _probe_system(factory: Any) -> Any:
@@ -108,20 +110,26 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4) -> li
         else:
             rows[capability] = Row(label, "ok", cases=len(picked))
             plan.append((capability, label, picked))
-    results: dict[str, Any] = {}
+    results: dict[tuple[str, str], Any] = {}
     try:
         for capability, _, picked in plan:
+            row = rows[capability]
             for scenario in picked:
-                if scenario.id not in results:
-                    results[scenario.id] = worker.run_one(scenario, (scenario.strategies or ("heuristic",))[0])
-                result = results[scenario.id]
+                strategy = "model" if capability == MODEL_PATH else (scenario.strategies or ("heuristic",))[0]
+                if (scenario.id, strategy) not in results:
+                    results[(scenario.id, strategy)] = worker.run_one(scenario, strategy)
+                result = results[(scenario.id, strategy)]
+                if result.status == "passed":
+                    row.ran += 1
                 if result.status not in ("failed", "error"):
                     continue
-                row = rows[capability]
                 if row.verdict == "ok":  # the first difference, where it is
                     row.verdict, row.detail = "wrong", f"{scenario.id}: {(result.failures or (result.error or '',))[0]}"
     finally:
         worker.shutdown()
+    for row in rows.values():  # a capability whose every case was skipped was never exercised: not ok
+        if row.verdict == "ok" and row.cases and not row.ran:
+            row.verdict, row.detail = "untested", "every case was skipped (a strategy or capability it lacks)"
     return list(rows.values())
 
 

@@ -200,8 +200,9 @@ def evaluate(gates: Sequence[Gate], strategies: Mapping[str, StrategySummary], *
 
 
 def _regression(gate: Gate, comparisons: Sequence[Comparison], baseline: BaselineComparison | None) -> GateResult:
-    """Paired metrics fire only when the whole 95% CI of (candidate − reference) lies below −max_drop; suite-level
-    metrics (vs baseline) fire when the candidate is worse than the baseline by more than max_drop."""
+    """Paired metrics fire only on a significant drop whose whole 95% CI lies beyond max_drop in the metric's worse
+    direction (below −max_drop, or above +max_drop for a lower-is-better metric); suite-level metrics (vs baseline)
+    fire when the candidate is worse than the baseline by more than max_drop."""
     assert gate.max_drop is not None
     if gate.vs == "baseline":
         if baseline is None:
@@ -227,6 +228,10 @@ def _regression(gate: Gate, comparisons: Sequence[Comparison], baseline: Baselin
         return GateResult(gate, passed=gate.vs == "baseline", value=None, skipped=gate.vs == "baseline", detail=detail)
     row = rows[0]
     low, high = row.ci95
-    fired = high < -gate.max_drop
+    # a drop (in the metric's own direction) whose whole CI lies beyond max_drop, and significant (CI and p agree)
+    fired = row.p_value < 0.05 and ((low > gate.max_drop) if lower_is_better(gate.metric) else (high < -gate.max_drop))
+    from harness.evaluation._stats import p_text
+
     return GateResult(gate, passed=not fired, value=round(row.delta, 6),
-                      detail=f"delta {row.delta:+.4f}, 95% CI [{low:+.4f}, {high:+.4f}], n={row.n}, p={row.p_value:.3g}")
+                      detail=f"delta {row.delta:+.4f}, 95% CI [{low:+.4f}, {high:+.4f}], n={row.n}, "
+                             f"{p_text(row.p_value, prefix='p')}")

@@ -11,7 +11,7 @@ from typing import Any, Final
 from harness.errors import HarnessError
 from harness.evaluation._gates import Gate, evaluate, lower_is_better
 from harness.evaluation._records import BaselineComparison, Flip, RunSummary, SuiteDelta, Verdict
-from harness.evaluation._stats import Comparison
+from harness.evaluation._stats import Comparison, p_text
 from harness.evaluation._summary import all_probes, changed_probes, compared_metrics, paired, probe_frame, summarize
 from harness.replay import ScenarioResult
 
@@ -63,8 +63,8 @@ def _verdicts(strategies: Sequence[str], comps: Sequence[Comparison], suite: Seq
     out = []
     for strategy in strategies:
         mine = [c for c in comps if c.b == strategy]
-        down = [c for c in mine if c.ci95[1] < 0]
-        up = [c for c in mine if c.ci95[0] > 0]
+        down = [c for c in mine if c.significant and worse(c.metric, c.delta)]  # the metric's direction; CI and p
+        up = [c for c in mine if c.significant and not worse(c.metric, c.delta)]
         mine_suite = [d for d in suite if d.strategy == strategy and d.metric in SUITE_METRICS]
         lost = [d for d in suite if d.strategy == strategy and d.base is not None and d.cand is None]
         sdown = [d for d in mine_suite if d.delta is not None and worse(d.metric, d.delta)] + lost
@@ -81,8 +81,8 @@ def _verdicts(strategies: Sequence[str], comps: Sequence[Comparison], suite: Seq
 
 def _effect(c: Comparison) -> str:
     sig = "significant" if c.significant else "not significant"
-    return (f"{c.metric} {c.delta:+.3f} (95% CI {c.ci95[0]:+.3f} to {c.ci95[1]:+.3f}, p={c.p_value:.3g}, n={c.n}, "
-            f"{sig})")
+    return (f"{c.metric} {c.delta:+.3f} (95% CI {c.ci95[0]:+.3f} to {c.ci95[1]:+.3f}, {p_text(c.p_value, prefix='p')}, "
+            f"n={c.n}, {sig})")
 
 
 def compare_runs(base_results: Sequence[ScenarioResult], cand_results: Sequence[ScenarioResult], *,

@@ -265,7 +265,11 @@ class ModelSpec:
         """This spec for strategy ``model:NAME`` (NAME a set of the shelf, or an alias), or itself for ``model``."""
         if not name:
             return self
-        return replace(self, cassettes=resolve_set(self.shelf or self.cassettes, name), model=None)
+        target = resolve_set(self.shelf or self.cassettes, name)
+        meta = read_meta(target)  # recording or calling live: the set's own endpoint and timeouts, unless given
+        scale = self.timeout_scale if self.timeout_scale != 1.0 else float(meta.get("timeout_scale") or 1.0)
+        return replace(self, cassettes=target, model=None, api_base=self.api_base or meta.get("api_base"),
+                       timeout_scale=scale)
 
     def resolved_model(self) -> str:
         """``--model``, else the model named in the cassette's metadata."""

@@ -1,14 +1,16 @@
 """A real model's recall: what its answer must do (machinery, always checked) versus how good it is (quality).
 
-A scenario's recall expectations (``require``, ``expect_selected``, ``expect_covered``, ``forbid`` and the prompt
-block's text, which follows from the selection) state what a *good* selection is. Under the heuristic or a scripted
-model they are the system's contract. Under a recorded or live model they grade the model's choice: a miss is a
-**quality miss** (counted in ``recall.quality_miss``, listed in summary.md, gateable), not a failed run — a prompt
-change that makes a model choose worse shows there and in the paired comparison, not as a broken build.
+A scenario's recall expectations ``require``, ``expect_selected``, ``expect_covered`` and ``forbid`` state what a
+*good* selection is. Under the heuristic or a scripted model they are the system's contract. Under a recorded or
+live model they grade the model's choice: a miss is a **quality miss** (counted in ``recall.quality_misses``,
+listed in summary.md, gateable), not a failed run — a prompt change that makes a model choose worse shows there
+and in the paired comparison, not as a broken build. Everything else a step states (``prompt_contains``,
+``expect_strategy``, forget, extract and dream expectations) stays a hard check.
 
 What a model path must do with the answer is machinery, checked on every model-path recall whatever the model
-(qwen-memory-spec §7.4): a valid answer is used as given, in the model's order, unknown names dropped, cut to the
-limit; an invalid one falls back (and a fallback fails the step unless the scenario expects it).
+(qwen-memory-spec §7.4): a valid answer is used as given, in the model's order, cut to the limit; an invalid one
+(not an array, an unknown name, too many) falls back to the heuristic, which ``recall.fallbacks`` counts and a gate
+bounds (a scenario that expects a fallback says so with ``expect_fallback``).
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ Check = Callable[[bool, str], bool]
 
 def grades_a_model(strategy_uses_model: bool, model: CountingModel | None) -> bool:  # noqa: FBT001
     """Whether a step's quality expectations grade a real model (recorded or live) rather than the system: a model
-    strategy, a model that is not the scenario's script, and an answer from it during this step (a step the model
-    did not answer, e.g. a cached decomposition, is the system's alone)."""
-    return strategy_uses_model and model is not None and model.name != SCRIPTED and bool(model.log.answers)
+    strategy, a model that is not the scenario's script, and a call to it during this step, answered or not (an
+    invalid answer falls back, and that selection is still the model path's outcome; a step that made no call, e.g.
+    a cached decomposition, is the system's alone)."""
+    return strategy_uses_model and model is not None and model.name != SCRIPTED and model.log.calls > 0
 
 
 def soft(notes: list[str]) -> Check:

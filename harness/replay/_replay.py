@@ -76,7 +76,7 @@ class _Run:
     sessions: list[str] = field(default_factory=list)
     needs: list[list[tuple[Capability, str]]] = field(default_factory=list)
     unset: str = ""
-    """Why a step that sets up the world (fault, lock, state) was skipped: every later step is skipped with it."""
+    """Why an earlier step that changes the world (anything but a check) was skipped: every later step is too."""
 
     @property
     def indexed(self) -> bool:
@@ -364,6 +364,9 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
                 skipped = f"seeds raw file text: needs capability {Capability.RAW_FILES.value}"
             if skipped is None:
                 _seed_and_run(scenario, observed, clock, run)
+                ran = [q for q in run.probes if not q.final]  # nothing ran: skipped, not passed by absence
+                if ran and all(q.skipped for q in ran) and not run.failures:
+                    skipped = f"every step was skipped: {ran[0].skipped}"
         except HarnessError as exc:
             error = f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: {exc}"
         except Exception as exc:

@@ -30,9 +30,9 @@ def sig3(value: float | None) -> str:
     return f"{value:.3g}"
 
 
-def effect_words(c: Comparison, *, lower_is_better: bool = False) -> str:
-    """"better/worse/no detectable change" with the effect and its CI in words."""
-    sign = -1 if lower_is_better else 1
+def effect_words(c: Comparison) -> str:
+    """"better/worse/no detectable change" with the effect and its CI in words (the metric's own direction)."""
+    sign = -1 if lower_is_better(c.metric) else 1
     if c.significant:
         word = "better" if sign * c.delta > 0 else "worse"
         return (f"{word}: {c.metric} {c.delta:+.3g} (95% CI {c.ci95[0]:+.3g} to {c.ci95[1]:+.3g}, significant, "

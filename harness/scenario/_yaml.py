@@ -264,7 +264,8 @@ class NodeReader:
         value = self.scalar(node, field)
         if isinstance(value, bool | bytes | list | dict | set | tuple) or value is None:  # !!omap 3 reads as []
             raise self.fail(node, field, f"expected text, got {_tag_name(node.tag)} {value!r:.60}")
-        out = value if isinstance(value, str) else str(value)
+        out = value if isinstance(value, str) else \
+            node.value if isinstance(value, date) and isinstance(node, yaml.ScalarNode) else str(value)  # as written
         if len(out) > lim.MAX_TEXT_CHARS:
             raise self.fail(node, field, f"text is {len(out)} characters; the limit is {lim.MAX_TEXT_CHARS}")
         bad = lim.bad_char(out)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness.errors import HarnessError
-from harness.evaluation import compare
+from harness.evaluation import compare, p_text
 from harness.tools._locomo import CATEGORIES, Conversation, dia_of, load_locomo, observation_docs, turn_docs
 from memory_core.rankers import Ranker, make_rankers
 from memory_core.topic import TopicDoc
@@ -158,6 +158,6 @@ def format_table(bench: dict[str, Any]) -> str:
         lines += ["", "Paired comparisons, categories 1-4 (B - A):"]
         for c in bench["comparisons"]:
             lines.append(f"  {c['b']} - {c['a']} {c['metric']}: {c['delta']:+.3f} 95% CI [{c['ci95'][0]:+.3f}, "
-                         f"{c['ci95'][1]:+.3f}] p={c['p_value']:.3g} W/T/L {c['wins']}/{c['ties']}/{c['losses']} "
+                         f"{c['ci95'][1]:+.3f}] {p_text(c['p_value'], prefix='p')} W/T/L {c['wins']}/{c['ties']}/{c['losses']} "
                          f"n={c['n']}")
     return "\n".join(lines)

@@ -103,13 +103,17 @@ def test_an_implementation_of_the_qwen_design_under_another_name_runs_what_the_r
 
 
 def test_summary_md_counts_skipped_steps_with_the_capability_they_need(tmp_path: Path) -> None:
-    # the worked example declares only `dream`: the portable scenario's index check is skipped, and summary.md says
-    # which capability it needs, with an example (issue 31: skipped counts and reasons everywhere)
-    path = SCENARIOS / "index" / "many-files-200.yaml"
+    # the worked example declares only `dream`: the scenario's index check is skipped, and summary.md says which
+    # capability it needs, with an example (issue 31: skipped counts and reasons everywhere); a run whose every step
+    # was skipped is a skipped run, never a pass by absence
+    path = tmp_path / "many-files-200.yaml"
+    text = (SCENARIOS / "index" / "many-files-200.yaml").read_text()
+    path.write_text("\n".join(line for line in text.splitlines() if not line.startswith("design:")) + "\n")
     assert main(["run", str(path), "--system", "tests.example_system:factory", "--no-gates",
                  "--out", str(tmp_path / "o")], environ={}) == 0
     summary = (tmp_path / "o" / "summary.md").read_text()
-    assert "### Skipped steps in runs that ran (1)" in summary
-    assert "| index checks needs capability file_index | 1 | `many-files-200 [heuristic] step 0` |" in summary
+    assert "0/1 scenario runs passed, 1 skipped" in summary
+    assert "| every step was skipped: index checks needs capability file_index | 1 | `many-files-200 [heuristic]` |" \
+        in summary
     probes = [json.loads(line) for line in (tmp_path / "o" / "probes.jsonl").read_text().splitlines()]
     assert [p["skipped"] for p in probes if p.get("skipped")] == ["index checks needs capability file_index"]

@@ -99,3 +99,22 @@ def test_the_installed_example_plugin_is_found_through_its_entry_point(tmp_path:
     assert run.returncode == 0, run.stderr[-2000:]
     metrics = json.loads((out / "summary.json").read_text())["strategies"]["heuristic"]["metrics"]
     assert {"recall.first_pick_relevant", "recall.extra_picks"} <= set(metrics)
+
+
+def test_a_lower_is_better_plugin_metric_reads_the_right_way_round() -> None:
+    from harness.evaluation import Gate, compare
+    from harness.evaluation._gates import _regression
+    from harness.plugins import metric
+    from harness.reporting._view import effect_words
+
+    metric("recall.wrong_picks", lower_is_better=True)(lambda probe: None)
+    rising = compare("base", "cand", "recall.wrong_picks", [0.0] * 20, [1.0] * 10 + [2.0] * 10,
+                     [True] * 20, [True] * 20)
+    assert rising.significant
+    assert effect_words(rising).startswith("worse")  # more wrong picks is worse, although the delta is positive
+    falling = compare("base", "cand", "recall.wrong_picks", [1.0] * 10 + [2.0] * 10, [0.0] * 20,
+                      [True] * 20, [True] * 20)
+    assert effect_words(falling).startswith("better")
+    gate = Gate("recall.wrong_picks", "cand", max_drop=0.0, vs="base")
+    fired, quiet = _regression(gate, [rising], None), _regression(gate, [falling], None)
+    assert (fired.passed, quiet.passed) == (False, True)

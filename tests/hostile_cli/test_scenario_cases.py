@@ -188,4 +188,6 @@ def test_everything_accepted_near_the_limits_is_valid(tmp_path: Path, capsys: py
     out = tmp_path / "out"
     o = cli(["run", str(path), "--out", str(out), "--no-gates"], capsys)
     assert o.code == 0, (o.out, o.err)
-    assert "2/2 scenario runs passed" in o.out  # no `systems:`: both shipped systems replay it
+    # no `systems:`: both shipped systems replay it; the SQLite system lacks the memory tool the first session uses,
+    # so every later step is skipped with it and its run is reported skipped, not passed by absence
+    assert "1/2 scenario runs passed, 1 skipped" in o.out
