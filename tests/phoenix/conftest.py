@@ -137,13 +137,14 @@ class Run:
 
 
 def _write_failing_scenario(directory: Path) -> Path:
-    """A copy of a shipped scenario with one expectation made false (``expect_covered`` names a fact the query
-    cannot reach), so both strategies fail it."""
+    """A copy of a shipped scenario with one expectation made false (the prompt block must contain a phrase no
+    memory has: a hard check under any strategy, even when a real model chose, whose misses are quality misses), so
+    both strategies fail it on both systems."""
     text = (SCENARIOS / "recall" / "multi-fact.yaml").read_text(encoding="utf-8")
     anchor = "      expect: [real-db, fixture]\n"
     assert anchor in text, "recall/multi-fact.yaml changed; update the deliberately failing copy"
     path = directory / f"{FAILING}.yaml"
-    path.write_text(text.replace(anchor, anchor + "      expect_covered: [terse]\n"), encoding="utf-8")
+    path.write_text(text.replace(anchor, anchor + "      prompt_contains: [\"no memory says this\"]\n"), encoding="utf-8")
     return path
 
 
