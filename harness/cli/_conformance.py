@@ -53,13 +53,10 @@ def _probe_system(factory: Any) -> Any:
     from datetime import UTC, datetime
 
     from memory_core.clock import FixedClock
-
-    class _Sink:
-        def emit(self, event: Any) -> None:
-            pass
+    from memory_core.events import NullSink
 
     with tempfile.TemporaryDirectory(prefix="memharness-conformance-") as tmp:
-        system = factory(Path(tmp), FixedClock(datetime(2026, 1, 1, tzinfo=UTC)), None, _Sink())
+        system = factory(Path(tmp), FixedClock(datetime(2026, 1, 1, tzinfo=UTC)), None, NullSink())
         try:
             return (getattr(system, "name", ""), getattr(system, "design", ""), getattr(system, "strategies", None),
                     frozenset(str(c) for c in getattr(system, "capabilities", frozenset())),

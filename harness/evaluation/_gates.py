@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import GateFileError
-from harness.evaluation._stats import Comparison
+from harness.evaluation._stats import Comparison, p_text
 from harness.replay import column_label, split_column
 from harness.scenario import STRATEGY_NAMES
 
@@ -230,8 +230,6 @@ def _regression(gate: Gate, comparisons: Sequence[Comparison], baseline: Baselin
     low, high = row.ci95
     # a drop (in the metric's own direction) whose whole CI lies beyond max_drop, and significant (CI and p agree)
     fired = row.p_value < 0.05 and ((low > gate.max_drop) if lower_is_better(gate.metric) else (high < -gate.max_drop))
-    from harness.evaluation._stats import p_text
-
     return GateResult(gate, passed=not fired, value=round(row.delta, 6),
                       detail=f"delta {row.delta:+.4f}, 95% CI [{low:+.4f}, {high:+.4f}], n={row.n}, "
                              f"{p_text(row.p_value, prefix='p')}")

@@ -34,6 +34,7 @@ from harness.replay import (
 )
 from harness.replay._sqlite import factory_for as sqlite_factory_for
 from harness.scenario import FaultStep, Scenario, load_all
+from memory_core.events import NullSink
 from memory_core.model import Message, ModelRequest
 from tests.harness.conftest import SCENARIOS
 
@@ -161,11 +162,6 @@ def stray_lie(system: Any, scenario: Scenario) -> Any:
 
 def system_check_lie(system: Any, scenario: Scenario) -> Any:
     return _Proxy(system, system_check=lambda name, expected: f"{name}: lie (expected {expected!r})")
-
-
-class _NoEvents:
-    def emit(self, event: Any) -> None:
-        pass
 
 
 @dataclass
@@ -299,7 +295,7 @@ def _factory(row: Row, scenario: Scenario, caps_less: Capability | None = None, 
 
     def factory(workdir: Path, clock: Any, model: Any, events: Any) -> Any:
         if lying and row.lie == "events":
-            events = _NoEvents()
+            events = NullSink()
         if lying and isinstance(row.lie, str) and row.lie.startswith("model:") and model is not None:
             model = _BentModel(model, row.lie.split(":", 1)[1], scenario)
         system = base(workdir, clock, model, events)

@@ -13,6 +13,7 @@ import pytest
 from harness.cli import main
 from harness.cli._conformance import conformance
 from harness.replay import reference_factory
+from memory_core.events import NullSink
 from tests.harness.conftest import SCENARIOS
 
 
@@ -33,11 +34,6 @@ class _Broken:
 
 def _result(method: str, **fields: Any) -> Callable[[Any], Any]:
     return lambda inner: lambda *a, **k: dataclasses.replace(getattr(inner, method)(*a, **k), **fields)
-
-
-class _Quiet:
-    def emit(self, event: Any) -> None:
-        pass
 
 
 BREAKS: dict[str, dict[str, Any]] = {
@@ -78,7 +74,7 @@ for _cap in BREAKS:
 
 
 def broken_events(workdir: Path, clock: Any, model: Any, events: Any) -> Any:
-    return reference_factory(workdir, clock, model, _Quiet())
+    return reference_factory(workdir, clock, model, NullSink())
 
 
 def no_lock_held(workdir: Path, clock: Any, model: Any, events: Any) -> Any:
