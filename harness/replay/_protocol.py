@@ -301,7 +301,18 @@ def target_problem(scenario: Scenario, system: object) -> str | None:
                 f"{f'design {design}' if design else 'no design'}")
     if scenario.systems and name not in scenario.systems:
         return f"written for system(s) {', '.join(scenario.systems)}, not {name or 'this system'}"
+    if scenario.variant and getattr(system, "variant", None) != scenario.variant:
+        return (f"tests the {scenario.design} variant {scenario.variant}; {name or 'this system'} offers no variants "
+                "(a factory offers them with for_variant(text))")
     return None
+
+
+def variant_factory(scenario: Scenario, factory: Any) -> Any:
+    """The factory that builds ``scenario``'s system: one offering ``for_variant(text)`` (the shipped SQLite system's
+    quirk sets) builds the scenario's ``variant:``; any other builds the system as given (and
+    :func:`target_problem` skips a scenario whose variant the system does not declare)."""
+    make = getattr(factory, "for_variant", None)
+    return make(scenario.variant) if scenario.variant and callable(make) else factory
 
 
 def strategy_problem(system: object, strategy: str) -> str | None:

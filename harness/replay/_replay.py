@@ -30,6 +30,7 @@ from harness.replay._protocol import (
     declared_recall_limit,
     strategy_problem,
     target_problem,
+    variant_factory,
 )
 from harness.replay._quality import recall_verdict
 from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult
@@ -287,8 +288,7 @@ class _Run:
                    fallback_reason=res.fallback_reason, k=k, scores=tuple(res.scores), error_message=res.error)
 
     def _forget(self, i: int, step: ForgetStep, now: datetime) -> None:
-        before = self.covered()
-        n_failures = len(self.failures)
+        before, n_failures = self.covered(), len(self.failures)
         strategy = self.step_strategy(i, step)
         with self.t.operation("forget", step=i, now=now) as op:
             extra = {"options": dict(step.options)} if step.options else {}
@@ -352,7 +352,7 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
     with telemetry.scenario(case=scenario.id, strategy=strategy, digest=scenario.digest, start=scenario.clock) as root, \
             tempfile.TemporaryDirectory(prefix="memharness-") as tmp:
         trace_id = f"{root.get_span_context().trace_id:032x}"
-        system = system_factory(Path(tmp), clock, counter, sink)
+        system = variant_factory(scenario, system_factory)(Path(tmp), clock, counter, sink)
         caps = capabilities_of(system)
         observed = cast(MemorySystem, Observed(system))  # the records listed once per store state
         run = _Run(scenario, strategy, observed, clock, telemetry, counter, context, caps, sink, faulting)

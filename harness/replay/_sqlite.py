@@ -56,8 +56,8 @@ class SqliteSystem:
     capabilities = frozenset({Capability.DREAM, Capability.RECALL_PROMPT, Capability.SYSTEM_CHECKS, Capability.EVENTS,
                               Capability.RECALL_OPTIONS, Capability.FORGET_OPTIONS})
 
-    def __init__(self, workdir: Path, clock: Any, model: Any, events: Any, quirks: Quirks) -> None:
-        self.clock = clock
+    def __init__(self, workdir: Path, clock: Any, model: Any, events: Any, quirks: Quirks, variant: str = "") -> None:
+        self.clock, self.variant = clock, variant  # variant: the quirk-set text it was built from ("": the run's own)
         ids = random.Random(0)  # ids drawn the same way in every replay: probes and reports are reproducible
         self.mem = SqliteMemory(workdir / "openakita.db", clock, model, quirks, events,
                                 identity_dir=workdir / "identity", id_factory=lambda: f"{ids.getrandbits(128):032x}")
@@ -155,11 +155,13 @@ class SqliteSystem:
         self.mem.close()
 
 
-def factory_for(variant: str) -> Callable[[Path, Any, Any, Any], SqliteSystem]:
-    """The factory for ``--system sqlite[:VARIANT]``: ``fixed`` (default), ``seed`` or a ``Quirks.parse`` string."""
+def factory_for(variant: str, *, named: bool = False) -> Callable[[Path, Any, Any, Any], SqliteSystem]:
+    """The factory for ``--system sqlite[:VARIANT]``: ``fixed`` (default), ``seed`` or a ``Quirks.parse`` string.
+    ``factory.for_variant(TEXT)`` builds a scenario's ``variant:`` (its systems declare ``variant = TEXT``)."""
     quirks = Quirks.parse(variant or "fixed")  # ValueError names the bad quirk
 
     def factory(workdir: Path, clock: Any, model: Any, events: Any) -> SqliteSystem:
-        return SqliteSystem(workdir, clock, model, events, quirks)
+        return SqliteSystem(workdir, clock, model, events, quirks, variant if named else "")
+    factory.for_variant = lambda text: factory_for(text, named=True)  # type: ignore[attr-defined]
     return factory
 

@@ -155,6 +155,8 @@ def scenario_to_dict(s: Scenario) -> dict[str, Any]:
         out["design"] = s.design
     if s.systems:
         out["systems"] = list(s.systems)
+    if s.variant:
+        out["variant"] = s.variant
     if s.strategies:
         out["strategies"] = list(s.strategies)
     if s.strategy_overrides:

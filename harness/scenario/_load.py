@@ -290,7 +290,7 @@ def _timeline(ctx: NodeReader, steps_node: yaml.Node, steps: list[Step], clock: 
 
 
 TOP_KEYS: Final = ("id", "description", "tags", "clock", "facts", "memories", "steps", "strategy_overrides", "strategies",
-                   "scripted_model", "systems", "design")
+                   "scripted_model", "systems", "design", "variant")
 _STEP_INDEX: Final = re.compile(r"^[0-9]{1,6}$")
 
 
@@ -343,7 +343,7 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         scripted_model=_scripted(ctx, top["scripted_model"]) if "scripted_model" in top else None,
         systems=ctx.strings(top["systems"], "systems") if "systems" in top else (),
         design=ctx.name(top["design"], "design") if "design" in top else "",
-    )
+        variant=more.variant(ctx, top) if "variant" in top else "")
 
 
 def _walk_error(exc: OSError) -> None:

@@ -280,3 +280,24 @@ def lock_pid(ctx: Any, node: Any, field: str) -> str:
         value = ctx.integer(node, field, minimum=1, maximum=9_999_999_999)
         return str(value)
     return str(ctx.string(node, field, choices=("live", "dead", "none")))
+
+
+DESIGN_VARIANTS: Final = {
+    "s1-sqlite": "a quirk set of spec §7: seed or fixed, then +QUIRK / -QUIRK (e.g. fixed+q3_cjk_unsegmented)"}
+"""The designs whose systems may be built in a variant, and what a variant names."""
+
+
+def variant(ctx: NodeReader, top: dict[str, yaml.Node]) -> str:
+    """``variant:``: only for a design that has variants (``DESIGN_VARIANTS``); an s1-sqlite quirk set must parse."""
+    text = ctx.name(top["variant"], "variant")
+    design = ctx.name(top["design"], "design") if "design" in top else ""
+    if design not in DESIGN_VARIANTS:
+        raise ctx.fail(top["variant"], "variant", f"only a scenario of design {', '.join(DESIGN_VARIANTS)} names a "
+                                                  f"variant (this one's design: {design or 'none, portable'})")
+    from memory_core.sqlite.quirks import Quirks
+
+    try:
+        Quirks.parse(text)
+    except (ValueError, TypeError) as exc:
+        raise ctx.fail(top["variant"], "variant", f"{exc}; expected {DESIGN_VARIANTS[design]}") from None
+    return text

@@ -322,6 +322,9 @@ class Scenario:
     design: str = ""
     """The specification the scenario tests (``qwen-file``, ``s1-sqlite``): it runs against every system that
     declares that ``design``, whatever its name; empty: portable, any system."""
+    variant: str = ""
+    """The design's variant the system is built in (``s1-sqlite``: a quirk set of spec §7, e.g. ``seed`` or
+    ``fixed+q3_cjk_unsegmented``); a system that offers no variants skips the scenario. Empty: the system as given."""
     scripted_model: tuple[Any, ...] | None = None
     """Replies of a scripted model used instead of the cassette for the ``model`` strategy (fallback tests)."""
 

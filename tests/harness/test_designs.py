@@ -117,3 +117,47 @@ def test_summary_md_counts_skipped_steps_with_the_capability_they_need(tmp_path:
         in summary
     probes = [json.loads(line) for line in (tmp_path / "o" / "probes.jsonl").read_text().splitlines()]
     assert [p["skipped"] for p in probes if p.get("skipped")] == ["index checks needs capability file_index"]
+
+
+SEED_NONE = SCENARIOS / "sqlite" / "none-substring.yaml"
+
+
+def test_a_variant_is_checked_where_it_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "v.yaml"
+    for text, message in (
+            ("design: s1-sqlite\nvariant: seed+q0_nothing\n", r"v\.yaml:\d+: variant: unknown quirk 'q0_nothing'"),
+            ("design: s1-sqlite\nvariant: sead\n", r"v\.yaml:\d+: variant: quirk mode must start with 'seed' or 'fixed'"),
+            ("design: qwen-file\nvariant: seed\n", r"v\.yaml:\d+: variant: only a scenario of design s1-sqlite"),
+            ("variant: seed\n", r"v\.yaml:\d+: variant: .*this one's design: none, portable")):
+        path.write_text(PORTABLE.read_text().replace("strategies:", text + "strategies:", 1))
+        with pytest.raises(ScenarioError, match=message):
+            load_scenario(path)
+    mix = "fixed-q9_none_substring+q9_none_substring"
+    path.write_text(SEED_NONE.read_text().replace("design: s1-sqlite\n", f"design: s1-sqlite\nvariant: {mix}\n"))
+    assert load_scenario(path).variant == mix
+
+
+@pytest.mark.parametrize(("variant", "present", "passes"), [
+    ("seed", True, False), ("seed", False, True),  # the seed drops a reply that mentions NoneType (spec §7 Q9)
+    ("fixed+q9_none_substring", False, True), ("fixed", True, True), ("fixed", False, False)])
+def test_the_sqlite_system_is_built_in_the_scenarios_variant(tmp_path: Path, variant: str, present: bool,
+                                                             passes: bool) -> None:
+    path = tmp_path / "v.yaml"
+    text = SEED_NONE.read_text().replace("design: s1-sqlite\n", f"design: s1-sqlite\nvariant: {variant}\n")
+    path.write_text(text if present else text.replace("facts_present", "facts_absent"))
+    out = tmp_path / "out"
+    for system in ("sqlite", "sqlite:seed"):  # the scenario's variant wins over the run's
+        assert main(["run", str(path), "--system", system, "--out", str(out)]) == (0 if passes else 1)
+        [result] = _results(out)
+        assert result["passed"] is passes
+        assert not result.get("skipped")
+
+
+def test_a_system_without_variants_skips_a_variant_scenario_and_says_why(tmp_path: Path) -> None:
+    scenario = load_scenario(SEED_NONE)
+    path = tmp_path / "v.yaml"
+    path.write_text(SEED_NONE.read_text().replace("design: s1-sqlite\n", "design: s1-sqlite\nvariant: seed\n"))
+    varied = load_scenario(path)
+    assert target_problem(scenario, _Named("mine", "s1-sqlite")) is None
+    assert target_problem(varied, _Named("mine", "s1-sqlite")) == \
+        "tests the s1-sqlite variant seed; mine offers no variants (a factory offers them with for_variant(text))"
