@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from harness.errors import CassetteMiss, HarnessError
+from harness.errors import CassetteMiss, HarnessError, one_line
 from harness.replay._models import ProbeContext
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
@@ -97,22 +99,22 @@ class Cassette:
 
     @classmethod
     def open(cls, directory: Path) -> Cassette:
-        """Load ``<directory>/cassette.jsonl`` (missing → empty); malformed lines name the file and line."""
+        """Load ``<directory>/cassette.jsonl`` (missing → empty). Every line must be one entry whose fields replay
+        can use: anything else (truncated JSON, bytes that are not UTF-8, an empty line, a value or field of the
+        wrong type, a missing field) is one ``<file>:<line>: <field>: malformed cassette entry (…)`` error."""
         directory = resolve_set(directory)
         cassette = cls(directory)
         path = directory / CASSETTE_FILE
         if path.exists() or path.is_symlink():
-            for n, line in enumerate(_read_text(path).split("\n"), 1):  # not splitlines(): U+2028 may be in a reply
-                if not line.strip():
-                    continue
-                try:
-                    entry = json.loads(line)
-                    if not isinstance(entry, dict) or not isinstance(entry["key"], str):
-                        raise TypeError("expected a JSON object with a string 'key'")
-                    cassette.entries[entry["key"]] = entry
-                except (json.JSONDecodeError, KeyError, TypeError, RecursionError) as exc:
-                    raise HarnessError(f"{path}:{n}: malformed cassette entry ({type(exc).__name__}: {exc})") \
-                        from None
+            lines = _read_text(path).split("\n")  # not splitlines(): U+2028 may be in a reply
+            if lines and lines[-1] == "":
+                lines.pop()  # the newline that ends the last line
+            for n, line in enumerate(lines, 1):
+                entry, problem = _parse_entry(line)
+                if problem is not None:
+                    where, what = problem
+                    raise HarnessError(f"{one_line(str(path))}:{n}: {where}: malformed cassette entry ({what})")
+                cassette.entries[entry["key"]] = entry
         return cassette
 
     def __len__(self) -> int:
@@ -228,6 +230,71 @@ class CassetteModel:
         validate_schema(data, request.schema)
         return ModelReply(data, r["text"], r["model"], r["input_tokens"], r["output_tokens"], r["latency_ms"],
                           replayed=True, cost_usd=r.get("cost_usd"))
+
+
+_KEY: Final = re.compile(r"[0-9a-f]{64}")
+MAX_TOKENS: Final = 2**53
+"""Token counts of a cassette entry: integers from 0 below 2**53 (exact as a float in every summary)."""
+_TEXT_FIELDS: Final = ("model", "purpose", "prompt_version", "scenario")
+
+
+def _kind(value: object) -> str:
+    """A JSON value's kind, as the error names it (a number as itself, when short)."""
+    if isinstance(value, float) or (type(value) is int and abs(value) < 10**15):
+        return repr(value)
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _parse_entry(line: str) -> tuple[dict[str, Any], tuple[str, str] | None]:
+    """One cassette line as an entry, or ``(field, what is wrong)``: the fields replay reads are all checked here,
+    so a loaded cassette never fails later with a KeyError or a TypeError."""
+    if not line.strip():
+        return {}, ("line", "an empty line; a cassette holds one JSON object per line")
+    try:
+        entry = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return {}, ("line", f"invalid JSON: {exc.msg} at column {exc.colno}")
+    except RecursionError:
+        return {}, ("line", "invalid JSON: nested too deeply")
+    if not isinstance(entry, dict):
+        return {}, ("line", f"expected a JSON object, got {_kind(entry)}")
+    key = entry.get("key")
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        return {}, ("key", "missing" if "key" not in entry else f"expected 64 lowercase hex digits, got {_kind(key)}")
+    for name in _TEXT_FIELDS:
+        if entry.get(name) is not None and not isinstance(entry[name], str):
+            return {}, (name, f"expected a string, got {_kind(entry[name])}")
+    if entry.get("step") is not None and (type(entry["step"]) is not int):
+        return {}, ("step", f"expected an integer, got {_kind(entry['step'])}")
+    if entry.get("request") is not None and not isinstance(entry["request"], dict):
+        return {}, ("request", f"expected an object, got {_kind(entry['request'])}")
+    if "error" in entry:
+        return entry, _check_fields(entry["error"], "error", {"reason": str, "message": str})
+    if "response" not in entry:
+        return {}, ("response", "missing (an entry holds a response or an error)")
+    return entry, _check_fields(entry["response"], "response", {"text": str, "model": str, "input_tokens": int,
+                                                               "output_tokens": int, "latency_ms": float})
+
+
+def _check_fields(block: object, name: str, fields: dict[str, type]) -> tuple[str, str] | None:
+    """``block`` is an object holding each of ``fields`` with its type (and an optional ``cost_usd``)."""
+    if not isinstance(block, dict):
+        return name, f"expected an object, got {_kind(block)}"
+    for field_name, want in {**fields, **({"cost_usd": float} if "cost_usd" in block else {})}.items():
+        where = f"{name}.{field_name}"
+        if field_name not in block:
+            return where, "missing"
+        value = block[field_name]
+        if field_name == "cost_usd" and value is None:
+            continue
+        if want is str and not isinstance(value, str):
+            return where, f"expected a string, got {_kind(value)}"
+        if want is int and (type(value) is not int or not 0 <= value < MAX_TOKENS):
+            return where, f"expected an integer from 0 below 2**53, got {_kind(value)}"
+        if want is float and (type(value) not in (int, float) or not math.isfinite(value) or value < 0):
+            return where, f"expected a finite number >= 0, got {_kind(value)}"
+    return None
 
 
 def _read_text(path: Path) -> str:

@@ -10,8 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from harness.errors import HarnessError
 from harness.evaluation import Comparison, GateResult, RunSummary, lower_is_better
 from harness.replay import Probe, ScenarioResult
+from harness.scenario._limits import MAX_RUN_FILE_BYTES
+from harness.scenario._yaml import read_regular
 
 CARD_METRICS: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "dedupe.retention",
                        "latency.recall_ms.p95")
@@ -252,9 +255,9 @@ def load_cassette_calls(directory: str | Path | None) -> dict[tuple[str, int], l
         return {}
     path = Path(directory) / "cassette.jsonl"
     out: dict[tuple[str, int], list[ModelCall]] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 may be inside a reply
-    except (OSError, UnicodeDecodeError):
+    try:  # a regular file within the run-file limit (a FIFO never blocks the report); not splitlines(): U+2028
+        lines = read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError).decode("utf-8").split("\n")
+    except (HarnessError, UnicodeDecodeError):
         return {}
     for line in lines:
         try:
@@ -267,7 +270,7 @@ def load_cassette_calls(directory: str | Path | None) -> dict[tuple[str, int], l
                              str(resp.get("text") or ""), tuple(enum.get("enum", ())),
                              str(e.get("error") or resp.get("error") or ""))
             out.setdefault((str(e["scenario"]), int(e["step"])), []).append(call)
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
             continue
     return out
 

@@ -133,10 +133,12 @@ def test_a_cassette_whose_reply_holds_a_unicode_line_break_reads_back(tmp_path: 
     from harness.replay import Cassette
     from harness.reporting._view import load_cassette_calls
 
-    entry = {"key": "k1", "scenario": "s", "step": 0, "purpose": "recall", "prompt_version": "v",
+    key = "1" * 64
+    entry = {"key": key, "scenario": "s", "step": 0, "purpose": "recall", "prompt_version": "v",
              "request": {"messages": [{"role": "user", "content": "q\u2028x"}]},
-             "response": {"text": '{"selected_memories": ["a\u2028b\u0085c"]}'}}
+             "response": {"text": '{"selected_memories": ["a\u2028b\u0085c"]}', "model": "m", "input_tokens": 1,
+                          "output_tokens": 1, "latency_ms": 1.0}}
     Cassette(tmp_path).append(entry)
-    assert Cassette.open(tmp_path).entries == {"k1": entry}
+    assert Cassette.open(tmp_path).entries == {key: entry}
     [call] = load_cassette_calls(tmp_path)[("s", 0)]
     assert "a\u2028b\u0085c" in call.reply
