@@ -1,8 +1,10 @@
 """Run history in SQLite (standard-library ``sqlite3``): every run appends its summary; the report and
 ``memharness history`` read the trend of the headline metrics.
 
-Writes are one transaction each; a missing, locked or corrupt database costs a one-line warning on stderr and
-never fails a run.
+Writes are one ``BEGIN IMMEDIATE`` transaction each (schema, migration and rows together), so runs appending at
+once serialise and lose no row: a database another process holds is waited for (SQLite's busy timeout, then
+retries) for up to ``HISTORY_WAIT_S`` seconds. A missing or corrupt database, or one held longer than that, costs a
+one-line warning on stderr and never fails a run.
 """
 
 from __future__ import annotations
@@ -11,14 +13,20 @@ import json
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from harness.evaluation import RunSummary
 
 HISTORY_FILE: Final = "history.sqlite"
+HISTORY_WAIT_S: float = 60.0
+"""How long an append or a read waits, in all, for a history database another process holds."""
+BUSY_TIMEOUT_S: float = 5.0
+"""SQLite's busy timeout of one attempt; a busy attempt is retried until ``HISTORY_WAIT_S`` has passed."""
+_T = TypeVar("_T")
 TREND_METRICS: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "dedupe.retention",
                         "latency.recall_ms.p95")
 _SCHEMA: Final = """
@@ -67,34 +75,78 @@ def run_key(summary: RunSummary) -> str:
     return f"{','.join(map(str, systems))} | {','.join(summary.strategies)}"
 
 
-def _connect(db: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(db, timeout=10)
+_SCHEMA_STATEMENTS: Final = tuple(part.strip() for part in _SCHEMA.split(";") if part.strip())
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED: another connection holds the database (worth waiting for, never reported)."""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def _patiently(db: Path, attempt: Callable[[], _T]) -> _T:
+    """``attempt()``, retried while the database is busy, until ``HISTORY_WAIT_S`` has passed; then one error that
+    says what happened (not SQLite's "database is locked")."""
+    deadline = time.monotonic() + HISTORY_WAIT_S
+    pause = 0.01
+    while True:
+        try:
+            return attempt()
+        except sqlite3.Error as exc:
+            if not _busy(exc):
+                raise
+            if time.monotonic() + pause > deadline:
+                raise sqlite3.OperationalError(
+                    f"another process held the history for over {HISTORY_WAIT_S:g} s; this run is not in it") from None
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
+
+
+def _connect(db: Path, *, read_only: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit) with the busy timeout."""
+    if read_only:
+        return sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
+                               isolation_level=None)  # '#', '?', '%' in the path encoded
+    conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.execute("PRAGMA foreign_keys = ON")
-    conn.executescript(_SCHEMA)
-    if "key" not in {row[1] for row in conn.execute("PRAGMA table_info(runs)")}:  # a history from before keys
-        conn.execute("ALTER TABLE runs ADD COLUMN key TEXT NOT NULL DEFAULT ''")
     return conn
+
+
+def _write(db: Path, summary: RunSummary, rows: Sequence[tuple[str, str, str, float | None]],
+           out_dir: Path | None) -> None:
+    """One attempt: schema, migration and this run's rows in one ``BEGIN IMMEDIATE`` transaction."""
+    conn = _connect(db)
+    try:
+        conn.execute("BEGIN IMMEDIATE")  # the write lock first: two writers never deadlock upgrading a read lock
+        try:
+            for statement in _SCHEMA_STATEMENTS:
+                conn.execute(statement)
+            if "key" not in {row[1] for row in conn.execute("PRAGMA table_info(runs)")}:  # a history from before keys
+                conn.execute("ALTER TABLE runs ADD COLUMN key TEXT NOT NULL DEFAULT ''")
+            conn.execute("DELETE FROM metrics WHERE run_id = ?", (summary.run_id,))
+            conn.execute("INSERT OR REPLACE INTO runs (run_id, created_at, git_commit, passed, complete, out_dir, key)"
+                         " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (summary.run_id, summary.created_at, str(summary.meta.get("git_commit") or ""),
+                          int(summary.passed), int(bool(getattr(summary, "complete", True))), str(out_dir or ""),
+                          run_key(summary)))
+            conn.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()
 
 
 def append_run(db: Path, summary: RunSummary, *, out_dir: Path | None = None,
                warn: Callable[[Path, BaseException], None] = _warn) -> bool:
     """Append (or replace, same run id) one run in one transaction. False (and a warning) when the db is unusable."""
-    complete = bool(getattr(summary, "complete", True))
     rows = [(summary.run_id, strategy, metric, block.metric(metric))
             for strategy, block in summary.strategies.items() for metric in TREND_METRICS]
     try:
         db.parent.mkdir(parents=True, exist_ok=True)
-        conn = _connect(db)
-        try:
-            with conn:  # one transaction: all rows or none
-                conn.execute("DELETE FROM metrics WHERE run_id = ?", (summary.run_id,))
-                conn.execute("INSERT OR REPLACE INTO runs (run_id, created_at, git_commit, passed, complete, out_dir, key)"
-                             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (summary.run_id, summary.created_at, str(summary.meta.get("git_commit") or ""),
-                              int(summary.passed), int(complete), str(out_dir or ""), run_key(summary)))
-                conn.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", rows)
-        finally:
-            conn.close()
+        _patiently(db, lambda: _write(db, summary, rows, out_dir))
     except (sqlite3.Error, OSError) as exc:
         warn(db, exc)
         return False
@@ -111,25 +163,32 @@ def read_history(db: Path, *, limit: int = 20, key: str | None = None,
         warn(db, OSError(f"{db} is not a regular file"))
         return []
     try:
-        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=10)  # '#', '?', '%' encoded
-        try:
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
-            keyed = "key" if "key" in columns else "''"  # a history from before keys, read-only: no migration
-            runs = conn.execute(f"SELECT run_id, created_at, git_commit, passed, complete, {keyed} FROM runs "
-                                f"WHERE ? IS NULL OR {keyed} = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
-                                (key, key, max(limit, 0))).fetchall()
-            out: list[HistoryRun] = []
-            for run_id, created_at, commit, passed, complete, run_of in reversed(runs):
-                metrics: dict[str, dict[str, float | None]] = {}
-                for strategy, metric, value in conn.execute(
-                        "SELECT strategy, metric, value FROM metrics WHERE run_id = ?", (run_id,)):
-                    metrics.setdefault(strategy, {})[metric] = value
-                out.append(HistoryRun(run_id, created_at, commit, bool(passed), bool(complete), metrics, run_of))
-        finally:
-            conn.close()
+        return _patiently(db, lambda: _read(db, limit, key))
     except sqlite3.Error as exc:
         warn(db, exc)
         return []
+
+
+def _read(db: Path, limit: int, key: str | None) -> list[HistoryRun]:
+    """One attempt at reading, in one read transaction (a run is seen whole or not at all)."""
+    conn = _connect(db, read_only=True)
+    try:
+        conn.execute("BEGIN")
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        keyed = "key" if "key" in columns else "''"  # a history from before keys, read-only: no migration
+        runs = conn.execute(f"SELECT run_id, created_at, git_commit, passed, complete, {keyed} FROM runs "
+                            f"WHERE ? IS NULL OR {keyed} = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                            (key, key, max(limit, 0))).fetchall()
+        out: list[HistoryRun] = []
+        for run_id, created_at, commit, passed, complete, run_of in reversed(runs):
+            metrics: dict[str, dict[str, float | None]] = {}
+            for strategy, metric, value in conn.execute(
+                    "SELECT strategy, metric, value FROM metrics WHERE run_id = ?", (run_id,)):
+                metrics.setdefault(strategy, {})[metric] = value
+            out.append(HistoryRun(run_id, created_at, commit, bool(passed), bool(complete), metrics, run_of))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
     return out
 
 
