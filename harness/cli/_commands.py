@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.cli._conformance import cmd_conformance
+from harness.cli._init import cmd_init
 from harness.cli._parser import DEFAULT_SCENARIOS, build_parser
 from harness.cli._progress import progress_bar as _progress
 from harness.cli._record import cmd_record
@@ -364,7 +365,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             "validate": cmd_validate, "report": cmd_report, "compare": cmd_compare, "merge": cmd_merge,
             "fuzz": cmd_fuzz, "bench": cmd_bench, "import": cmd_import, "cassettes": cmd_cassettes,
             "traces": cmd_traces, "sensitivity": cmd_sensitivity, "conformance": cmd_conformance,
-            "history": cmd_history, "schema": cmd_schema, "docs": cmd_docs,
+            "history": cmd_history, "schema": cmd_schema, "docs": cmd_docs, "init": cmd_init,
         }
         return commands[args.command](args)
     except HarnessError as exc:

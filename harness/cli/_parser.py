@@ -170,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     con.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
     con.add_argument("--system", required=True, help="a shipped system (reference, sqlite) or package.module:factory")
     con.add_argument("--cases", type=_positive, default=4, help="scenarios replayed per capability (default 4)")
+    ini = sub.add_parser("init", help="write a starter project (a scenario, gates, a system module, a CI workflow) "
+                                      "that passes on its first run; docs/tutorial.md goes on from there")
+    ini.add_argument("directory", nargs="?", type=Path, default=Path("."), help="the project directory (default: .)")
     cas = sub.add_parser("cassettes", help="cassette tools")
     cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
     st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")

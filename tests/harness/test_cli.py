@@ -242,6 +242,6 @@ def test_validate_reports_every_broken_file_and_duplicate_ids(tmp_path: Path,
     assert err == [
         f"memharness: {suite / 'a.yaml'}:2: steps[0].advance: expected a duration like 30s, 10m, 25h or 3d, got 'soon'",
         f"memharness: {suite / 'b.yaml'}:1: stepz: unknown key; expected one of clock, description, design, facts, id, "
-        "memories, scripted_model, steps, strategies, strategy_overrides, systems, tags",
+        "memories, scripted_model, steps, strategies, strategy_overrides, systems, tags, variant",
         f"memharness: {suite / 'd.yaml'}:1: id: duplicate scenario id 'same' (also in {suite / 'c.yaml'})",
     ]
