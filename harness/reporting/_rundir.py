@@ -3,12 +3,18 @@ summary.md and report.html; and read one back into the same typed records (``rep
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import glob
 import json
 import os
+import shutil
+import stat
+import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from harness.errors import HarnessError
 from harness.evaluation import RunSummary
@@ -46,17 +52,165 @@ def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
     return "".join(json.dumps(finite_json(dict(r)), ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
 
 
+RUN_FILES: Final = ("summary.json", "probes.jsonl", "results.jsonl", "traces.jsonl", "junit.xml", "summary.md",
+                    "report.html")
+"""What ``write_run`` writes; any other entry of the run directory (``regressions/``, a user's notes) is kept."""
+_STAGE: Final = ".tmp-run-"
+_RENAME_EXCHANGE: Final = 2
+_AT_FDCWD: Final = -100
+
+
 def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResult],
               spans: Sequence[Mapping[str, Any]], html: str) -> None:
-    """Write every output file of a run directory."""
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "summary.json", json.dumps(finite_json(summary.to_dict()), indent=2, ensure_ascii=False) + "\n")
-    atomic_write(out / "probes.jsonl", jsonl(p.to_row() for r in results for p in r.probes))
-    atomic_write(out / "results.jsonl", jsonl(r.to_row() for r in results))
-    atomic_write(out / "traces.jsonl", otlp_jsonl(spans))
-    atomic_write(out / "junit.xml", junit_xml(results, summary.gates))
-    atomic_write(out / "summary.md", summary_markdown(summary, results))
-    atomic_write(out / "report.html", html)
+    """Write every output file of a run directory, whole or not at all: every text is rendered first, written
+    into a temporary sibling directory (each file fsynced) beside the entries of ``out`` the run does not write
+    (hard links), and swapped into place with one atomic rename (``renameat2(RENAME_EXCHANGE)`` on Linux). A run
+    killed or failing at any point leaves the previous run directory or the new one, never a mix.
+
+    In place instead (each file still temp + fsync + ``os.replace``) when ``out`` holds the working directory, is
+    a mount point, or no sibling can be made or filled."""
+    texts = {"summary.json": json.dumps(finite_json(summary.to_dict()), indent=2, ensure_ascii=False) + "\n",
+             "probes.jsonl": jsonl(p.to_row() for r in results for p in r.probes),
+             "results.jsonl": jsonl(r.to_row() for r in results), "traces.jsonl": otlp_jsonl(spans),
+             "junit.xml": junit_xml(results, summary.gates), "summary.md": summary_markdown(summary, results),
+             "report.html": html}
+    target = Path(os.path.realpath(out)) if out.is_symlink() else out  # a symlinked run directory: its target
+    stage = _stage(target)
+    if stage is None:
+        target.mkdir(parents=True, exist_ok=True)
+        for name, text in texts.items():
+            atomic_write(target / name, text)
+        return
+    try:
+        for name, text in texts.items():
+            _put(stage / name, text)
+        _fsync_dir(stage)
+        _swap(stage, target)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _put(path: Path, text: str) -> None:
+    """One file of a staged run directory (new, so no temp file of its own): written and fsynced."""
+    with open(path, "x", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(path, 0o666 & ~_umask())
+
+
+def _stage(out: Path) -> Path | None:
+    """A new sibling directory holding what ``out`` holds besides the run's own files, or None (write in place)."""
+    here = Path.cwd().resolve()
+    resolved = out.resolve()
+    if resolved == here or resolved in here.parents or resolved.parent == resolved:
+        return None  # never swap away the directory this process (or its caller) stands in
+    try:
+        if out.exists() and (not out.is_dir() or os.path.ismount(out)):
+            return None
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _sweep(out)
+        stage = Path(tempfile.mkdtemp(prefix=f"{_STAGE}{os.getpid()}-", suffix=f"-{out.name}", dir=out.parent))
+    except OSError:
+        return None
+    try:
+        os.chmod(stage, stat.S_IMODE(out.stat().st_mode) if out.exists() else 0o777 & ~_umask())
+        if out.exists():
+            with os.scandir(out) as entries:
+                for entry in entries:
+                    if entry.name not in RUN_FILES and not entry.name.startswith(".tmp-"):
+                        _link(Path(entry.path), stage / entry.name)
+    except OSError:
+        shutil.rmtree(stage, ignore_errors=True)
+        return None
+    return stage
+
+
+def _link(source: Path, dest: Path) -> None:
+    """``source`` (a file, a symlink or a directory tree) at ``dest`` by hard links: the same files, no copy."""
+    if source.is_symlink():
+        os.symlink(os.readlink(source), dest)
+    elif source.is_dir():
+        shutil.copytree(source, dest, symlinks=True, copy_function=os.link)
+    else:
+        os.link(source, dest)
+
+
+def _sweep(out: Path) -> None:
+    """Remove the staged directories of runs that were killed (their process is gone) beside ``out``."""
+    for leftover in out.parent.glob(f"{_STAGE}*-{glob.escape(out.name)}"):
+        pid = leftover.name[len(_STAGE):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
+def _swap(stage: Path, out: Path) -> None:
+    """Put ``stage`` at ``out`` in one rename (a new directory), or exchange the two atomically and remove the old
+    one; where the kernel cannot exchange, two renames (a kill between them leaves the old run beside, whole)."""
+    try:
+        os.rename(stage, out)  # out missing: atomic
+    except OSError as exc:
+        if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR):
+            raise
+    else:
+        _fsync_dir(out.parent)
+        return
+    if _exchange(stage, out):
+        _fsync_dir(out.parent)
+        shutil.rmtree(stage, ignore_errors=True)  # now the previous run
+        return
+    old = Path(tempfile.mkdtemp(prefix=f"{_STAGE}{os.getpid()}-", suffix=f"-{out.name}", dir=out.parent))
+    os.rmdir(old)
+    os.rename(out, old)
+    try:
+        os.rename(stage, out)
+    except BaseException:
+        os.rename(old, out)  # the previous run back in place
+        raise
+    _fsync_dir(out.parent)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """``renameat2(a, b, RENAME_EXCHANGE)``: True when done, False when this kernel, libc or file system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename or the entries of a directory durable (best effort: not every platform opens directories)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _read_text(path: Path) -> str:
