@@ -70,11 +70,13 @@ def _verdicts(strategies: Sequence[str], comps: Sequence[Comparison], suite: Seq
         sdown = [d for d in mine_suite if d.delta is not None and worse(d.metric, d.delta)] + lost
         sup = [d for d in mine_suite if d.delta is not None and d.delta != 0 and not worse(d.metric, d.delta)]
         nflip = sum(f.strategy == strategy for f in flips)
-        parts = [_effect(c) for c in (down or up or [c for c in mine if c.metric == "recall.f1"])]
-        parts += [f"{d.metric} {d.base} → {d.cand}" for d in (sdown or sup)]
-        if nflip:
-            parts.append(f"{nflip} check(s) flipped from pass to fail")
         verdict = "worse" if down or sdown or nflip else "better" if up or sup else "no detectable change"
+        # the reasons for the verdict first; a worse run's significant gains after them, labelled as gains
+        parts = [f"{nflip} check(s) flipped from pass to fail"] if nflip else []
+        parts += [_effect(c) for c in (down or up or [c for c in mine if c.metric == "recall.f1"])]
+        parts += [f"{d.metric} {d.base} → {d.cand}" for d in (sdown or sup)]
+        if verdict == "worse" and not (down or sdown) and (up or sup):
+            parts[1:] = ["while better on " + "; ".join(parts[1:])]
         out.append(Verdict(strategy, verdict, f"{strategy}: {verdict}" + (f" — {'; '.join(parts)}" if parts else "")))
     return out
 
