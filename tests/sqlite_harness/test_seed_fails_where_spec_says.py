@@ -59,12 +59,20 @@ PIN_PREFIXES = ("read-", "life-")
 is broken): they pass in fixed mode; in seed mode any quirk may fail them, so they are not part of the quirk map."""
 
 
+QUIRK_PREFIX = "quirk-"
+"""Seed pins (scenario key ``variant:``): they build the system in a quirk set themselves and pin what the seed does,
+so they pass in any run; no other scenario names a variant."""
+
+
 def test_every_scenario_is_mapped() -> None:
-    ids = {s.id for s in load_all([SUITE])}
+    scenarios = load_all([SUITE])
+    ids = {s.id for s in scenarios}
     pins = {i for i in ids if i.startswith(PIN_PREFIXES)}
-    assert ids == set(QUIRK_OF) | CONTROLS | pins
+    quirks = {i for i in ids if i.startswith(QUIRK_PREFIX)}
+    assert ids == set(QUIRK_OF) | CONTROLS | pins | quirks
     assert not (set(QUIRK_OF) | CONTROLS) & pins
-    assert all(s.design == "s1-sqlite" and not s.systems for s in load_all([SUITE]))
+    assert all(s.design == "s1-sqlite" and not s.systems for s in scenarios)
+    assert {s.id for s in scenarios if s.variant} == quirks
 
 
 @pytest.mark.slow
