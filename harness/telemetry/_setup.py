@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import math
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from opentelemetry._logs import NoOpLoggerProvider
@@ -33,6 +35,12 @@ from harness.telemetry._otlp_json import spans_to_otlp_json
 from harness.telemetry._spans import DeterministicIds, Telemetry
 
 log = logging.getLogger("memharness.otel")
+
+OTLP_TIMEOUT_S: Final = 10.0
+"""An OTLP request's timeout when ``OTEL_EXPORTER_OTLP_TIMEOUT`` (seconds, as OpenTelemetry Python reads it) is unset."""
+MAX_OTLP_TIMEOUT_S: Final = 60.0
+"""The largest OTLP timeout taken: a larger value is this. The timeout is also how long the end of a run waits for
+the exporters to deliver what is left (the bound on the delay an endpoint that black-holes can cause)."""
 
 
 def span_to_otlp_json(span: ReadableSpan) -> dict[str, Any]:
@@ -111,6 +119,11 @@ class JsonLinesSpanExporter(SpanExporter):
         return None
 
 
+_FLUSH_WAITED: dict[str, float] = {}
+"""Seconds this process has waited at shutdowns for the exporters, per run id (the per-run budget's use)."""
+_FLUSH_WARNED: set[str] = set()
+
+
 @dataclass
 class TelemetrySetup:
     """Providers, the JSONL exporter, and a ``Telemetry`` over them."""
@@ -118,19 +131,62 @@ class TelemetrySetup:
     telemetry: Telemetry
     jsonl: JsonLinesSpanExporter
     readers: list[MetricReader]
+    flush_timeout: float | None = None
+    """Seconds the shutdowns of one run (every setup of its run id in this process: one per system) wait for the
+    exporters in all (an OTLP endpoint's timeout), or None: wait for them to finish (the console and JSONL
+    exporters cannot hang)."""
     closed: bool = field(default=False, init=False)
 
     def shutdown(self) -> None:
-        """Flush and shut down every provider, once (later calls do nothing); failures are logged, never raised."""
+        """Flush and shut down every provider, once (later calls do nothing), waiting at most ``flush_timeout``
+        seconds: an OTLP endpoint that never answers delays the run by that much, and what it did not take is
+        dropped with one warning (``traces.jsonl`` holds every span). Failures are logged, never raised."""
         if self.closed:
             return
         self.closed = True
+        if self.flush_timeout is None:
+            self._close_providers()
+            return
+        run = self.telemetry.run_id
+        budget = max(0.0, self.flush_timeout - _FLUSH_WAITED.get(run, 0.0))
+        closer = threading.Thread(target=self._close_providers, name="memharness-otlp-flush", daemon=True)
+        start = time.monotonic()
+        closer.start()
+        closer.join(budget)
+        _FLUSH_WAITED[run] = _FLUSH_WAITED.get(run, 0.0) + time.monotonic() - start
+        if closer.is_alive() and run not in _FLUSH_WARNED:
+            _FLUSH_WARNED.add(run)
+            log.warning("telemetry: the OTLP endpoint did not take the last telemetry within %g s "
+                        "(OTEL_EXPORTER_OTLP_TIMEOUT, for the whole run); the rest is dropped, traces.jsonl has "
+                        "every span", self.flush_timeout)
+
+    def _close_providers(self) -> None:
         for provider in (self.telemetry.tracer_provider, self.telemetry.meter_provider,
                          self.telemetry.logger_provider):
             try:
                 getattr(provider, "shutdown", lambda: None)()  # the no-op providers (nothing read) have none
             except Exception:
                 log.warning("telemetry: shutdown failed", exc_info=True)
+
+
+def otlp_timeout(environ: Mapping[str, str], signal: str = "traces") -> float:
+    """The OTLP timeout of one signal in seconds: ``OTEL_EXPORTER_OTLP_<SIGNAL>_TIMEOUT``, else
+    ``OTEL_EXPORTER_OTLP_TIMEOUT``, else ``OTLP_TIMEOUT_S``; a value that is no positive finite number is the
+    default (with a warning), one above ``MAX_OTLP_TIMEOUT_S`` is that maximum."""
+    name = f"OTEL_EXPORTER_OTLP_{signal.upper()}_TIMEOUT"
+    if not environ.get(name):
+        name = "OTEL_EXPORTER_OTLP_TIMEOUT"
+    raw = environ.get(name)
+    if not raw:
+        return OTLP_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        log.warning("telemetry: %s=%r is not a positive number of seconds; using %g", name, raw[:40], OTLP_TIMEOUT_S)
+        return OTLP_TIMEOUT_S
+    return min(value, MAX_OTLP_TIMEOUT_S)
 
 
 def _otlp_kwargs(environ: Mapping[str, str], signal: str) -> dict[str, Any]:
@@ -142,9 +198,7 @@ def _otlp_kwargs(environ: Mapping[str, str], signal: str) -> dict[str, Any]:
     raw_headers = environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_HEADERS") or environ.get("OTEL_EXPORTER_OTLP_HEADERS")
     if raw_headers:
         kwargs["headers"] = dict(part.split("=", 1) for part in raw_headers.split(",") if "=" in part)
-    timeout = environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")
-    if timeout:
-        kwargs["timeout"] = float(timeout)
+    kwargs["timeout"] = otlp_timeout(environ, signal)  # always given: the exporter never reads os.environ for it
     return kwargs
 
 
@@ -241,7 +295,7 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
                                                  environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(",") if "=" in p)}
     resource = Resource.create({k: v for k, v in own.items() if v}).merge(Resource(override))
     ids = DeterministicIds()
-    tracer_provider = TracerProvider(resource=resource, id_generator=ids)
+    tracer_provider = TracerProvider(resource=resource, id_generator=ids, shutdown_on_exit=False)
     jsonl = JsonLinesSpanExporter()
     tracer_provider.add_span_processor(RunAttributes({k: own[k] for k in (sc.RUN_ID, sc.GIT_COMMIT, sc.CI_RUN_ID)},
                                                      jsonl))
@@ -252,7 +306,7 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
     metrics_kind = environ.get("OTEL_METRICS_EXPORTER", "none")
     logs_kind = environ.get("OTEL_LOGS_EXPORTER", "none")
     readers = list(metric_readers)
-    logger_provider: Any = LoggerProvider(resource=resource)
+    logger_provider: Any = LoggerProvider(resource=resource, shutdown_on_exit=False)
     log_processors = 0
     try:
         if "otlp" in (traces, metrics_kind, logs_kind):
@@ -274,10 +328,17 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
     except Exception as exc:  # a broken exporter configuration must not stop the run
         log.warning("telemetry: exporter setup failed (%s); continuing with the JSONL file only", exc)
     # metrics and log records nobody reads are not made at all (issue 19: no per-operation work that is not needed)
-    meter_provider: Any = MeterProvider(resource=resource, metric_readers=readers) if readers else NoOpMeterProvider()
+    meter_provider: Any = (MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
+                           if readers else NoOpMeterProvider())
     if not log_processors:
         logger_provider = NoOpLoggerProvider()
     capture = environ.get(sc.CAPTURE_ENV, "").strip().lower() in ("1", "true", "yes")
     telemetry = Telemetry(tracer_provider, meter_provider, logger_provider, capture_content=capture, ids=ids,
                           run_id=run_id, suite=suite)
-    return TelemetrySetup(telemetry, jsonl, readers)
+    kinds = (traces, metrics_kind, logs_kind)
+    flush = max(otlp_timeout(environ, signal) for signal, kind in zip(("traces", "metrics", "logs"), kinds, strict=True)
+                if kind == "otlp") if "otlp" in kinds else None
+    setup = TelemetrySetup(telemetry, jsonl, readers, flush)
+    if any(kind in ("otlp", "console") for kind in kinds) or metric_readers:
+        atexit.register(setup.shutdown)  # instead of each provider's own, unbounded, exit hook
+    return setup

@@ -1,0 +1,167 @@
+"""An OTLP endpoint that black-holes, never accepts or answers slowly delays a run by at most the documented
+bound: ``OTEL_EXPORTER_OTLP_TIMEOUT`` (default 10 s, at most 60 s) for the whole run (docs/telemetry.md).
+
+Generated (Hypothesis): the kind of endpoint on 127.0.0.1 (accepts and never answers; a full accept queue that
+never accepts; answers after a delay of up to three timeouts), the timeout, and which signals go over OTLP. Each
+run is timed against the same run exporting to an endpoint that answers at once."""
+
+from __future__ import annotations
+
+import math
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.cli import main
+from harness.telemetry._setup import MAX_OTLP_TIMEOUT_S, OTLP_TIMEOUT_S, otlp_timeout
+from tests.harness.conftest import SCENARIOS
+from tests.helpers import examples
+
+SCENARIO = SCENARIOS / "recall" / "type-user.yaml"  # replayed by every shipped system: one provider set each
+SLACK_S = 1.5  # a shared two-core machine's noise on top of the bound
+
+
+@contextmanager
+def endpoint(kind: str, delay: float = 0.0) -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` of a server that ``answer``s after ``delay``, ``blackhole``s (accepts, reads,
+    never answers) or ``never-accept``s (its accept queue is full, so a connection never completes)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0 if kind == "never-accept" else 16)
+    port = server.getsockname()[1]
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        conn.settimeout(0.2)
+        buffer = b""
+        while not stop.is_set():
+            try:
+                chunk = conn.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if not chunk:
+                return
+            buffer += chunk
+            while b"\r\n\r\n" in buffer:
+                head, _, rest = buffer.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                if len(rest) < length:
+                    break
+                buffer = rest[length:]
+                if kind == "blackhole" or stop.wait(delay):
+                    continue
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n")
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            held.append(conn)
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    if kind == "never-accept":  # fill the accept queue: the kernel drops every further SYN
+        for _ in range(4):
+            filler = socket.socket()
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+            held.append(filler)
+        time.sleep(0.1)
+    else:
+        threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop.set()
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+def _timed_run(tmp: Path, environ: dict[str, str], capsys: pytest.CaptureFixture[str]) -> tuple[float, str]:
+    capsys.readouterr()
+    start = time.perf_counter()
+    code = main(["run", str(SCENARIO), "--strategy", "heuristic", "--no-gates", "--out", str(tmp / "out")],
+                environ=environ)
+    elapsed = time.perf_counter() - start
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert (tmp / "out" / "traces.jsonl").stat().st_size > 0  # every span is in the file whatever the endpoint did
+    assert "Traceback" not in err
+    return elapsed, err
+
+
+def _otel(url: str, timeout: float | None, signals: str) -> dict[str, str]:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url}
+    if timeout is not None:
+        env["OTEL_EXPORTER_OTLP_TIMEOUT"] = f"{timeout:g}"
+    if signals == "all":
+        env |= {"OTEL_METRICS_EXPORTER": "otlp", "OTEL_LOGS_EXPORTER": "otlp"}
+    return env
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> float:
+    """The run's time exporting every signal to an endpoint that answers at once (best of three)."""
+    tmp = tmp_path_factory.mktemp("baseline")
+    times = []
+    with endpoint("answer") as url:
+        for _ in range(3):
+            start = time.perf_counter()
+            assert main(["run", str(SCENARIO), "--strategy", "heuristic", "--no-gates", "--out", str(tmp / "out")],
+                        environ=_otel(url, 1.0, "all")) == 0
+            times.append(time.perf_counter() - start)
+    return min(times)
+
+
+@settings(max_examples=examples(8), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(["blackhole", "never-accept", "slow"]), timeout=st.floats(0.2, 1.0),
+       delay_factor=st.floats(0.0, 3.0), signals=st.sampled_from(["traces", "all"]))
+def test_a_dead_or_slow_endpoint_delays_the_run_by_at_most_the_timeout(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, baseline: float,
+        kind: str, timeout: float, delay_factor: float, signals: str) -> None:
+    caplog.clear()
+    with endpoint("answer" if kind == "slow" else kind, delay=timeout * delay_factor) as url:
+        elapsed, _ = _timed_run(tmp_path, _otel(url, timeout, signals), capsys)
+    assert elapsed - baseline <= timeout + SLACK_S, (kind, elapsed, baseline, timeout)
+    gave_up = [r for r in caplog.records if r.getMessage().startswith("telemetry: the OTLP endpoint did not take")]
+    assert len(gave_up) <= 1  # one line for the whole run, however many providers gave up
+    if kind != "slow":
+        assert len(gave_up) == 1
+
+
+@pytest.mark.slow  # waits out the default 10 s bound
+@pytest.mark.parametrize("kind", ["blackhole", "never-accept"])
+def test_the_default_bound_is_ten_seconds(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          caplog: pytest.LogCaptureFixture, baseline: float, kind: str) -> None:
+    with endpoint(kind) as url:
+        elapsed, _ = _timed_run(tmp_path, _otel(url, None, "traces"), capsys)
+    print(f"{kind}: run {elapsed:.2f} s, baseline {baseline:.2f} s, delay {elapsed - baseline:.2f} s")
+    assert elapsed - baseline <= OTLP_TIMEOUT_S + SLACK_S
+    assert any("within 10 s" in r.getMessage() for r in caplog.records)
+
+
+@given(st.one_of(st.text(max_size=12), st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                 st.integers(-10**6, 10**6).map(str)))
+def test_any_timeout_setting_is_a_positive_finite_bound(raw: str) -> None:
+    value = otlp_timeout({"OTEL_EXPORTER_OTLP_TIMEOUT": raw})
+    assert math.isfinite(value)
+    assert 0 < value <= MAX_OTLP_TIMEOUT_S
+    assert otlp_timeout({"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": raw, "OTEL_EXPORTER_OTLP_TIMEOUT": "2"}) == (
+        value if raw else 2.0)
