@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import HarnessError
 
@@ -83,6 +83,40 @@ def metric(name: str, *, lower_is_better: bool = False,
         return fn
 
     return register
+
+
+_RANKER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
+
+
+def ranker(name: str, *, description: str = "") -> Callable[[Callable[[str, Sequence[Any]], Sequence[float]]],
+                                                             Callable[[str, Sequence[Any]], Sequence[float]]]:
+    """Register the decorated ``score(query, docs) -> one number per doc`` as recall strategy ``name``.
+
+    A run names it like a built-in (``--strategy heuristic,NAME``, a scenario's ``strategies:``, a gate's
+    ``strategy``). ``docs`` are ``harness.replay.MemoryRecord`` (``id``, ``type``, ``title``, ``description``,
+    ``text``); a system that ranks with it (the reference: its topic files) recalls the docs scoring above 0, best
+    first, ties in the order given, at most the recall limit; a system that declares ``strategies`` without it
+    skips it, with the reason."""
+    from harness.scenario._registry import BUILTIN_STRATEGIES, RANKER_PLUGINS, register_ranker
+
+    if not _RANKER_NAME.match(name) or name == "none":
+        raise HarnessError(f"plugin strategy {name!r}: expected a name of lower-case letters, digits, '_' or '-' "
+                           "(at most 40, starting with a letter)")
+    if name in BUILTIN_STRATEGIES:
+        raise HarnessError(f"plugin strategy {name!r}: a built-in strategy's name")
+
+    def register(fn: Callable[[str, Sequence[Any]], Sequence[float]]) -> Callable[[str, Sequence[Any]], Sequence[float]]:
+        previous = RANKER_PLUGINS.get(name)
+        if previous is not None and _source(previous) != _source(fn):
+            raise HarnessError(f"plugin strategy {name!r} is registered twice ({_source(previous)} and {_source(fn)})")
+        register_ranker(name, fn, description)
+        return fn
+
+    return register
+
+
+def _source(fn: object) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
 
 
 def load_plugins(specs: Iterable[str] = (), *, environ: dict[str, str] | None = None,

@@ -7,6 +7,7 @@ see ``docs/system-protocol.md``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from collections.abc import Callable, Sequence
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.errors import HarnessError
 from harness.replay._faulty_store import FaultyStore
 from harness.replay._protocol import (
     ALL_CAPABILITIES,
@@ -26,6 +28,7 @@ from harness.replay._protocol import (
     RecordEntry,
 )
 from harness.scenario import RANKED_STRATEGIES, SeedMemory, Turn, raw_text
+from harness.scenario._registry import RANKER_PLUGINS
 from memory_core.clock import FixedClock
 from memory_core.dream import DreamScheduler
 from memory_core.entries import parse_entries
@@ -37,6 +40,7 @@ from memory_core.history import ChatMessage, ToolCall
 from memory_core.index import rebuild_index, truncate_index_for_prompt
 from memory_core.model import Model
 from memory_core.rankers import DenseCache, Ranker, make_ranker
+from memory_core.ranking import Ranked, top
 from memory_core.recall import recall
 from memory_core.scan import DocCache, scan
 from memory_core.sessions import ChatDirSessions
@@ -48,6 +52,28 @@ DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
 def session_uuid(session: str) -> str:
     """A stable UUID for a scenario session name, so session files match the scanner's pattern (spec §6.2)."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memharness:{session}"))
+
+
+@dataclass(frozen=True)
+class PluginRanker:
+    """A plugin strategy (``harness.plugins.ranker``) as the core's ranker: it scores each topic file as a
+    ``MemoryRecord``; the docs scoring above 0 are recalled, best first, ties in scan order, cut to the limit. A wrong
+    answer or an exception is an error naming the plugin."""
+
+    name: str
+    score: Callable[..., object]
+
+    def rank(self, query: str, docs: Sequence[TopicDoc], *, limit: int) -> list[Ranked]:
+        try:
+            values = self.score(query, [MemoryRecord(d.relative_path, d.type, d.title, d.body, d.description,
+                                                     d.relative_path) for d in docs])
+        except Exception as exc:
+            raise HarnessError(f"plugin strategy {self.name} failed: {type(exc).__name__}: {exc}") from None
+        if not isinstance(values, Sequence) or isinstance(values, str) or len(values) != len(docs) or not all(
+                isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+            raise HarnessError(f"plugin strategy {self.name} returned {str(values)[:80]!r}; expected one finite "
+                               f"number per doc ({len(docs)})")
+        return top([float(v) for v in values], docs, limit=limit, threshold=0.0)
 
 
 @dataclass
@@ -161,7 +187,9 @@ class ReferenceSystem:
         if strategy not in RANKED_STRATEGIES:
             return None
         if strategy not in self._rankers:
-            self._rankers[strategy] = make_ranker(strategy, dense=self.dense)
+            plugin = RANKER_PLUGINS.get(strategy)
+            self._rankers[strategy] = make_ranker(strategy, dense=self.dense) if plugin is None \
+                else PluginRanker(strategy, plugin)
         return self._rankers[strategy]
 
     def _model_for(self, strategy: str) -> Model | None:

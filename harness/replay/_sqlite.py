@@ -53,6 +53,7 @@ class SqliteSystem:
     name = "sqlite"
     design = "s1-sqlite"
     recall_limit = RECALL_LIMIT
+    strategies = frozenset(_STRATEGIES)  # the others (embedding, hybrid, plugin rankers) are skipped, with the reason
     capabilities = frozenset({Capability.DREAM, Capability.RECALL_PROMPT, Capability.SYSTEM_CHECKS, Capability.EVENTS,
                               Capability.RECALL_OPTIONS, Capability.FORGET_OPTIONS})
 

@@ -6,10 +6,10 @@ the runner, the evaluation and the CLI all ask here instead of comparing bare st
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 StrategyKind = Literal["heuristic", "model", "ranked"]
 
@@ -33,18 +33,54 @@ class StrategySpec:
         return self.kind == "ranked"
 
 
-STRATEGIES: Final[Mapping[str, StrategySpec]] = MappingProxyType({
+_SPECS: dict[str, StrategySpec] = {
     "heuristic": StrategySpec("heuristic", "heuristic", (), "the spec's keyword scoring, extractor, dedupe and forget"),
     "model": StrategySpec("model", "model", ("model",), "structured side-queries to a model (cassettes by default)"),
     "bm25": StrategySpec("bm25", "ranked", (), "Okapi BM25 recall ranking"),
     "embedding": StrategySpec("embedding", "ranked", ("embedding",), "MiniLM cosine recall ranking"),
     "hybrid": StrategySpec("hybrid", "ranked", ("embedding",), "reciprocal-rank fusion of BM25 and MiniLM"),
-})
-STRATEGY_NAMES: Final = tuple(STRATEGIES)
-OUTCOME_STRATEGIES: Final = ("none", *STRATEGY_NAMES)
+}
+BUILTIN_STRATEGIES: Final = tuple(_SPECS)
+STRATEGIES: Final[Mapping[str, StrategySpec]] = MappingProxyType(_SPECS)
+"""Every strategy a run can name: the built-ins, then the recall rankers plugins registered (``harness.plugins``)."""
+RANKER_PLUGINS: dict[str, Callable[..., Any]] = {}
+"""A plugin strategy's scoring function by name: ``score(query, docs) -> one number per doc`` (``harness.plugins``)."""
+
+
+class _Live(Sequence[str]):
+    """The names of the registered strategies that ``keep`` accepts, read at each use: a plugin registered after
+    import is in every list (a tuple built at import would miss it)."""
+
+    def __init__(self, keep: Callable[[StrategySpec], bool], head: tuple[str, ...] = ()) -> None:
+        self._keep, self._head = keep, head
+
+    def _names(self) -> tuple[str, ...]:
+        return (*self._head, *(n for n, s in _SPECS.items() if self._keep(s)))
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._names()[i]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __repr__(self) -> str:
+        return repr(self._names())
+
+
+STRATEGY_NAMES: Final[Sequence[str]] = _Live(lambda s: True)
+OUTCOME_STRATEGIES: Final[Sequence[str]] = _Live(lambda s: True, ("none",))
 """What a result may report as the strategy that produced it (``none``: nothing ran)."""
-MODEL_STRATEGIES: Final = frozenset(n for n, s in STRATEGIES.items() if s.uses_model)
-RANKED_STRATEGIES: Final = tuple(n for n, s in STRATEGIES.items() if s.ranked)
+MODEL_STRATEGIES: Final[Sequence[str]] = _Live(lambda s: s.uses_model)
+RANKED_STRATEGIES: Final[Sequence[str]] = _Live(lambda s: s.ranked)
+
+
+def register_ranker(name: str, score: Callable[..., Any], description: str = "") -> None:
+    """Add recall strategy ``name`` ranked by ``score`` (``harness.plugins.ranker`` validates the name first)."""
+    _SPECS[name] = StrategySpec(name, "ranked", (), description or f"a plugin ranker ({name})")
+    RANKER_PLUGINS[name] = score
 
 
 def base_strategy(name: str) -> str:

@@ -8,12 +8,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import harness.plugins
 from harness.cli import main
+from harness.scenario import _registry
 from tests.harness.conftest import SCENARIOS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,9 +25,15 @@ PATHS = [str(SCENARIOS / "recall" / "models-01-payments.yaml"), str(SCENARIOS / 
 
 
 @pytest.fixture(autouse=True)
-def _own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+def _own_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(harness.plugins, "REGISTRY", {})  # a test's plugins never leak into another's outputs
     monkeypatch.delenv("MEMHARNESS_PLUGINS", raising=False)
+    specs, rankers = dict(_registry._SPECS), dict(_registry.RANKER_PLUGINS)
+    yield
+    _registry._SPECS.clear()
+    _registry._SPECS.update(specs)
+    _registry.RANKER_PLUGINS.clear()
+    _registry.RANKER_PLUGINS.update(rankers)
 
 
 def _run(tmp_path: Path, *extra: str, gates: str | None = None) -> tuple[int, Path]:
@@ -93,12 +101,14 @@ def test_the_installed_example_plugin_is_found_through_its_entry_point(tmp_path:
     env["PYTHONPATH"] = os.pathsep.join([str(target), *filter(None, [env.get("PYTHONPATH")])])
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     out = tmp_path / "run"
-    run = subprocess.run([sys.executable, "-m", "harness", "run", *PATHS, "--strategy", "heuristic", "--system",
+    paths = [str(SCENARIOS / "recall" / "multi-fact.yaml"), str(SCENARIOS / "recall" / "type-feedback.yaml")]
+    run = subprocess.run([sys.executable, "-m", "harness", "run", *paths, "--strategy", "heuristic,overlap", "--system",
                           "reference", "--out", str(out), "--no-gates"], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
-    metrics = json.loads((out / "summary.json").read_text())["strategies"]["heuristic"]["metrics"]
-    assert {"recall.first_pick_relevant", "recall.extra_picks"} <= set(metrics)
+    strategies = json.loads((out / "summary.json").read_text())["strategies"]
+    assert {"recall.first_pick_relevant", "recall.extra_picks"} <= set(strategies["heuristic"]["metrics"])
+    assert strategies["overlap"]["metrics"]["recall.f1"] > 0  # the plugin's ranker recalled, graded like a built-in
 
 
 def test_a_lower_is_better_plugin_metric_reads_the_right_way_round() -> None:
@@ -118,3 +128,57 @@ def test_a_lower_is_better_plugin_metric_reads_the_right_way_round() -> None:
     gate = Gate("recall.wrong_picks", "cand", max_drop=0.0, vs="base")
     fired, quiet = _regression(gate, [rising], None), _regression(gate, [falling], None)
     assert (fired.passed, quiet.passed) == (False, True)
+
+
+RANKER = """
+from harness.plugins import ranker
+
+@ranker("first-word", description="memories containing the query's first word")
+def first_word(query, docs):
+    word = query.split()[0].lower()
+    return [1.0 if word in f"{d.title} {d.description} {d.text}".lower() else BAD for d in docs]
+"""
+
+
+def test_a_plugin_strategy_ranks_recall_like_a_built_in_and_is_compared(tmp_path: Path) -> None:
+    (tmp_path / "first_word.py").write_text(RANKER.replace("BAD", "0.0"))
+    code, out = _run(tmp_path, "--plugin", str(tmp_path / "first_word.py"))
+    assert code == 0
+    code, out = _run(tmp_path, "--plugin", str(tmp_path / "first_word.py"), "--strategy", "heuristic,first-word")
+    summary = json.loads((out / "summary.json").read_text())
+    assert "first-word" in summary["strategies"]
+    probes = [json.loads(line) for line in (out / "probes.jsonl").read_text().splitlines()]
+    mine = [p for p in probes if p["strategy"] == "first-word" and p["kind"] == "recall"]
+    assert mine
+    assert all(p["strategy_used"] in ("first-word", "none") for p in mine)
+    assert any(c["a"] == "heuristic" and c["b"] == "first-word" for c in summary["comparisons"])
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ("float('nan')", "plugin strategy first-word returned"), ("'x'", "plugin strategy first-word returned"),
+    ("1 / 0", "plugin strategy first-word failed: ZeroDivisionError")])
+def test_a_broken_plugin_strategy_is_an_error_naming_it(tmp_path: Path, bad: str, message: str) -> None:
+    (tmp_path / "first_word.py").write_text(RANKER.replace("BAD", bad))
+    code, out = _run(tmp_path, "--plugin", str(tmp_path / "first_word.py"), "--strategy", "first-word")
+    assert code == 2
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert results
+    assert all(message in r["error"] for r in results if r["error"]), [r["error"] for r in results]
+
+
+def test_a_system_that_does_not_declare_a_plugin_strategy_skips_it_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "first_word.py").write_text(RANKER.replace("BAD", "0.0"))
+    out = tmp_path / "run"
+    code = main(["run", str(SCENARIOS / "recall" / "multi-fact.yaml"), "--plugin", str(tmp_path / "first_word.py"),
+                 "--strategy", "first-word", "--system", "sqlite", "--out", str(out), "--no-gates"], environ={})
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert code == 0
+    assert [r["skipped"] for r in results] == ["sqlite implements strategies bm25, heuristic, model, not first-word"]
+
+
+@pytest.mark.parametrize("name", ["heuristic", "none", "Upper", "has space", "model:x", ""])
+def test_a_plugin_strategy_name_is_checked(name: str) -> None:
+    from harness.errors import HarnessError
+
+    with pytest.raises(HarnessError, match=f"plugin strategy {name!r}"):
+        harness.plugins.ranker(name)
