@@ -156,4 +156,6 @@ def name_problem(text: str) -> str | None:
         return f"{bad} in a name"
     return None
 MAX_RAW_PAD: Final = 4 * 1024 * 1024
+MAX_REPLY_PAD: Final = 8 * 1024 * 1024
+"""The longest scripted model reply ``{answer: …, pad_to: N}`` can make (characters)."""
 """The largest file a memory's ``raw_pad`` makes (4 MiB: past any read cap a system is likely to have, cheap)."""

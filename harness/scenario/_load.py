@@ -264,18 +264,8 @@ def _scripted(ctx: NodeReader, node: yaml.Node) -> tuple[Any, ...]:
     """Scripted model replies: a mapping is a JSON answer, a string is raw model text, {error: reason} raises."""
     if not isinstance(node, yaml.SequenceNode) or not node.value:
         raise ctx.fail(node, "scripted_model", "expected a non-empty list of replies")
-    replies: list[Any] = []
-    for i, item in enumerate(ctx.seq(node, "scripted_model", lambda n, p: n)):
-        here = f"scripted_model[{i}]"
-        value = ctx.json_value(item, here)
-        if isinstance(value, dict) and "error" in value:
-            if set(value) - {"error", "message"} or not isinstance(value["error"], str) \
-                    or not isinstance(value.get("message", ""), str):
-                raise ctx.fail(item, here, "expected {error: <reason>, message: <text>}")
-        elif not isinstance(value, (dict, str)):
-            raise ctx.fail(item, here, f"expected a JSON object, a string or an error, got {value!r:.60}")
-        replies.append(value)
-    return tuple(replies)
+    return tuple(more.scripted_reply(ctx, item, f"scripted_model[{i}]")
+                 for i, item in enumerate(ctx.seq(node, "scripted_model", lambda n, p: n)))
 
 
 def _timeline(ctx: NodeReader, steps_node: yaml.Node, steps: list[Step], clock: datetime) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any, Final
 
 import yaml
 
+from harness.scenario import _limits as lim
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
     CheckStep,
@@ -301,3 +303,27 @@ def variant(ctx: NodeReader, top: dict[str, yaml.Node]) -> str:
     except (ValueError, TypeError) as exc:
         raise ctx.fail(top["variant"], "variant", f"{exc}; expected {DESIGN_VARIANTS[design]}") from None
     return text
+
+
+def scripted_reply(ctx: NodeReader, item: yaml.Node, here: str) -> Any:
+    """One scripted reply: a JSON object (the answer), a string (raw model text), ``{error: <reason>, message: <text>}``
+    (a model error), or ``{answer: <object or text>, pad_to: N}``: the answer's text followed by spaces up to exactly
+    N characters (a reply at a size cap without megabytes of YAML)."""
+    value = ctx.json_value(item, here)
+    if isinstance(value, dict) and "error" in value:
+        if set(value) - {"error", "message"} or not isinstance(value["error"], str) \
+                or not isinstance(value.get("message", ""), str):
+            raise ctx.fail(item, here, "expected {error: <reason>, message: <text>}")
+    elif isinstance(value, dict) and set(value) == {"answer", "pad_to"}:
+        answer = value["answer"]
+        if not isinstance(answer, dict | str):
+            raise ctx.fail(item, f"{here}.answer", f"expected a JSON object or a string, got {answer!r:.60}")
+        text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+        size = value["pad_to"]
+        if isinstance(size, bool) or not isinstance(size, int) or not len(text) <= size <= lim.MAX_REPLY_PAD:
+            raise ctx.fail(item, f"{here}.pad_to", f"expected a whole number of characters from the answer's own "
+                                                   f"{len(text)} to {lim.MAX_REPLY_PAD}, got {size!r:.60}")
+        return text + " " * (size - len(text))
+    elif not isinstance(value, dict | str):
+        raise ctx.fail(item, here, f"expected a JSON object, a string or an error, got {value!r:.60}")
+    return value

@@ -257,3 +257,22 @@ def test_a_scenario_using_every_key_round_trips(write_scenario: Callable[[str, s
               "strategy_overrides", "scripted_model")
     assert [f for f in fields if getattr(back, f) != getattr(scenario, f)] == []
     assert back.digest == scenario.digest
+
+
+@pytest.mark.parametrize(("reply", "message"), [
+    ("{answer: {patches: []}, pad_to: 3}", r"scripted_model\[0\]\.pad_to: expected a whole number of characters from .*own 15"),
+    ("{answer: x, pad_to: 8388609}", r"scripted_model\[0\]\.pad_to: .* to 8388608, got 8388609"),
+    ("{answer: [1], pad_to: 10}", r"scripted_model\[0\]\.answer: expected a JSON object or a string"),
+    ("{answer: x, pad_to: true}", r"scripted_model\[0\]\.pad_to: expected a whole number")])
+def test_a_padded_scripted_reply_is_checked_where_it_is_written(tmp_path: Path, reply: str, message: str) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(f"strategies: [model]\nscripted_model:\n  - {reply}\nsteps:\n  - recall: {{query: x, measure: true}}\n")
+    with pytest.raises(ScenarioError, match=r"p\.yaml:3: " + message):
+        load_scenario(path)
+
+
+def test_a_padded_scripted_reply_is_the_answer_then_spaces_to_exactly_n_characters(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text("strategies: [model]\nscripted_model:\n  - {answer: {a: 1}, pad_to: 12}\n  - {answer: 'raw', pad_to: 3}\n"
+                    "steps:\n  - recall: {query: x, measure: true}\n")
+    assert load_scenario(path).scripted_model == ('{"a": 1}    ', "raw")
