@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Final
-
-from memory_core.errors import ReplayAborted
+from typing import Any, Final
 
 _UNPRINTABLE: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
@@ -26,10 +24,23 @@ class ScenarioError(HarnessError, ValueError):
     """A scenario file is malformed; the message names the file, line and field."""
 
 
-class CassetteMiss(HarnessError, ReplayAborted):
-    """Replay met a model call that no cassette entry answers: the scenario errors (the run is INCOMPLETE); the
-    core never answers it with its heuristic fallback (``ReplayAborted``)."""
 
 
 class GateFileError(HarnessError, ValueError):
     """A gates file is malformed."""
+
+
+def __getattr__(name: str) -> Any:
+    """``CassetteMiss`` is built on first use: it subclasses the core's ``ReplayAborted``, and importing the core
+    here would make every ``memharness`` start (``--help`` included) pay for all of ``memory_core``."""
+    if name != "CassetteMiss":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from memory_core.errors import ReplayAborted
+
+    class CassetteMiss(HarnessError, ReplayAborted):
+        """Replay met a model call that no cassette entry answers: the scenario errors (the run is INCOMPLETE); the
+        core never answers it with its heuristic fallback (``ReplayAborted``)."""
+
+    CassetteMiss.__module__, CassetteMiss.__qualname__ = __name__, "CassetteMiss"  # pickles by name (--jobs)
+    globals()["CassetteMiss"] = CassetteMiss
+    return CassetteMiss

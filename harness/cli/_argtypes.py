@@ -20,3 +20,10 @@ def bounded(convert: Callable[[str], float], ok: Callable[[float], bool], expect
         return value
 
     return parse
+
+
+def path(text: str) -> Any:
+    """An argparse type for a path: ``pathlib.Path``, imported at the first use so ``--help`` never pays for it."""
+    from pathlib import Path
+
+    return Path(text)

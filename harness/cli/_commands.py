@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from harness import __version__
 from harness.cli._conformance import cmd_conformance
 from harness.cli._init import cmd_init
-from harness.cli._parser import DEFAULT_SCENARIOS, build_parser
+from harness.cli._parser import build_parser, command_of
 from harness.cli._progress import progress_bar as _progress
 from harness.cli._record import cmd_record
 from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate, trace_url
@@ -26,6 +26,8 @@ from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, cmd_traces, run_fuzz
 from harness.errors import HarnessError, one_line
 from harness.scenario import STRATEGIES, base_strategy, load_all
+
+DEFAULT_SCENARIOS = Path("scenarios")
 
 if TYPE_CHECKING:
     from harness.evaluation import RunSummary
@@ -351,7 +353,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     Every failure is one printable line on stderr and exit 2; ``MEMHARNESS_DEBUG=1`` re-raises for the traceback."""
     env = os.environ if environ is None else environ
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(command_of(sys.argv[1:] if argv is None else argv)).parse_args(argv)
         _check_output_dir(getattr(args, "out", None), "--out")
         if args.command in ("run", "compare", "merge", "report"):  # metrics of your own: --plugin, env, entry points
             from harness.plugins import load_plugins

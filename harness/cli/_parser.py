@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from collections.abc import Sequence
+from typing import Any
 
 from harness import __version__
-from harness.cli._argtypes import bounded
+from harness.cli._argtypes import bounded, path
 from harness.cli._report_cmds import add_report_commands
 from harness.errors import HarnessError
-from harness.scenario import STRATEGY_NAMES
 
-DEFAULT_SCENARIOS = Path("scenarios")
-DEFAULT_OUT = Path("reports/latest")
+STRATEGY_HELP = ("comma-separated: heuristic, model, bm25, embedding, hybrid, model:SET (a cassette set) or a plugin's "
+                 "ranker (default: each scenario's own 'strategies', else heuristic)")
+"""Written out, not read from the registry: ``--help`` imports nothing heavy (tests check it names every built-in)."""
+
+DEFAULT_OUT = "reports/latest"
+"""Path defaults are text: argparse converts a text default with the argument's type (``--help`` imports no pathlib)."""
+
+
+def _unused(*args: Any, **kwargs: Any) -> None:
+    """``add_argument`` of a subcommand this parse does not use."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,13 +48,13 @@ _scale = bounded(float, lambda v: 0 < v < 1e6, "a number above 0")
 
 def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
     sens = sub.add_parser("sensitivity", help="mutation analysis: which injected faults the scenario suite catches")
-    sens.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
+    sens.add_argument("paths", nargs="*", type=path, help="scenario files or directories (default: scenarios/)")
     sens.add_argument("--system", help="as `memharness run --system` (default: every shipped system)")
     sens.add_argument("--tag", action="append", dest="tags", metavar="TAG",
                       help="replay only scenarios with this tag (as `memharness run --tag`)")
-    sens.add_argument("--gates", type=Path, help="gates TOML for every run (default: the suite's own gates.toml)")
+    sens.add_argument("--gates", type=path, help="gates TOML for every run (default: the suite's own gates.toml)")
     sens.add_argument("--target", default="memory_core", help="the package whose copy gets mutated (default: memory_core)")
-    sens.add_argument("--catalogue", type=Path,
+    sens.add_argument("--catalogue", type=path,
                       help="spec-mutant TOML (default: the shipped catalogue when --target is memory_core)")
     sens.add_argument("--no-catalogue", action="store_true", help="run no spec mutants (only --generated ones)")
     sens.add_argument("--generated", type=int, default=0, metavar="N",
@@ -55,7 +63,7 @@ def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
     sens.add_argument("--module", action="append", dest="modules", metavar="GLOB",
                       help="sample --generated mutants only from the target's modules matching GLOB (e.g. 'sqlite/*'; "
                            "repeatable)")
-    sens.add_argument("--equivalents", type=Path, metavar="FILE",
+    sens.add_argument("--equivalents", type=path, metavar="FILE",
                       help="TOML of generated mutants triaged as equivalent, left out of the score (default: the "
                            "shipped list when --target is memory_core)")
     sens.add_argument("--only", action="append", metavar="NAME", help="run only these mutants (repeatable; commas allowed)")
@@ -66,31 +74,45 @@ def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
     sens.add_argument("--jobs", type=_positive, default=2, help="mutants run in parallel (default 2)")
     sens.add_argument("--timeout", type=float, help="seconds per mutant run (default: max(120, 6 x the baseline run))")
     sens.add_argument("--min-kill-rate", type=_rate, default=0.9, help="exit 1 below this kill rate (default 0.9)")
-    sens.add_argument("--out", type=Path, default=Path("reports/sensitivity"))
+    sens.add_argument("--out", type=path, default="reports/sensitivity")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names (its first word that is not an option), or None."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+    """The whole parser (``command="*"``), or one whose other subcommands have their names and help only: building
+    every subcommand's arguments is most of what ``memharness --help`` would cost (``command=None``: none)."""
     p = _Parser(prog="memharness", description="Replay memory scenarios, measure recall/dedupe/index quality, gate CI.")
     p.add_argument("--version", action="version", version=f"memharness {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    if command != "*":
+        add_parser = sub.add_parser
+
+        def only(name: str, **kwargs: Any) -> _Parser:
+            parser = add_parser(name, **kwargs)
+            if name != command:
+                parser.add_argument = _unused  # type: ignore[method-assign,assignment]
+            return parser
+        sub.add_parser = only  # type: ignore[method-assign]
     run = sub.add_parser("run", help="replay scenarios and write a run directory")
-    run.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
-    run.add_argument("--strategy", default=None,
-                     help="comma-separated: " + ", ".join(STRATEGY_NAMES) + " (default: each scenario's own "
-                          "'strategies', else heuristic)")
+    run.add_argument("paths", nargs="*", type=path, help="scenario files or directories (default: scenarios/)")
+    run.add_argument("--strategy", default=None, help=STRATEGY_HELP)
     run.add_argument("--tag", action="append", dest="tags", metavar="TAG",
                      help="run only scenarios with this tag (repeatable; comma-separated allowed; any tag matches)")
     run.add_argument("--model", help="litellm model string for the model strategy (default: the cassette's model)")
     run.add_argument("--api-base", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8765/v1")
-    run.add_argument("--cassettes", type=Path, help="cassette directory (default: <first path>/cassettes)")
+    run.add_argument("--cassettes", type=path, help="cassette directory (default: <first path>/cassettes)")
     mode = run.add_mutually_exclusive_group()
     mode.add_argument("--record", action="store_true", help="call the real model for unrecorded calls and store them")
     mode.add_argument("--live", action="store_true", help="call the real model every time; store nothing")
     run.add_argument("--timeout-scale", type=_scale, default=1.0, help="multiply the spec's model timeouts (CPU models)")
-    run.add_argument("--out", type=Path, default=DEFAULT_OUT, help="run directory to write (default: reports/latest)")
-    run.add_argument("--gates", type=Path, help="gates TOML (default: <first path>/gates.toml when present)")
+    run.add_argument("--out", type=path, default=DEFAULT_OUT, help="run directory to write (default: reports/latest)")
+    run.add_argument("--gates", type=path, help="gates TOML (default: <first path>/gates.toml when present)")
     run.add_argument("--no-gates", action="store_true", help="ignore the default gates file")
-    run.add_argument("--baseline", type=Path, help="a previous run directory to compare against")
+    run.add_argument("--baseline", type=path, help="a previous run directory to compare against")
     run.add_argument("--jobs", type=_positive, default=1, help="scenario × strategy runs replayed in parallel processes")
     run.add_argument("--shard", type=_shard, metavar="I/N",
                      help="run only the I-th of N slices of the scenarios (merge the shards with `memharness merge`)")
@@ -100,25 +122,25 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--plugin", action="append", dest="plugins", metavar="MODULE",
                      help="a module path or .py file registering metrics of your own (harness.plugins; repeatable; "
                           "also $MEMHARNESS_PLUGINS and the memharness.plugins entry points)")
-    run.add_argument("--benchmark", type=Path, help="a benchmark.json from `memharness bench` to include in the report")
+    run.add_argument("--benchmark", type=path, help="a benchmark.json from `memharness bench` to include in the report")
     run.add_argument("--fuzz-examples", type=_count, default=0,
                      help="also run the property suite with this many examples and add it to the report")
     val = sub.add_parser("validate", help="check scenario files; exit 0 or 2")
-    val.add_argument("paths", nargs="+", type=Path)
+    val.add_argument("paths", nargs="+", type=path)
     val.add_argument("--strict", action="store_true",
                      help="also reject recall probes that assert nothing that can fail (CI runs this on the suite)")
     rep = sub.add_parser("report", help="re-render report.html from a run directory")
-    rep.add_argument("run_dir", type=Path)
-    rep.add_argument("-o", "--output", type=Path)
+    rep.add_argument("run_dir", type=path)
+    rep.add_argument("-o", "--output", type=path)
     cmp_ = sub.add_parser("compare", help="paired deltas between two run directories")
-    cmp_.add_argument("base", type=Path)
-    cmp_.add_argument("cand", type=Path)
-    cmp_.add_argument("--gates", type=Path, help="gates TOML; its max_drop gates with vs = \"baseline\" decide the exit code")
+    cmp_.add_argument("base", type=path)
+    cmp_.add_argument("cand", type=path)
+    cmp_.add_argument("--gates", type=path, help="gates TOML; its max_drop gates with vs = \"baseline\" decide the exit code")
     cmp_.add_argument("--max-drop", type=float, default=None, help="fail when any recall.f1 CI lies below -MAX_DROP")
     mer = sub.add_parser("merge", help="merge shard run directories into one")
-    mer.add_argument("out", type=Path)
-    mer.add_argument("shards", nargs="+", type=Path)
-    mer.add_argument("--gates", type=Path, help="gates TOML evaluated over the merged results")
+    mer.add_argument("out", type=path)
+    mer.add_argument("shards", nargs="+", type=path)
+    mer.add_argument("--gates", type=path, help="gates TOML evaluated over the merged results")
     fz = sub.add_parser("fuzz", help="run the memory property suite; write shrunk failures as regression scenarios")
     fz.add_argument("--profile", choices=("dev", "ci"), default="ci",
                     help="dev: 50 examples, random; ci: 200 examples, derandomized (default)")
@@ -126,56 +148,56 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--seed", type=int, default=0)
     fz.add_argument("--system", help="package.module:factory of the system under test (default: the reference core)")
     fz.add_argument("--property", action="append", dest="properties", help="run only this property (repeatable)")
-    fz.add_argument("--regressions", type=Path, default=Path("reports/fuzz-regressions"),
+    fz.add_argument("--regressions", type=path, default="reports/fuzz-regressions",
                     help="where shrunk failures are written as scenarios (default: reports/fuzz-regressions, outside "
                          "the shipped suite; move one into scenarios/ to keep it as a regression)")
-    fz.add_argument("--database", type=Path, help="Hypothesis example database directory (default: none)")
+    fz.add_argument("--database", type=path, help="Hypothesis example database directory (default: none)")
     fz.add_argument("--min-precision", type=float, default=0.0)
     fz.add_argument("--min-recall", type=float, default=1.0)
-    fz.add_argument("--out", type=Path, help="also write fuzz.json here")
+    fz.add_argument("--out", type=path, help="also write fuzz.json here")
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
     loc = bench_sub.add_parser("locomo", help="LoCoMo turn-level evidence retrieval for every offline strategy")
-    loc.add_argument("path", type=Path, help="path to locomo10.json (how to download it: docs/locomo.md)")
+    loc.add_argument("path", type=path, help="path to locomo10.json (how to download it: docs/locomo.md)")
     loc.add_argument("--strategy", default="heuristic,bm25,embedding,hybrid")
     loc.add_argument("--mode", choices=("turns", "observations"), default="turns")
-    loc.add_argument("--out", type=Path, default=Path("reports/locomo"))
+    loc.add_argument("--out", type=path, default="reports/locomo")
     imp = sub.add_parser("import", help="import a dataset as scenarios")
     imp_sub = imp.add_subparsers(dest="import_command", required=True, parser_class=_Parser)
     iloc = imp_sub.add_parser("locomo", help="LoCoMo conversations as scenario YAML")
-    iloc.add_argument("path", type=Path)
-    iloc.add_argument("--out", type=Path, required=True)
+    iloc.add_argument("path", type=path)
+    iloc.add_argument("--out", type=path, required=True)
     iloc.add_argument("--mode", choices=("turns", "observations"), default="turns")
     trc = sub.add_parser("traces", help="trace tools")
     trc_sub = trc.add_subparsers(dest="traces_command", required=True, parser_class=_Parser)
     push = trc_sub.add_parser("push", help="send a finished run's traces.jsonl to an OTLP/HTTP backend (e.g. Phoenix)")
-    push.add_argument("run_dir", type=Path)
+    push.add_argument("run_dir", type=path)
     push.add_argument("--endpoint", required=True, help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006")
     push.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
                       help="an extra HTTP header (repeatable), e.g. x-project-name=my-project")
     _add_sensitivity(sub)
     rec = sub.add_parser("record", help="record the model calls a cassette set lacks (missing or changed prompts); "
                                         "resumable, needs the model's server")
-    rec.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
+    rec.add_argument("paths", nargs="*", type=path, help="scenario files or directories (default: scenarios/)")
     rec.add_argument("--set", help="a set of the cassette shelf (directory or alias in sets.toml; default: its default)")
-    rec.add_argument("--cassettes", type=Path, help="the cassette shelf or a set directory (default: <first path>/cassettes)")
+    rec.add_argument("--cassettes", type=path, help="the cassette shelf or a set directory (default: <first path>/cassettes)")
     rec.add_argument("--model", help="litellm model string (default: the set's cassette-meta.json)")
     rec.add_argument("--api-base", help="OpenAI-compatible endpoint (default: the set's cassette-meta.json)")
     rec.add_argument("--timeout-scale", type=_scale, default=None, help="default: the set's cassette-meta.json")
     rec.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="record only scenarios with this tag")
     rec.add_argument("--system", help="as `memharness run --system` (default: every shipped system)")
-    rec.add_argument("--out", type=Path, default=Path("reports/record"), help="the recording run's directory")
+    rec.add_argument("--out", type=path, default="reports/record", help="the recording run's directory")
     con = sub.add_parser("conformance", help="check a memory system capability by capability (ok / wrong / missing "
                                              "method); exit 1 on any wrong")
-    con.add_argument("paths", nargs="*", type=Path, help="scenario files or directories (default: scenarios/)")
+    con.add_argument("paths", nargs="*", type=path, help="scenario files or directories (default: scenarios/)")
     con.add_argument("--system", required=True, help="a shipped system (reference, sqlite) or package.module:factory")
     con.add_argument("--cases", type=_positive, default=4, help="scenarios replayed per capability (default 4)")
     ini = sub.add_parser("init", help="write a starter project (a scenario, gates, a system module, a CI workflow) "
                                       "that passes on its first run; docs/tutorial.md goes on from there")
-    ini.add_argument("directory", nargs="?", type=Path, default=Path("."), help="the project directory (default: .)")
+    ini.add_argument("directory", nargs="?", type=path, default=".", help="the project directory (default: .)")
     cas = sub.add_parser("cassettes", help="cassette tools")
     cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
     st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")
-    st.add_argument("directory", type=Path)
+    st.add_argument("directory", type=path)
     add_report_commands(sub)
     return p

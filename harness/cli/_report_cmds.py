@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping
-from importlib import resources
-from pathlib import Path
 from typing import Any, Final
 
-from harness.cli._argtypes import bounded
+from harness.cli._argtypes import bounded, path
 from harness.errors import HarnessError
-from harness.scenario import load_scenario, strict_problems
 
-DEFAULT_HISTORY: Final = Path("reports/history.sqlite")
-DEFAULT_CLI_DOC: Final = Path("docs/cli.md")
+DEFAULT_HISTORY: Final = "reports/history.sqlite"
+DEFAULT_CLI_DOC: Final = "docs/cli.md"
 
 
 _limit = bounded(int, lambda v: 1 <= v <= 100_000, "a whole number from 1 to 100000")
@@ -24,19 +20,21 @@ _limit = bounded(int, lambda v: 1 <= v <= 100_000, "a whole number from 1 to 100
 def add_report_commands(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``history``, ``schema`` and ``docs`` on the ``memharness`` subparsers."""
     hist = sub.add_parser("history", help="print the trend of each headline metric over the recorded runs")
-    hist.add_argument("--db", type=Path, default=None,
+    hist.add_argument("--db", type=path, default=None,
                       help="history database (default: $MEMHARNESS_HISTORY, else reports/history.sqlite)")
     hist.add_argument("--limit", type=_limit, default=10, help="how many of the latest runs to show (default 10)")
     hist.add_argument("--json", action="store_true", help="print the runs as JSON instead of a table")
     sch = sub.add_parser("schema", help="print the JSON Schema of scenario files (for editors and CI validation)")
-    sch.add_argument("-o", "--output", type=Path, help="write it to this file instead of stdout")
+    sch.add_argument("-o", "--output", type=path, help="write it to this file instead of stdout")
     docs = sub.add_parser("docs", help="write the CLI reference (docs/cli.md) generated from this parser")
-    docs.add_argument("-o", "--output", type=Path, default=DEFAULT_CLI_DOC, help="default docs/cli.md")
+    docs.add_argument("-o", "--output", type=path, default=DEFAULT_CLI_DOC, help="default docs/cli.md")
     docs.add_argument("--check", action="store_true", help="exit 1 when the file is not up to date; write nothing")
 
 
 def scenario_schema() -> str:
     """The shipped JSON Schema of scenario files."""
+    from importlib import resources
+
     return resources.files("harness.scenario").joinpath("scenario.schema.json").read_text(encoding="utf-8")
 
 
@@ -62,11 +60,13 @@ def cmd_history(args: argparse.Namespace) -> int:
     from harness.reporting import read_history
     from harness.reporting._history import TREND_METRICS
 
-    db = args.db or Path(os.environ.get("MEMHARNESS_HISTORY") or DEFAULT_HISTORY)
+    db = args.db or path(os.environ.get("MEMHARNESS_HISTORY") or DEFAULT_HISTORY)
     if not db.exists():
         raise HarnessError(f"{db}: no run history yet (every `memharness run` appends to it)")
     runs = read_history(db, limit=args.limit)
     if args.json:
+        import json
+
         print(json.dumps([{"run_id": r.run_id, "created_at": r.created_at, "git_commit": r.git_commit,
                            "passed": r.passed, "complete": r.complete, "metrics": r.metrics} for r in runs], indent=2))
         return 0
@@ -153,12 +153,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Every file's problem, not only the first file's: each file is loaded on its own (a file stops at its first
     problem: what follows a broken key cannot be read reliably), then ids are checked across files."""
     from harness.errors import ScenarioError
+    from harness.scenario import load_scenario, strict_problems
     from harness.scenario._load import discover, duplicate_ids
 
     scenarios, problems = [], []
-    for path, root in discover(args.paths):
+    for file, root in discover(args.paths):
         try:
-            scenarios.append(load_scenario(path, suite_root=root))
+            scenarios.append(load_scenario(file, suite_root=root))
         except ScenarioError as exc:
             problems.append(str(exc))
     problems += duplicate_ids(scenarios)

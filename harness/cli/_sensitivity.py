@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from harness.cli._parser import DEFAULT_SCENARIOS
 from harness.errors import HarnessError
 from harness.scenario import load_all
+
+DEFAULT_SCENARIOS = Path("scenarios")
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
