@@ -127,8 +127,18 @@ jobs:
       - uses: actions/setup-python@v5
         with:
           python-version: "3.12"
-      - name: Install
-        run: pip install "${MEMHARNESS_PACKAGE:-memory-harness}"
+      - name: Install memory-harness
+        # Set the repository variable MEMHARNESS_INSTALL to a pip requirement for this harness: a git URL
+        # ("memory-harness @ git+https://<your host>/memory-harness@<tag>") or a wheel you publish. It is not
+        # installed by name on purpose: a different project owns the name memory-harness on PyPI.
+        env:
+          MEMHARNESS_INSTALL: ${{ vars.MEMHARNESS_INSTALL }}
+        run: |
+          if [ -z "$MEMHARNESS_INSTALL" ]; then
+            echo "::error title=memharness::set the repository variable MEMHARNESS_INSTALL (a pip requirement for memory-harness)"
+            exit 1
+          fi
+          pip install "$MEMHARNESS_INSTALL"
       - name: Replay the scenarios
         env:
           LITELLM_LOCAL_MODEL_COST_MAP: "True"

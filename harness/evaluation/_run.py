@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -83,8 +84,9 @@ def _verdicts(strategies: Sequence[str], comps: Sequence[Comparison], suite: Seq
 
 def _effect(c: Comparison) -> str:
     sig = "significant" if c.significant else "not significant"
+    mde = f"; the smallest detectable effect is ±{c.mde:.3g}" if not c.significant and math.isfinite(c.mde) else ""
     return (f"{c.metric} {c.delta:+.3f} (95% CI {c.ci95[0]:+.3f} to {c.ci95[1]:+.3f}, {p_text(c.p_value, prefix='p')}, "
-            f"n={c.n}, {sig})")
+            f"n={c.n}, {sig}{mde})")
 
 
 def compare_runs(base_results: Sequence[ScenarioResult], cand_results: Sequence[ScenarioResult], *,

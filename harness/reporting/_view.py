@@ -168,10 +168,11 @@ def verdict(summary: RunSummary, results: Sequence[ScenarioResult]) -> Verdict:
         parts.append(f"{sum(g.passed for g in judged)}/{len(judged)} gates passed"
                      + (f" ({skipped} skipped)" if skipped else ""))
     details: list[str] = []
-    if summary.baseline is not None:
-        for c in summary.baseline.comparisons:
-            if c.metric == VERDICT_METRIC:
-                details.append(f"{c.b} against the baseline: {effect_words(c)}")
+    if summary.baseline is not None:  # the evaluation's own verdict per strategy: the one the terminal prints
+        details += [f"against the baseline: {v.text}" for v in summary.baseline.verdicts]
+        if not summary.baseline.verdicts:  # a summary.json written before verdicts existed
+            details += [f"{c.b} against the baseline: {effect_words(c)}" for c in summary.baseline.comparisons
+                        if c.metric == VERDICT_METRIC]
     elif summary.comparisons:
         for c in summary.comparisons:
             if c.metric == VERDICT_METRIC:

@@ -85,3 +85,30 @@ def test_every_output_tells_the_same_run(tmp_path: Path, capsys: pytest.CaptureF
     assert "p = 0 " not in terminal
     assert "p = 0)" not in terminal
     assert "sign-flip" not in html
+
+
+def test_every_output_gives_the_same_verdict_against_a_baseline(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A run that is worse than its baseline (a check flipped) while its F1 rose significantly: the terminal said
+    "worse" and summary.md "better"; every output now renders the evaluation's one verdict per strategy."""
+    scenario = tmp_path / "s.yaml"
+    source = (SCENARIOS / "recall" / "multi-fact.yaml").read_text()
+    scenario.write_text(source)
+    assert main(["run", str(scenario), "--system", "reference", "--no-gates", "--out", str(tmp_path / "base")],
+                environ={}) == 0
+    # the candidate: the same scenario with a query no memory answers, so a passing check now fails
+    extra = "  - recall: {query: 'zzqx', expect: [], require: {abstention: 1.0}}\n"
+    scenario.write_text(source.replace("steps:\n", "steps:\n" + extra, 1))
+    capsys.readouterr()
+    main(["run", str(scenario), "--system", "reference", "--no-gates", "--baseline", str(tmp_path / "base"),
+          "--out", str(tmp_path / "cand")], environ={})
+    terminal = capsys.readouterr().out
+    summary = json.loads((tmp_path / "cand" / "summary.json").read_text())
+    verdicts = [v["text"] for v in summary["baseline"]["verdicts"]]
+    assert verdicts
+    md = (tmp_path / "cand" / "summary.md").read_text()
+    html = (tmp_path / "cand" / "report.html").read_text()
+    for text in verdicts:
+        assert f"vs baseline: {text}" in terminal
+        assert f"against the baseline: {text}" in md
+        assert escape(f"against the baseline: {text}") in html

@@ -178,11 +178,11 @@ def test_verdict_against_a_baseline_says_better_worse_or_no_change_in_words() ->
     base = _recall_results("heuristic", [False] * 20)
     same = compare_runs(base, base)
     v = verdict(evaluate_run(base, ["heuristic"], baseline=same), base)
-    assert "heuristic against the baseline: no detectable change: recall.f1 +0 " in v.details[0]
-    assert "not significant" in v.details[0]
+    assert v.details[0].startswith("against the baseline: heuristic: no detectable change — recall.f1 +0.000 ")
+    assert "not significant; the smallest detectable effect is ±" in v.details[0]
     better = _recall_results("heuristic", [True] * 20)
     summary = evaluate_run(better, ["heuristic"], baseline=compare_runs(base, better))
-    assert verdict(summary, better).details[0].startswith("heuristic against the baseline: better: recall.f1 +1")
+    assert verdict(summary, better).details[0].startswith("against the baseline: heuristic: better — recall.f1 +1.000")
     md = summary_markdown(summary, better)
     assert "### Against baseline" in md
     assert "| heuristic | recall.f1 | 0 | 1 | +1 |" in md
@@ -191,7 +191,7 @@ def test_verdict_against_a_baseline_says_better_worse_or_no_change_in_words() ->
     assert 'class="delta up"' in html
     worse = compare_runs(better, base)
     assert verdict(evaluate_run(base, ["heuristic"], baseline=worse), base).details[0].startswith(
-        "heuristic against the baseline: worse")
+        "against the baseline: heuristic: worse — ")
 
 
 def test_outputs_follow_the_umask(tmp_path: Path) -> None:
