@@ -99,11 +99,11 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4) -> li
             rows[capability] = Row(label, "not declared", f"its strategies are {', '.join(sorted(strategies))}")
         elif capability not in ("", MODEL_PATH) and capability not in declared:
             skipped = sum(1 for s in suite if capability in needs[s.id])
-            rows[capability] = Row(label, "not declared", f"{skipped} shipped scenario(s) skip steps for it")
+            rows[capability] = Row(label, "not declared", f"{skipped} scenario(s) given skip steps for it")
         elif lacking := [m for m in METHODS.get(capability, ()) if m not in methods]:
             rows[capability] = Row(label, "missing method", ", ".join(lacking))
         elif not (picked := _spread(cases, per_capability)):
-            rows[capability] = Row(label, "untested", "no shipped scenario exercises it for this design")
+            rows[capability] = Row(label, "untested", "no scenario given exercises it for this design")
         else:
             rows[capability] = Row(label, "ok", cases=len(picked))
             plan.append((capability, label, picked))
@@ -148,5 +148,13 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         cases = f" ({r.cases} case(s))" if r.cases else ""
         print(f"  {r.capability.ljust(width)}  {r.verdict}{cases}" + (f": {r.detail}" if r.detail else ""))
     bad = [r for r in rows if r.verdict in ("wrong", "missing method")]
-    print(f"{len(bad)} capability(ies) wrong or incomplete" if bad else "every declared capability: ok")
+    untested = [r for r in rows if r.verdict == "untested"]
+    where = ", ".join(str(p) for p in args.paths or [Path("scenarios")])
+    if bad:
+        print(f"{len(bad)} capability(ies) wrong or incomplete")
+    elif untested:  # not "ok": nothing checked them
+        print(f"nothing wrong in what was tested; {len(untested)} of {len(rows)} untested: no scenario in {where} "
+              "exercises them (point it at a suite that does, e.g. the harness's own scenarios/)")
+    else:
+        print("every declared capability: ok")
     return 1 if bad else 0

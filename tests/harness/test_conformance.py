@@ -112,3 +112,14 @@ def test_a_missing_method_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "locks" in out
     assert "missing method: lock_held" in out
+
+
+def test_untested_capabilities_are_not_called_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one = tmp_path / "scenarios"
+    one.mkdir()
+    (one / "p.yaml").write_text((SCENARIOS / "recall" / "multi-fact.yaml").read_text())
+    assert main(["conformance", str(one), "--system", "reference"], environ={}) == 0
+    out = capsys.readouterr().out
+    assert "untested: no scenario given exercises it for this design" in out
+    assert "every declared capability: ok" not in out
+    assert f"untested: no scenario in {one} exercises them" in out
