@@ -74,7 +74,8 @@ def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
     sens.add_argument("--jobs", type=_positive, default=2, help="mutants run in parallel (default 2)")
     sens.add_argument("--timeout", type=float, help="seconds per mutant run (default: max(120, 6 x the baseline run))")
     sens.add_argument("--min-kill-rate", type=_rate, default=0.9, help="exit 1 below this kill rate (default 0.9)")
-    sens.add_argument("--out", type=path, default="reports/sensitivity")
+    sens.add_argument("--out", type=path, default="reports/sensitivity",
+                      help="where sensitivity.json, sensitivity.md and coverage.md go (default: reports/sensitivity)")
 
 
 def command_of(argv: Sequence[str]) -> str | None:
@@ -126,52 +127,57 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     run.add_argument("--fuzz-examples", type=_count, default=0,
                      help="also run the property suite with this many examples and add it to the report")
     val = sub.add_parser("validate", help="check scenario files; exit 0 or 2")
-    val.add_argument("paths", nargs="+", type=path)
+    val.add_argument("paths", nargs="+", type=path, help="scenario files or directories (every file under a directory)")
     val.add_argument("--strict", action="store_true",
                      help="also reject recall probes that assert nothing that can fail (CI runs this on the suite)")
     rep = sub.add_parser("report", help="re-render report.html from a run directory")
-    rep.add_argument("run_dir", type=path)
-    rep.add_argument("-o", "--output", type=path)
+    rep.add_argument("run_dir", type=path, help="a run directory (summary.json, results.jsonl, traces.jsonl)")
+    rep.add_argument("-o", "--output", type=path, help="where to write the report (default: RUN_DIR/report.html)")
     cmp_ = sub.add_parser("compare", help="paired deltas between two run directories")
-    cmp_.add_argument("base", type=path)
-    cmp_.add_argument("cand", type=path)
+    cmp_.add_argument("base", type=path, help="the baseline run directory")
+    cmp_.add_argument("cand", type=path, help="the candidate run directory, compared probe by probe with BASE")
     cmp_.add_argument("--gates", type=path, help="gates TOML; its max_drop gates with vs = \"baseline\" decide the exit code")
     cmp_.add_argument("--max-drop", type=float, default=None, help="fail when any recall.f1 CI lies below -MAX_DROP")
     mer = sub.add_parser("merge", help="merge shard run directories into one")
-    mer.add_argument("out", type=path)
-    mer.add_argument("shards", nargs="+", type=path)
+    mer.add_argument("out", type=path, help="the merged run directory to write")
+    mer.add_argument("shards", nargs="+", type=path, help="the shard run directories (from run --shard I/N)")
     mer.add_argument("--gates", type=path, help="gates TOML evaluated over the merged results")
     fz = sub.add_parser("fuzz", help="run the memory property suite; write shrunk failures as regression scenarios")
     fz.add_argument("--profile", choices=("dev", "ci"), default="ci",
-                    help="dev: 50 examples, random; ci: 200 examples, derandomized (default)")
+                    help="dev: 50 examples, random; ci: 200 examples, derandomized (the default)")
     fz.add_argument("--max-examples", type=_positive, help="override the profile's example budget")
-    fz.add_argument("--seed", type=int, default=0)
+    fz.add_argument("--seed", type=int, default=0, help="Hypothesis seed of the random (dev) profile (default 0)")
     fz.add_argument("--system", help="package.module:factory of the system under test (default: the reference core)")
     fz.add_argument("--property", action="append", dest="properties", help="run only this property (repeatable)")
     fz.add_argument("--regressions", type=path, default="reports/fuzz-regressions",
                     help="where shrunk failures are written as scenarios (default: reports/fuzz-regressions, outside "
                          "the shipped suite; move one into scenarios/ to keep it as a regression)")
     fz.add_argument("--database", type=path, help="Hypothesis example database directory (default: none)")
-    fz.add_argument("--min-precision", type=float, default=0.0)
-    fz.add_argument("--min-recall", type=float, default=1.0)
+    fz.add_argument("--min-precision", type=float, default=0.0,
+                    help="the planted-fact recall property's per-probe precision floor (default 0.0)")
+    fz.add_argument("--min-recall", type=float, default=1.0,
+                    help="the planted-fact recall property's per-probe recall floor (default 1.0)")
     fz.add_argument("--out", type=path, help="also write fuzz.json here")
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
     loc = bench_sub.add_parser("locomo", help="LoCoMo turn-level evidence retrieval for every offline strategy")
     loc.add_argument("path", type=path, help="path to locomo10.json (how to download it: docs/locomo.md)")
-    loc.add_argument("--strategy", default="heuristic,bm25,embedding,hybrid")
-    loc.add_argument("--mode", choices=("turns", "observations"), default="turns")
-    loc.add_argument("--out", type=path, default="reports/locomo")
+    loc.add_argument("--strategy", default="heuristic,bm25,embedding,hybrid",
+                     help="comma-separated offline strategies to score (default: heuristic,bm25,embedding,hybrid)")
+    loc.add_argument("--mode", choices=("turns", "observations"), default="turns",
+                     help="memories are the dialogue turns, or the dataset's per-session observations (default turns)")
+    loc.add_argument("--out", type=path, default="reports/locomo", help="where the results go (default: reports/locomo)")
     imp = sub.add_parser("import", help="import a dataset as scenarios")
     imp_sub = imp.add_subparsers(dest="import_command", required=True, parser_class=_Parser)
     iloc = imp_sub.add_parser("locomo", help="LoCoMo conversations as scenario YAML")
-    iloc.add_argument("path", type=path)
-    iloc.add_argument("--out", type=path, required=True)
-    iloc.add_argument("--mode", choices=("turns", "observations"), default="turns")
+    iloc.add_argument("path", type=path, help="path to locomo10.json (how to download it: docs/locomo.md)")
+    iloc.add_argument("--out", type=path, required=True, help="the directory to write the scenario YAML files into")
+    iloc.add_argument("--mode", choices=("turns", "observations"), default="turns",
+                      help="memories are the dialogue turns, or the dataset's per-session observations (default turns)")
     trc = sub.add_parser("traces", help="trace tools")
     trc_sub = trc.add_subparsers(dest="traces_command", required=True, parser_class=_Parser)
     push = trc_sub.add_parser("push", help="send a finished run's traces.jsonl to an OTLP/HTTP backend (e.g. Phoenix)")
-    push.add_argument("run_dir", type=path)
+    push.add_argument("run_dir", type=path, help="a finished run directory (its traces.jsonl is sent)")
     push.add_argument("--endpoint", required=True, help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006")
     push.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
                       help="an extra HTTP header (repeatable), e.g. x-project-name=my-project")
@@ -198,6 +204,6 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     cas = sub.add_parser("cassettes", help="cassette tools")
     cas_sub = cas.add_subparsers(dest="cassette_command", required=True, parser_class=_Parser)
     st = cas_sub.add_parser("status", help="list entries whose prompt version no longer matches the templates")
-    st.add_argument("directory", type=path)
+    st.add_argument("directory", type=path, help="a cassette set directory (e.g. scenarios/cassettes/qwen2.5-coder-1.5b)")
     add_report_commands(sub)
     return p

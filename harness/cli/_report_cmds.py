@@ -120,8 +120,8 @@ def cli_markdown(parser: argparse.ArgumentParser) -> str:
                             continue
                         flag = ", ".join(f"`{o}`" for o in a.option_strings) or f"`{a.dest}`"
                         default = "" if a.default in (None, False, argparse.SUPPRESS) or not a.option_strings \
-                            else f" (default: `{a.default}`)"
-                        choices = f" one of: {', '.join(map(str, a.choices))}." if a.choices else ""
+                            or "default" in (a.help or "") else f" (default: `{a.default}`)"  # said once
+                        choices = f" (one of: {', '.join(map(str, a.choices))})" if a.choices else ""
                         rows.append(f"| {flag} | {(a.help or '').replace('|', '/')}{choices}{default} |")
                     if rows:
                         lines.extend(["| argument | meaning |", "|---|---|", *rows, ""])

@@ -101,3 +101,23 @@ def test_readme_and_docs_point_inside_the_repository() -> None:
         assert "../shared" not in text, path
         for target in re.findall(r"\]\(((?!https?:)[^)#]+)\)", text):
             assert (path.parent / target).exists(), f"{path}: broken link {target}"
+
+
+def test_every_cli_argument_says_what_it_is_and_its_default_once() -> None:
+    import argparse
+
+    missing, twice = [], []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub in action.choices.items():
+                    walk(sub, f"{name} {sub_name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{name} {action.option_strings or action.dest}")
+    walk(build_parser(), "memharness")
+    for line in (REPO / "docs" / "cli.md").read_text().splitlines():
+        if line.startswith("| `") and line.count("default") > 1 and "(default: `" in line:
+            twice.append(line)
+    assert not missing, missing
+    assert not twice, twice
