@@ -296,8 +296,11 @@ def probe_view(p: Probe, calls: Sequence[ModelCall], candidates: int | None) -> 
                      + (", recall is 0 (expected facts were not found)." if p.expected else
                         "; with nothing expected this is a correct abstention."))
     if candidates is not None:
-        notes.append(f"{candidates} candidate memor{'y' if candidates == 1 else 'ies'} were considered; the replay "
-                     "records scores for the selected ones only.")
+        scored = bool(p.scores)
+        notes.append(f"{candidates} candidate memor{'y' if candidates == 1 else 'ies'} were considered; "
+                     + ("the replay records scores for the selected ones only." if scored else
+                        "this strategy reports no scores (only the ranked strategies do: bm25, embedding, hybrid, "
+                        "plugin rankers), so the order above is the selection's own."))
     if p.fallback_reason:
         notes.append(f"The model path fell back to the heuristic: {p.fallback_reason}.")
     if p.skipped:
