@@ -187,7 +187,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
         load_gates(gates_path)  # fail fast, before replaying anything
     elif not args.no_gates:  # said, never silent: a single file's folder often has no gates.toml
-        print(f"memharness: no gates file ({suite_dir / 'gates.toml'} does not exist; --gates FILE to use one): only a "
+        print(f"note: no gates file ({suite_dir / 'gates.toml'} does not exist; --gates FILE to use one): only a "
               "failed scenario fails this run", file=sys.stderr)
     run_id = environ.get("MEMHARNESS_RUN_ID") or uuid.uuid4().hex[:12]  # fixed: reproducible trace ids
     env = {**environ, "MEMHARNESS_GIT_COMMIT": environ.get("MEMHARNESS_GIT_COMMIT") or _git_commit()}
