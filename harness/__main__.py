@@ -1,7 +1,5 @@
 """``python -m harness`` is ``memharness``."""
 
-import sys
+from harness.cli import entry
 
-from harness.cli import main
-
-sys.exit(main())
+entry()

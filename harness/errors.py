@@ -26,6 +26,20 @@ class ScenarioError(HarnessError, ValueError):
 
 
 
+SYSTEM_FAILED: Final = "the system under test failed"
+"""How every ``SystemFailure`` message starts: outputs count such errors apart from the harness's own."""
+
+
+class SystemFailure(HarnessError):
+    """The system under test raised, exited, hung past the per-operation timeout or answered with the wrong type:
+    its scenario run is an error that names the operation, and the verdict says the system failed."""
+
+
+class ScenarioInputError(HarnessError, ValueError):
+    """Raised by a system for input a scenario gave it that it refuses (an unknown option, a bad seed field): the
+    scenario run is an error naming the step (exit 2), never counted as the system's failure."""
+
+
 class GateFileError(HarnessError, ValueError):
     """A gates file is malformed."""
 

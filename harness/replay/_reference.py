@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, ScenarioInputError
 from harness.replay._faulty_store import FaultyStore
 from harness.replay._protocol import (
     ALL_CAPABILITIES,
@@ -124,7 +124,7 @@ class ReferenceSystem:
         special = memory.system.get("special")
         if special is not None:  # a non-regular file where a topic file belongs (hostile input: it must not hang)
             if special != "fifo" or set(memory.system) != {"special"}:
-                raise ValueError(f"memory {memory.path}: the reference system's only system field is special: fifo")
+                raise ScenarioInputError(f"memory {memory.path}: the reference system's only system field is special: fifo")
             os.mkfifo(target)
             return
         target.write_bytes(text.encode("utf-8"))

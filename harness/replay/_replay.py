@@ -14,14 +14,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, SystemFailure
 from harness.replay._checks import hold_extractions, run_check, run_trailing
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
 from harness.replay._expect import FaultingModel, RecordingSink, check_outcome
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
 from harness.replay._needs import PROBE_KIND, scenario_needs
-from harness.replay._observed import Observed
+from harness.replay._observed import Observed, close_system, op_timeout
 from harness.replay._protocol import (
     Capability,
     MemorySystem,
@@ -354,7 +354,7 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
         trace_id = f"{root.get_span_context().trace_id:032x}"
         system = variant_factory(scenario, system_factory)(Path(tmp), clock, counter, sink)
         caps = capabilities_of(system)
-        observed = cast(MemorySystem, Observed(system))  # the records listed once per store state
+        observed = cast(MemorySystem, Observed(system, op_timeout(model)))  # records listed once per store state
         run = _Run(scenario, strategy, observed, clock, telemetry, counter, context, caps, sink, faulting)
         error = None
         try:
@@ -367,15 +367,15 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
                 ran = [q for q in run.probes if not q.final]  # nothing ran: skipped, not passed by absence
                 if ran and all(q.skipped for q in ran) and not run.failures:
                     skipped = f"every step was skipped: {ran[0].skipped}"
+        except SystemFailure as exc:  # the system's failure, not the harness's: a failed run naming the step
+            run.fail(context.step, _kind(scenario, context.step), str(exc))
         except HarnessError as exc:
             error = f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: {exc}"
         except Exception as exc:
             error = (f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: "
                      f"{type(exc).__name__}: {exc}")
         finally:
-            close = getattr(system, "close", None)
-            if callable(close):
-                close()
+            run.failures.extend(f"after the last step: {m}" for m in close_system(system, op_timeout(model)))
         passed = not run.failures and error is None
         telemetry.set_verdict(root, "skipped" if skipped else "pass" if passed else "fail",
                               [error] if error else run.failures)

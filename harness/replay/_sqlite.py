@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+from harness.errors import ScenarioInputError
 from harness.replay._protocol import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
 from harness.scenario import SeedMemory, Turn
 from memory_core.sqlite import Quirks, SqliteMemory
@@ -42,7 +43,7 @@ _STRATEGIES: Final = {"heuristic": "heuristic", "model": "model", "bm25": "bm25"
 def _delta(value: object, field: str) -> timedelta:
     m = _DELTA.match(str(value))
     if m is None:
-        raise ValueError(f"{field}: expected a signed duration like -1h, 30m or 3d, got {value!r}")
+        raise ScenarioInputError(f"{field}: expected a signed duration like -1h, 30m or 3d, got {value!r}")
     return timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})
 
 
@@ -67,23 +68,30 @@ class SqliteSystem:
         extra = dict(memory.system)
         unknown = sorted(set(extra) - SEED_FIELDS)
         if unknown:
-            raise ValueError(f"memory {memory.path}: unknown system field(s) {', '.join(unknown)} "
+            raise ScenarioInputError(f"memory {memory.path}: unknown system field(s) {', '.join(unknown)} "
                              f"(known: {', '.join(sorted(SEED_FIELDS))})")
         body = "\n".join(x for x in (memory.description, memory.body) if x) or memory.name or memory.path
         if "queue" in extra:
             self.mem.plant_queue_row(memory.path, body, status=str(extra["queue"]), last_attempted_at=mtime)
             return
         if extra.get("via") == "add_memory":
-            self.mem.add_memory(body, memory.type, float(extra.get("importance", 0.5)))
+            try:
+                importance = float(extra.get("importance", 0.5))
+            except (TypeError, ValueError):
+                raise ScenarioInputError(f"memory {memory.path}: importance must be a number") from None
+            self.mem.add_memory(body, memory.type, importance)
             return
         if "via" in extra:
-            raise ValueError(f"memory {memory.path}: system.via must be add_memory, got {extra['via']!r}")
+            raise ScenarioInputError(f"memory {memory.path}: system.via must be add_memory, got {extra['via']!r}")
         record: dict[str, Any] = {"content": body, "type": memory.type, "title": memory.name, "path": memory.path,
                                   "description": memory.description, "facts": list(memory.facts),
                                   "created_at": mtime, "updated_at": mtime, "id": extra.pop("id", memory.path)}
         if "expires_in" in extra:
             record["expires_at"] = self.clock.now() + _delta(extra.pop("expires_in"), f"memory {memory.path}: expires_in")
-        self.mem.seed([{**record, **extra}])
+        try:
+            self.mem.seed([{**record, **extra}])
+        except ValueError as exc:  # the scenario's seed fields, refused by the store
+            raise ScenarioInputError(f"ValueError: {exc}") from None
 
     def finish_seeding(self, *, now: datetime) -> None:
         return None
@@ -110,7 +118,7 @@ class SqliteSystem:
         and ``memory_type`` (the typed search's filter)."""
         opts = dict(options or {})
         if unknown := sorted(set(opts) - {"path", "memory_type"}):
-            raise ValueError(f"unknown recall option(s) {', '.join(unknown)} (known: memory_type, path)")
+            raise ScenarioInputError(f"unknown recall option(s) {', '.join(unknown)} (known: memory_type, path)")
         r = self.mem.recall(query, RECALL_LIMIT if limit is None else limit, _STRATEGIES.get(strategy, "heuristic"),
                             excluded=excluded, path=str(opts.get("path", "candidates")),
                             memory_type=str(opts["memory_type"]) if "memory_type" in opts else None)
@@ -127,11 +135,11 @@ class SqliteSystem:
         opts = dict(options or {})
         unknown = sorted(set(opts) - {"max_delete", "memory_type"})
         if unknown:
-            raise ValueError(f"unknown forget option(s) {', '.join(unknown)} (known: max_delete, memory_type)")
+            raise ScenarioInputError(f"unknown forget option(s) {', '.join(unknown)} (known: max_delete, memory_type)")
         if "max_delete" in opts and (type(opts["max_delete"]) is not int or opts["max_delete"] < 0):
-            raise ValueError(f"forget option max_delete: expected a whole number >= 0, got {opts['max_delete']!r}")
+            raise ScenarioInputError(f"forget option max_delete: expected a whole number >= 0, got {opts['max_delete']!r}")
         if "memory_type" in opts and not isinstance(opts["memory_type"], str):
-            raise ValueError(f"forget option memory_type: expected a type name, got {opts['memory_type']!r}")
+            raise ScenarioInputError(f"forget option memory_type: expected a type name, got {opts['memory_type']!r}")
         r = self.mem.forget(query, **opts)
         return ForgetResult(r.removed, "heuristic", details={"candidates": len(r.candidates)})
 
