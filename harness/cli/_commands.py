@@ -23,7 +23,7 @@ from harness.cli._progress import progress_bar as _progress
 from harness.cli._record import cmd_record
 from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate, trace_url
 from harness.cli._sensitivity import cmd_sensitivity
-from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_import, cmd_traces, run_fuzz
+from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_github, cmd_import, cmd_traces, run_fuzz
 from harness.errors import HarnessError, one_line
 from harness.scenario import STRATEGIES, base_strategy, load_all
 
@@ -370,7 +370,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             "validate": cmd_validate, "report": cmd_report, "compare": cmd_compare, "merge": cmd_merge,
             "fuzz": cmd_fuzz, "bench": cmd_bench, "import": cmd_import, "cassettes": cmd_cassettes,
             "traces": cmd_traces, "sensitivity": cmd_sensitivity, "conformance": cmd_conformance,
-            "history": cmd_history, "schema": cmd_schema, "docs": cmd_docs, "init": cmd_init,
+            "history": cmd_history, "schema": cmd_schema, "docs": cmd_docs, "init": cmd_init, "github": cmd_github,
         }
         return commands[args.command](args)
     except HarnessError as exc:

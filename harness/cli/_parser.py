@@ -181,6 +181,15 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     push.add_argument("--endpoint", required=True, help="OTLP/HTTP base URL, e.g. http://127.0.0.1:6006")
     push.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
                       help="an extra HTTP header (repeatable), e.g. x-project-name=my-project")
+    gh = sub.add_parser("github", help="GitHub tools (action.yml uses them)")
+    gh_sub = gh.add_subparsers(dest="github_command", required=True, parser_class=_Parser)
+    com = gh_sub.add_parser("comment", help="post a run's verdict (its summary.md) on the workflow's pull request "
+                                            "as one comment, updated by later runs")
+    com.add_argument("run_dir", type=path, help="a finished run directory (its summary.md is the comment)")
+    com.add_argument("--event", help="the workflow event JSON (default: $GITHUB_EVENT_PATH)")
+    com.add_argument("--repo", help="OWNER/REPO (default: $GITHUB_REPOSITORY)")
+    com.add_argument("--api", help="the REST API URL (default: $GITHUB_API_URL, else https://api.github.com)")
+    com.add_argument("--report-url", help="a link to the full report (e.g. the run's artifacts page)")
     _add_sensitivity(sub)
     rec = sub.add_parser("record", help="record the model calls a cassette set lacks (missing or changed prompts); "
                                         "resumable, needs the model's server")

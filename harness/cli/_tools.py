@@ -92,6 +92,18 @@ def cmd_cassettes(args: argparse.Namespace) -> int:
     return 1 if stale else 0
 
 
+def cmd_github(args: argparse.Namespace) -> int:
+    import os
+
+    from harness.tools._github import post_verdict
+
+    print(post_verdict(args.run_dir, event_path=args.event or os.environ.get("GITHUB_EVENT_PATH", ""),
+                       repo=args.repo or os.environ.get("GITHUB_REPOSITORY", ""),
+                       api=args.api or os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+                       token=os.environ.get("GITHUB_TOKEN", ""), report_url=args.report_url or ""))
+    return 0
+
+
 def cmd_traces(args: argparse.Namespace) -> int:
     from harness.tools._push import push
 

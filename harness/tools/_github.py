@@ -1,0 +1,103 @@
+"""``memharness github comment``: one pull-request comment with a run's verdict, created once and updated after.
+
+The repository's ``action.yml`` runs the suite on a pull request and on its base branch, compares the two, and calls
+this to post the run's ``summary.md`` (the verdict, the metric table, the verdict against the base branch, what
+flipped) as a comment on the pull request. The comment carries a hidden marker, so a later run updates the same
+comment instead of adding one per push. It talks to the GitHub REST API with the workflow's token
+(``GITHUB_TOKEN``), through ``urllib`` only; every failure is one line.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from harness.errors import HarnessError
+
+MARKER: Final = "<!-- memharness:verdict -->"
+"""The hidden first line of the comment: how a later run finds the comment to update."""
+MAX_BODY: Final = 65_000
+"""GitHub refuses comment bodies over 65,536 characters: a longer summary is cut, with a pointer to the report."""
+
+
+def pull_number(event_path: Path) -> int | None:
+    """The pull request number of a workflow event (``pull_request`` / ``pull_request_target``), or None."""
+    try:
+        event = json.loads(event_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise HarnessError(f"{event_path}: cannot read the GitHub event ({exc})") from None
+    pr = event.get("pull_request") if isinstance(event, dict) else None
+    number = pr.get("number") if isinstance(pr, dict) else None
+    return number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None
+
+
+def comment_body(run_dir: Path, *, report_url: str = "") -> str:
+    """The comment: the marker, then the run's summary.md (cut to GitHub's limit, saying where the rest is)."""
+    try:
+        summary = (run_dir / "summary.md").read_text(encoding="utf-8")
+    except OSError as exc:
+        raise HarnessError(f"{run_dir / 'summary.md'}: cannot read the run's summary ({exc.strerror or exc})") from None
+    where = f" ([report]({report_url}))" if report_url else " (the full report is in the workflow's artifacts)"
+    if len(summary) > MAX_BODY:
+        summary = summary[:MAX_BODY].rsplit("\n", 1)[0] + f"\n\n… cut at {MAX_BODY} characters{where}\n"
+    elif report_url:
+        summary += f"\n[Full report]({report_url})\n"
+    return f"{MARKER}\n{summary}"
+
+
+def upsert_comment(api: str, repo: str, number: int, body: str, token: str, *, timeout: float = 30.0) -> tuple[str, int]:
+    """Update the pull request's memharness comment, or create it: ("updated" | "created", comment id)."""
+    base = f"{api.rstrip('/')}/repos/{repo}/issues"
+    mine = None
+    page = 1
+    while mine is None:
+        comments = _call("GET", f"{base}/{number}/comments?per_page=100&page={page}", token, None, timeout)
+        if not isinstance(comments, list) or not comments:
+            break
+        mine = next((c for c in comments if isinstance(c, dict) and str(c.get("body", "")).startswith(MARKER)), None)
+        page += 1
+        if page > 50:  # 5,000 comments: enough
+            break
+    if mine is not None:
+        ident = int(mine["id"])
+        _call("PATCH", f"{base}/comments/{ident}", token, {"body": body}, timeout)
+        return "updated", ident
+    done = _call("POST", f"{base}/{number}/comments", token, {"body": body}, timeout)
+    return "created", int(done["id"]) if isinstance(done, dict) and "id" in done else 0
+
+
+def _call(method: str, url: str, token: str, payload: Mapping[str, Any] | None, timeout: float) -> Any:
+    data = None if payload is None else json.dumps(payload).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers={
+        "Accept": "application/vnd.github+json", "Authorization": f"Bearer {token}",
+        "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "memharness", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # http(s) only: checked by post_verdict
+            text = response.read().decode("utf-8")
+    except urllib.error.HTTPError as exc:
+        raise HarnessError(f"GitHub API {method} {url}: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        raise HarnessError(f"GitHub API {method} {url}: {getattr(exc, 'reason', exc)}") from None
+    try:
+        return json.loads(text) if text.strip() else None
+    except ValueError:
+        raise HarnessError(f"GitHub API {method} {url}: the answer is not JSON") from None
+
+
+def post_verdict(run_dir: Path, *, event_path: str, repo: str, api: str, token: str, report_url: str = "") -> str:
+    """Comment the run's verdict on the workflow's pull request; what was done, in one line."""
+    if not event_path:
+        return "no GitHub event (GITHUB_EVENT_PATH is not set): nothing to comment on"
+    number = pull_number(Path(event_path))
+    if number is None:
+        return "the workflow event is not a pull request: nothing to comment on"
+    if not token:
+        raise HarnessError("GITHUB_TOKEN is not set: the workflow must pass it (permissions: pull-requests: write)")
+    if not api.startswith(("http://", "https://")) or "/" not in repo:
+        raise HarnessError(f"expected an http(s) API URL and OWNER/REPO, got {api!r} and {repo!r}")
+    what, ident = upsert_comment(api, repo, number, comment_body(run_dir, report_url=report_url), token)
+    return f"{what} the memharness comment {ident} on pull request #{number}"
