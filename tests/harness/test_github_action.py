@@ -151,7 +151,8 @@ def _expr(text: str, ctx: dict[str, Any]) -> str:
     def value(m: re.Match[str]) -> str:
         node: Any = ctx
         for part in m[1].strip().split("."):
-            assert isinstance(node, dict) and part in node, f"unknown expression {m[0]}"
+            assert isinstance(node, dict), f"unknown expression {m[0]}"
+            assert part in node, f"unknown expression {m[0]}"
             node = node[part]
         return str(node)
     return re.sub(r"\$\{\{\s*([^}]+?)\s*\}\}", value, text)
