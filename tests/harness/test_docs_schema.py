@@ -121,3 +121,53 @@ def test_every_cli_argument_says_what_it_is_and_its_default_once() -> None:
             twice.append(line)
     assert not missing, missing
     assert not twice, twice
+
+
+def _schema_keys(node: Any, out: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        for key, value in node.get("properties", {}).items():
+            out.add(key)
+            _schema_keys(value, out)
+        for key, value in node.items():
+            if key != "properties":
+                _schema_keys(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            _schema_keys(value, out)
+    return out
+
+
+def test_every_scenario_key_is_documented_and_every_documented_key_exists() -> None:
+    """One source of truth for the format (issue 32): the loader's top-level keys are the schema's, every key the
+    schema knows at any depth is in docs/scenarios.md (as `key`, inside a `{…}` form, or as the `<x>` of an
+    `expect_<x>`), and every key the docs' tables name is one the schema (and so the loader) knows."""
+    import re
+
+    from harness.scenario._load import TOP_KEYS
+
+    schema = json.loads((REPO / "harness" / "scenario" / "scenario.schema.json").read_text())
+    assert set(schema["properties"]) == set(TOP_KEYS)
+    doc = (REPO / "docs" / "scenarios.md").read_text()
+    fences = re.findall(r"^```[^\n]*\n(.*?)^```", doc, re.S | re.M)  # examples: their keys count
+    prose = re.sub(r"^```[^\n]*\n.*?^```", "", doc, flags=re.S | re.M)
+    spans = " ".join(re.findall(r"`([^`]+)`", prose)) + " " + " ".join(re.findall(r"([a-z_]+):", " ".join(fences)))
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", spans))
+    keys = _schema_keys(schema, set())
+    undocumented = sorted(k for k in keys if k not in words and k.removeprefix("expect_") not in words)
+    assert not undocumented, undocumented
+    tabled = set(re.findall(r"^\| `([a-z_]+)`", doc, re.M))
+    assert tabled <= keys, sorted(tabled - keys)
+
+
+def test_every_metric_a_run_reports_is_documented(tmp_path: Path) -> None:
+    from harness.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", str(REPO / "scenarios" / "recall" / "multi-fact.yaml"), str(REPO / "scenarios" / "dream" /
+                 "gates-pass.yaml"), str(REPO / "scenarios" / "forget" / "one-entry-of-many.yaml"), "--no-gates",
+                 "--out", str(out)], environ={}) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    doc = (REPO / "docs" / "metrics.md").read_text()
+    names = {name for block in summary["strategies"].values() for name in block["metrics"]}
+    assert names
+    assert not sorted(n for n in names if f"`{n}`" not in doc)
