@@ -53,9 +53,10 @@ def per_scenario_bars(rows: Sequence[tuple[str, Mapping[str, float | None]]], se
                  horizontal=True)
 
 
-def latency_histogram(values_by_series: Mapping[str, Sequence[float]], *, unit: str = "ms",
-                      bins: int = 16) -> ChartSpec | None:
-    """Counts of recall probes per log-spaced latency bin, one dataset per strategy; None without data."""
+def latency_histogram(values_by_series: Mapping[str, Sequence[float]], *, unit: str = "ms", bins: int = 16,
+                      stats: Mapping[str, tuple[float | None, float | None]] | None = None) -> ChartSpec | None:
+    """Counts of recall probes per log-spaced latency bin, one dataset per strategy; None without data. A series'
+    p50/p95 in its label come from ``stats`` (the run summary's own metrics: one percentile everywhere)."""
     allv = [max(v, 1e-3) for vs in values_by_series.values() for v in vs]
     if not allv:
         return None
@@ -69,11 +70,9 @@ def latency_histogram(values_by_series: Mapping[str, Sequence[float]], *, unit: 
         counts = [0] * bins
         for v in values:
             counts[min(bins - 1, int((math.log10(max(v, 1e-3)) - lo) / step))] += 1
-        ordered = sorted(values)
-        p50 = ordered[len(ordered) // 2] if ordered else None
-        p95 = ordered[min(len(ordered) - 1, int(0.95 * (len(ordered) - 1) + 0.5))] if ordered else None
-        stats = f" (p50 {p50:.3g} {unit}, p95 {p95:.3g} {unit})" if p50 is not None and p95 is not None else " (no data)"
-        datasets.append({"label": name + stats, "backgroundColor": PALETTE[k % 6], "data": counts})
+        p50, p95 = (stats or {}).get(name, (None, None))
+        shown = f" (p50 {p50:.3g} {unit}, p95 {p95:.3g} {unit})" if p50 is not None and p95 is not None else " (no data)"
+        datasets.append({"label": name + shown, "backgroundColor": PALETTE[k % 6], "data": counts})
     return _base("bar", "Recall latency distribution (real wall clock, log-spaced bins)", labels, datasets,
                  x=_axis(f"latency bin ({unit}, log scale)"), y=_axis("recall probes", beginAtZero=True,
                                                                      ticks={"precision": 0}))

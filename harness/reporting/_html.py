@@ -73,7 +73,9 @@ def _chart_specs(summary: RunSummary, results: Sequence[ScenarioResult],
         specs[f"per-scenario-{m}"] = charts.per_scenario_bars(rows, strategies, metric=m) if rows else None
     latency = {s: [p.duration_ms for r in results if r.strategy == s for p in r.probes if p.kind == "recall" and p.graded]
                for s in strategies}
-    specs["latency"] = charts.latency_histogram(latency)
+    specs["latency"] = charts.latency_histogram(latency, stats={
+        s: (summary.strategies[s].metric("latency.recall_ms.p50"), summary.strategies[s].metric("latency.recall_ms.p95"))
+        for s in strategies})
     specs["index-lines"] = charts.index_against_cap(_index_rows(results, "index.lines"), cap=SPEC_LIMITS.max_lines,
                                                     unit="lines", what="lines")
     specs["index-bytes"] = charts.index_against_cap(_index_rows(results, "index.bytes"), cap=SPEC_LIMITS.max_chars,

@@ -85,6 +85,10 @@ def test_every_output_tells_the_same_run(tmp_path: Path, capsys: pytest.CaptureF
     assert "p = 0 " not in terminal
     assert "p = 0)" not in terminal
     assert "sign-flip" not in html
+    for strategy, block in summary["strategies"].items():  # one percentile: the chart's label is the summary's
+        p95 = block["metrics"]["latency.recall_ms.p95"]
+        if p95 is not None:
+            assert f"{strategy} (p50 {block['metrics']['latency.recall_ms.p50']:.3g} ms, p95 {p95:.3g} ms)" in html
 
 
 def test_every_output_gives_the_same_verdict_against_a_baseline(tmp_path: Path,
