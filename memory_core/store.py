@@ -133,6 +133,23 @@ def _fsync_close(fd: int, data: bytes, *, sync: bool = True) -> None:
         os.close(fd)
 
 
+def _symlink_on_the_way(root: Path, key: str) -> bool:
+    """Whether a component of ``key`` (a normalised key: no ``..``) under ``root`` is a symlink, or cannot be told;
+    a component that does not exist yet ends the walk (nothing beyond it exists to follow)."""
+    path = os.fspath(root)
+    for part in key.split("/"):
+        path = os.path.join(path, part)
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
+        if stat_mod.S_ISLNK(mode):
+            return True
+    return False
+
+
 @dataclass(slots=True)
 class FileStore:
     """The real store: a directory on disk, atomic writes (temp file + fsync + ``os.replace``/``os.link``),
@@ -143,6 +160,7 @@ class FileStore:
     durable: bool = True
     """fsync every write before it replaces the old file. False only for scratch set-up that nothing outlives
     (a harness seeding a throwaway directory); writes stay atomic either way."""
+    _plain: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)
@@ -155,8 +173,18 @@ class FileStore:
     def _allowed(self, key: str) -> Path:
         return Path(os.path.realpath(self.root.parent if key in STATE_KEYS else self.root))
 
+    def _root_is_plain(self) -> bool:
+        """Whether the root's path has no symlink (its real path is its absolute path); asked once per store."""
+        if self._plain is None:
+            self._plain = os.path.realpath(self.root) == os.path.abspath(self.root)
+        return self._plain
+
     def _check_inside(self, target: Path, key: str) -> None:
-        # Resolve the deepest existing ancestor: a symlinked directory must not carry a write outside.
+        # The common case costs one lstat per component of the key: with no symlink between a plain root and the
+        # file, the file is inside. Otherwise (a symlink on the way, a state file beside the root) resolve the
+        # deepest existing ancestor: a symlinked directory must not carry a read or a write outside.
+        if key not in STATE_KEYS and self._root_is_plain() and not _symlink_on_the_way(self.root, key):
+            return
         allowed = self._allowed(key)
         real = Path(os.path.realpath(target))
         if real != allowed and allowed not in real.parents:
