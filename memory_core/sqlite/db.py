@@ -103,6 +103,15 @@ class SqliteMemoryError(MemoryCoreError):
     """The SQLite memory database cannot be used (locked, corrupt, unreadable); the message names the db file."""
 
 
+_UNDECODABLE: Final = UnicodeDecodeError
+"""What ``sqlite3`` raises, instead of an ``sqlite3.Error``, when a damaged file makes SQLite's message invalid UTF-8."""
+
+
+def _line(exc: BaseException) -> str:
+    """An error's text on one line (SQLite quotes a damaged schema's ``CREATE`` statement, newlines and all)."""
+    return " ".join(str(exc).split())
+
+
 def iso(moment: datetime) -> str:
     """Naive UTC ISO-8601 with a fixed ``timespec`` so SQL string comparisons stay ordered (spec §8.2, Q15)."""
     if moment.tzinfo is not None:
@@ -118,8 +127,24 @@ def parse_iso(text: str | None) -> datetime | None:
     return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
 
 
+_STAMPS: Final = ("created_at", "updated_at", "expires_at", "last_accessed_at")
+_NUMBERS: Final = ("importance_score", "access_count", "confidence", "decay_rate")
+
+
 def _row(row: sqlite3.Row) -> dict[str, Any]:
+    """A memory row as a dict (tags and metadata decoded); a value SQLite's own checks let through but no write of
+    the port makes (a garbled timestamp, text in a number column) is a damaged file: ``sqlite3.DatabaseError``, which
+    the callers turn into ``SqliteMemoryError``."""
     data = dict(row)
+    for key in (*_STAMPS, *_NUMBERS):  # fix: a damaged row is the documented error, not a ValueError deep inside
+        value = data.get(key)
+        try:
+            if key in _STAMPS and value not in (None, ""):
+                parse_iso(value)
+            elif key in _NUMBERS and value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise TypeError(type(value).__name__)
+        except (TypeError, ValueError) as exc:
+            raise sqlite3.DatabaseError(f"damaged memory row {str(data.get('id'))[:40]!r}: {key} = {value!r:.40}") from exc
     for key in ("tags", "metadata"):
         if key in data and isinstance(data[key], str):
             try:
@@ -147,8 +172,8 @@ class Database:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=busy_timeout_ms / 1000)
-        except (OSError, sqlite3.Error) as exc:
-            raise SqliteMemoryError(f"{self.path}: cannot open database: {exc}") from exc
+        except (OSError, sqlite3.Error, _UNDECODABLE) as exc:  # fix: a damaged file's error is one line, never raw
+            raise SqliteMemoryError(f"{self.path}: cannot open database: {_line(exc)}") from exc
         self.conn.row_factory = sqlite3.Row
         try:
             with self.guard("open"):
@@ -179,10 +204,10 @@ class Database:
         with self._lock:
             try:
                 yield self.conn
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, _UNDECODABLE) as exc:  # fix: a damaged file's error is one line, never raw
                 with suppress(sqlite3.Error):
                     self.conn.rollback()
-                raise SqliteMemoryError(f"{self.path}: {action} failed: {exc}") from exc
+                raise SqliteMemoryError(f"{self.path}: {action} failed: {_line(exc)}") from exc
 
     def close(self) -> None:
         """Close the connection."""
@@ -257,7 +282,7 @@ class Database:
         """One row by id (no access bump, spec §4.5)."""
         with self.guard("read memory") as conn:
             row = conn.execute("SELECT * FROM memories WHERE id=?", (memory_id,)).fetchone()
-        return _row(row) if row else None
+            return _row(row) if row else None
 
     def delete_memory(self, memory_id: str) -> bool:
         """Delete by id; the delete trigger removes the FTS entry."""
@@ -299,14 +324,15 @@ class Database:
                 rows = self.conn.execute(sql, (match, limit)).fetchall()
             except sqlite3.OperationalError as exc:
                 if any(marker in str(exc).lower() for marker in _TRANSIENT_MARKERS):
-                    raise SqliteMemoryError(f"{self.path}: full-text search failed: {exc}") from exc
+                    raise SqliteMemoryError(f"{self.path}: full-text search failed: {_line(exc)}") from exc
                 return []  # the seed logs at debug level and returns [] (spec §4.3 step 4)
-            except sqlite3.Error as exc:
-                raise SqliteMemoryError(f"{self.path}: full-text search failed: {exc}") from exc
+            except (sqlite3.Error, _UNDECODABLE) as exc:  # fix: a damaged file's error is one line, never raw
+                raise SqliteMemoryError(f"{self.path}: full-text search failed: {_line(exc)}") from exc
         out = []
-        for r in rows:
-            data = _row(r)
-            out.append((data, float(data.pop("rank"))))
+        with self.guard("full-text search"):
+            for r in rows:
+                data = _row(r)
+                out.append((data, float(data.pop("rank"))))
         return out
 
     def search_like(self, keywords: Sequence[str], limit: int, *, escape: bool) -> list[dict[str, Any]]:
@@ -331,8 +357,8 @@ class Database:
         with self._lock:
             try:
                 self.conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
-            except (sqlite3.ProgrammingError, sqlite3.OperationalError) as exc:  # closed, locked: not an index verdict
-                raise SqliteMemoryError(f"{self.path}: integrity check failed: {exc}") from exc
+            except (sqlite3.ProgrammingError, sqlite3.OperationalError, _UNDECODABLE) as exc:  # closed, locked: not a verdict
+                raise SqliteMemoryError(f"{self.path}: integrity check failed: {_line(exc)}") from exc
             except sqlite3.DatabaseError as exc:
                 return str(exc)
         return None
