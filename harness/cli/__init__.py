@@ -27,13 +27,19 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     return run(argv, environ)
 
 
+EXIT_GRACE_S = 5.0
+"""How long ``memharness`` waits, after its work, for threads it did not start to finish before it exits anyway."""
+
+
 def entry() -> None:
-    """The ``memharness`` console command: ``main()``, then exit even if the system under test left threads
-    running (a non-daemon thread would keep the process alive after every output is written) or leaked file
-    descriptors; either is said in one line."""
+    """The ``memharness`` console command: ``main()``, then a normal exit. If threads someone else started (the
+    system under test) are still running ``EXIT_GRACE_S`` seconds later, a non-daemon one would keep the process
+    alive after every output is written: it says so in one line and exits anyway. Leaked file descriptors are said
+    too."""
     import os
     import sys
     import threading
+    import time
 
     fds = _open_fds()
     code = main()
@@ -41,14 +47,17 @@ def entry() -> None:
     if leaked > 16:  # the harness closes its own; a few may stay (caches, a log handler)
         print(f"note: {leaked} file descriptor(s) were left open during the run (the system under test?)",
               file=sys.stderr)
-    alive = [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
-             and t.is_alive()]
-    if alive:
-        print(f"note: {len(alive)} thread(s) still running after the run ({', '.join(alive[:3])}"
+
+    def watchdog() -> None:
+        time.sleep(EXIT_GRACE_S)
+        alive = [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
+                 and t.is_alive()]
+        print(f"note: {len(alive)} thread(s) still running {EXIT_GRACE_S:g} s after the run ({', '.join(alive[:3])}"
               f"{', …' if len(alive) > 3 else ''}): exiting without waiting for them", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+    threading.Thread(target=watchdog, name="memharness-exit-watchdog", daemon=True).start()
     sys.exit(code)
 
 

@@ -67,8 +67,8 @@ def _probe_system(factory: Any) -> Any:
                 close()
 
 
-def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4) -> list[Row]:
-    """The table rows for system ``spec`` over the scenarios under ``paths``."""
+def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes: list[str] | None = None) -> list[Row]:
+    """The table rows for system ``spec`` over the scenarios under ``paths`` (what else to say goes to ``notes``)."""
     from harness.replay import ModelSpec, RunConfig, Worker, load_factory, resolve_set, step_needs, target_problem
     from harness.scenario import load_all
 
@@ -80,8 +80,16 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4) -> li
 
     me = _Declared()
     me.name, me.design = name, design  # type: ignore[attr-defined]
-    suite = [s for s in load_all(list(paths)) if target_problem(s, me) is None]
-    shelf = paths[0] if paths[0].is_dir() else paths[0].parent
+    given = load_all(list(paths))
+    suite = [s for s in given if target_problem(s, me) is None]
+    if notes is not None and len(suite) < len(given):
+        designs = sorted({s.design for s in given if s.design and target_problem(s, me) is not None})
+        notes.append(f"{len(given) - len(suite)} of the {len(given)} scenarios given are written for another design or "
+                     f"system ({', '.join(designs) or 'by name'}) and were left out: this system declares "
+                     f"{f'design {design}' if design else 'no design'}; a system implementing one of those "
+                     "specifications says so with a `design` attribute (docs/system-protocol.md#name-and-design)")
+    roots = [p if p.is_dir() else p.parent for p in paths]
+    shelf = next((r for r in roots if (r / "cassettes").is_dir()), roots[0])  # the first path with a cassette shelf
     worker = Worker(RunConfig(None, ModelSpec(resolve_set(shelf / "cassettes")), system=spec))
     needs = {s.id: {c.value for step in s.steps for c, _ in step_needs(step)}
              | ({"raw_files"} if any(m.raw is not None for m in s.memories) else set()) for s in suite}
@@ -89,7 +97,7 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4) -> li
     plan: list[tuple[str, str, list[Any]]] = []  # (capability, label, cases); verdicts come after every replay
     rows: dict[str, Row] = {}
     for capability in ("", MODEL_PATH, *sorted({c for n in needs.values() for c in n} | declared)):
-        label = {"": "core (recall, extract, dream, forget, documents)",
+        label = {"": "core (the portable operations its cases call)",
                  MODEL_PATH: "model path (strategy model)"}.get(capability, capability)
         if capability in ("", MODEL_PATH):
             cases = [s for s in suite if not needs[s.id] and uses_model[s.id] == (capability == MODEL_PATH)]
@@ -141,7 +149,8 @@ def _spread(cases: Sequence[Any], n: int) -> list[Any]:
 def cmd_conformance(args: argparse.Namespace) -> int:
     if not args.system:
         raise HarnessError("conformance: pass --system NAME or package.module:factory")
-    rows = conformance(args.system, args.paths or [Path("scenarios")], per_capability=args.cases)
+    notes: list[str] = []
+    rows = conformance(args.system, args.paths or [Path("scenarios")], per_capability=args.cases, notes=notes)
     width = max(len(r.capability) for r in rows)
     print(f"conformance of {args.system}:")
     for r in rows:
@@ -154,7 +163,9 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         print(f"{len(bad)} capability(ies) wrong or incomplete")
     elif untested:  # not "ok": nothing checked them
         print(f"nothing wrong in what was tested; {len(untested)} of {len(rows)} untested: no scenario in {where} "
-              "exercises them (point it at a suite that does, e.g. the harness's own scenarios/)")
+              "exercises them" + ("" if notes else " (point it at a suite that does, e.g. the harness's own scenarios/)"))
     else:
         print("every declared capability: ok")
+    for note in notes:
+        print(f"note: {note}")
     return 1 if bad else 0

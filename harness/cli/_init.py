@@ -93,7 +93,8 @@ class MyMemory:
     """The reference system under your system's name, its recall cut to ``RECALL_LIMIT``."""
 
     name = "my-memory"
-    design = ""  # portable: it runs the scenarios that target no design
+    design = "qwen-file"  # the specification it implements (the reference's): the qwen-file scenarios run against it
+    # too; "" for a memory of your own design, which runs the portable scenarios only
 
     def __init__(self, workdir: Any, clock: Any, model: Any, events: Any) -> None:
         self._inner = reference_factory(workdir, clock, model, events)

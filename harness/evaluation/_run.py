@@ -41,11 +41,12 @@ def _flips(base: Sequence[ScenarioResult], cand: Sequence[ScenarioResult]) -> li
             if b.status == "passed":
                 out.append(Flip(b.scenario, b.strategy, None, "scenario", "missing", "not in the candidate run"))
             continue
-        if b.status == "passed" and c.status in ("failed", "error", "skipped"):
-            out.append(Flip(b.scenario, b.strategy, None, "scenario", c.status,
-                            c.error or c.skipped or "; ".join(c.failures)))
+        whole = Flip(b.scenario, b.strategy, None, "scenario", c.status, c.error or c.skipped or "; ".join(c.failures))
         if c.status in ("error", "skipped"):
-            continue  # reported for the scenario as a whole
+            if b.status == "passed":
+                out.append(whole)  # reported for the scenario as a whole
+            continue
+        steps: list[Flip] = []
         probes = {p.step: p for p in c.probes}
         for p in b.probes:
             if not (p.passed and p.graded):
@@ -55,7 +56,9 @@ def _flips(base: Sequence[ScenarioResult], cand: Sequence[ScenarioResult]) -> li
                 now_status = "missing" if q is None else "skipped" if not q.graded else "failed"
                 detail = (q.skipped or "") if q is not None and not q.graded else \
                     next((f for f in c.failures if f.startswith(f"step {p.step} ")), "")
-                out.append(Flip(b.scenario, b.strategy, p.step, p.kind, now_status, detail))
+                steps.append(Flip(b.scenario, b.strategy, p.step, p.kind, now_status, detail))
+        # a failed scenario is one flip per check that flipped; itself only when no graded step explains it
+        out += steps if steps or not (b.status == "passed" and c.status == "failed") else [whole]
     return out
 
 

@@ -150,7 +150,8 @@ def changed_probes(frame_a: pd.DataFrame, frame_b: pd.DataFrame, metric: str = "
     joined = ra.merge(rb, on=keys, suffixes=("_a", "_b"))
     rows = []
     for _, row in joined.iterrows():
-        if row["selected_a"] != row["selected_b"] or row.get(f"{metric}_a") != row.get(f"{metric}_b"):
+        # NaN (no data) on both sides is no change: NaN != NaN would list probes where nothing visible changed
+        if row["selected_a"] != row["selected_b"] or _opt(row.get(f"{metric}_a")) != _opt(row.get(f"{metric}_b")):
             rows.append(ChangedProbe(row["scenario"], int(row["step"]), row["strategy"], row["query_a"],
                                      tuple(row["selected_a"]), tuple(row["selected_b"]),
                                      _opt(row.get(f"{metric}_a")), _opt(row.get(f"{metric}_b"))))

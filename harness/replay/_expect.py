@@ -232,10 +232,13 @@ def recall_expectations(check: Check, step: RecallStep, strategy: str, k: int, s
     ``check`` itself unless a real model chose (``_quality``)."""
     judge = quality or check
     results = []
+    missed = [f for f in step.expect if f not in found]
+    why = f" (missed: {', '.join(missed)}; selected: {', '.join(selected) or 'nothing'})" if missed else \
+        f" (selected: {', '.join(selected) or 'nothing'})"
     for key, minimum in step.requirements(strategy).items():
         value = metrics.get(key)
         results.append(judge(value is not None and value >= minimum,
-                                  f"{key} {value} < required {minimum} for query {step.query!r}"))
+                             f"{key} {value} < required {minimum} for query {step.query!r}{why}"))
     for text in step.prompt_contains:
         results.append(check(text in prompt, f"prompt block does not contain {text!r}"))
     for text in step.prompt_excludes:

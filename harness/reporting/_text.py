@@ -127,7 +127,8 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
     lines += _skips(results)
     lines += ["", "| gate | value | result |", "|---|---:|---|"]
     for g in summary.gates:
-        lines.append(f"| {g.name} | {_fmt(g.value)} | {'pass' if g.passed else '**FAIL** ' + g.detail} |")
+        result = f"skipped: {g.detail}" if g.skipped else "pass" if g.passed else f"**FAIL** {g.detail}"
+        lines.append(f"| {g.name} | {_fmt(g.value)} | {result} |")
     return "\n".join(lines) + "\n"
 
 

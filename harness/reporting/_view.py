@@ -297,7 +297,7 @@ def probe_view(p: Probe, calls: Sequence[ModelCall], candidates: int | None) -> 
                         "; with nothing expected this is a correct abstention."))
     if candidates is not None:
         scored = bool(p.scores)
-        notes.append(f"{candidates} candidate memor{'y' if candidates == 1 else 'ies'} were considered; "
+        notes.append(f"{candidates} candidate memor{'y was' if candidates == 1 else 'ies were'} considered; "
                      + ("the replay records scores for the selected ones only." if scored else
                         "this strategy reports no scores (only the ranked strategies do: bm25, embedding, hybrid, "
                         "plugin rankers), so the order above is the selection's own."))
