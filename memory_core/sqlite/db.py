@@ -23,6 +23,8 @@ from memory_core.sqlite.quirks import Quirks
 
 SCHEMA_VERSION: Final = 2
 BUSY_TIMEOUT_MS: Final = 5000
+LIKE_MAX_BYTES: Final = 50_000
+"""SQLite's ``SQLITE_MAX_LIKE_PATTERN_LENGTH`` (default build)."""
 MEMORY_COLUMNS: Final = (
     "id", "content", "type", "priority", "source", "importance_score", "access_count", "tags", "created_at",
     "updated_at", "expires_at", "metadata", "subject", "predicate", "confidence", "decay_rate", "last_accessed_at",
@@ -341,9 +343,13 @@ class Database:
             return []
         pattern = [f"%{like_escape(k) if escape else k}%" for k in keywords]
         esc = " ESCAPE '\\'" if escape else ""
-        where = " OR ".join(f"content LIKE ?{esc}" for _ in keywords)
+        # fix: a pattern over SQLite's LIKE limit (50,000 bytes) raised "pattern too complex"; an escaped LIKE is a
+        # substring test folding ASCII case only, which is what instr over lower() does
+        long = [escape and len(p.encode("utf-8", "replace")) > LIKE_MAX_BYTES for p in pattern]
+        where = " OR ".join("instr(lower(content), lower(?)) > 0" if big else f"content LIKE ?{esc}" for big in long)
+        args = [k if big else p for k, p, big in zip(keywords, pattern, long, strict=True)]
         with self.guard("like search") as conn:
-            return [_row(r) for r in conn.execute(f"SELECT * FROM memories WHERE {where} LIMIT ?", [*pattern, limit])]
+            return [_row(r) for r in conn.execute(f"SELECT * FROM memories WHERE {where} LIMIT ?", [*args, limit])]
 
     def cleanup_expired(self) -> int:
         """Delete every row with ``expires_at < now`` (ISO string comparison)."""

@@ -105,6 +105,11 @@ class Document:
     """``memories:<rowid>``."""
 
 
+def _utf8(text: str) -> str:
+    """Query text SQLite can bind: a lone surrogate (not UTF-8 encodable) becomes ``?``, which matches no word."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def _stamp(value: Any) -> str | None:
     if value is None or value == "":
         return None
@@ -282,6 +287,7 @@ class SqliteMemory:
             raise ValueError(f"recall strategy must be one of {STRATEGIES} and path one of {PATHS}, got {strategy!r}/{path!r}")
         if strategy == "bm25":
             path = "typed"
+        query = _utf8(query)  # fix: a lone surrogate in the query raised UnicodeEncodeError from sqlite3
         start = monotonic_ms()
         recent = list(self.sessions.recent if recent_messages is None else recent_messages)
         fallback = "no_model" if strategy == "model" and self.model is None else None
@@ -336,6 +342,7 @@ class SqliteMemory:
 
         Seed: the seed sanitiser ORs every token. fix: spec §7 Q2 — the fixed matcher requires every keyword.
         """
+        query = _utf8(query)  # fix: a lone surrogate in the query raised UnicodeEncodeError from sqlite3
         start = monotonic_ms()
         limit = max(0, min(max_delete, FORGET_HARD_CAP))
         if self.quirks.q2_fts_sanitiser:
@@ -381,6 +388,7 @@ class SqliteMemory:
         """``search_conversation_traces`` source 1 (spec §4.6): turns within ``days_back``, newest first."""
         if not keyword.strip():
             raise ValueError("search_traces needs a non-empty keyword")
+        keyword = _utf8(keyword)  # fix: a lone surrogate in the keyword raised UnicodeEncodeError from sqlite3
         return search_turns(self.db, keyword, days_back=days_back, session_id=session_id, max_results=max_results)
 
     def fts_integrity(self) -> str | None:

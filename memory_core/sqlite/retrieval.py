@@ -34,8 +34,10 @@ STOP_WORDS: Final = frozenset(_STOP_TEXT.split())
 ACTION_WORDS: Final = ("打开", "关闭", "运行", "执行", "安装", "部署", "启动", "停止", "创建",
                        "删除", "修改", "搜索", "下载", "上传", "去", "进入", "访问")
 _WIN_PATH: Final = re.compile(r"[A-Za-z]:\\[^\s]+")
-_FILENAME: Final = re.compile(r"[\w.-]+\.(?:py|js|ts|md|json|yaml|toml|jpg|png|pdf|docx|mp4|mp3)\b", re.IGNORECASE)
-_EPISODE_FILE: Final = re.compile(r"[\w.-]+\.(?:py|js|ts|md|json|yaml|toml)\b", re.IGNORECASE)
+# fix: the lookbehind starts a match only where a run of [\w.-] starts (findall's results are the same: the greedy
+# run reaches its last extension), so a long run without one costs linear, not quadratic, time
+_FILENAME: Final = re.compile(r"(?<![\w.-])[\w.-]+\.(?:py|js|ts|md|json|yaml|toml|jpg|png|pdf|docx|mp4|mp3)\b", re.IGNORECASE)
+_EPISODE_FILE: Final = re.compile(r"(?<![\w.-])[\w.-]+\.(?:py|js|ts|md|json|yaml|toml)\b", re.IGNORECASE)
 _SPLIT: Final = re.compile(r"[\s!-/:-@\[-`{-~\u3000-\u303f\uff00-\uffef，。！？；：、]+")
 
 

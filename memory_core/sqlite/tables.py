@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Final
 
-from memory_core.sqlite.db import Database, iso, like_escape, parse_iso
+from memory_core.sqlite.db import LIKE_MAX_BYTES, Database, iso, like_escape, parse_iso
 
 QUEUE_MAX_RETRIES: Final = 3
 STUCK_AFTER: Final = timedelta(minutes=30)
@@ -106,7 +106,13 @@ def search_turns(db: Database, keyword: str, *, days_back: int = 7, session_id: 
     pattern = f"%{like_escape(keyword) if escape else keyword}%"
     esc = " ESCAPE '\\'" if escape else ""
     cutoff = iso(db.clock.now() - timedelta(days=days_back))
-    sql = (f"SELECT * FROM conversation_turns WHERE (content LIKE ?{esc} OR tool_calls LIKE ?{esc} OR tool_results LIKE ?{esc}) "
+    test = f"{{}} LIKE ?{esc}"
+    if len(pattern.encode("utf-8", "replace")) > LIKE_MAX_BYTES:  # fix: "LIKE pattern too complex" escaped the API
+        if not escape:
+            return []  # the seed swallows the error (spec §2): no rows
+        test, pattern = "instr(lower({}), lower(?)) > 0", keyword  # the escaped LIKE's ASCII-case-folding substring test
+    where = " OR ".join(test.format(col) for col in ("content", "tool_calls", "tool_results"))
+    sql = (f"SELECT * FROM conversation_turns WHERE ({where}) "
            "AND timestamp >= ?" + (" AND session_id = ?" if session_id is not None else "") + " ORDER BY timestamp DESC LIMIT ?")
     args: list[Any] = [pattern, pattern, pattern, cutoff, *([session_id] if session_id is not None else []), max_results]
     with db.guard("search turns") as conn:

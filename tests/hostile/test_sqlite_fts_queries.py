@@ -1,0 +1,97 @@
+"""FTS5 query syntax arriving from user or model text (issue 33), against the SQLite memory.
+
+Extends tests/sqlite/test_properties.py (arbitrary text without surrogates; one word with punctuation around it):
+here the queries are generated from FTS5's own operators (quotes, ``NEAR``, ``*``, ``-``, ``^``, ``+``, column
+filters, ``{col col}:``, parentheses, ``AND``/``OR``/``NOT``), lone surrogates and very long runs.
+- recall (every path and strategy), forget and the trace search never raise, in both modes, within 2 s of CPU;
+- fixed mode: a memory's own words plus operator noise still find it, and noise without letters or digits changes
+  nothing forget selects (the operators never change what is matched beyond the text's words).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_core.clock import FixedClock
+from memory_core.sqlite import Quirks, SqliteMemory
+from tests.hostile.harness import within
+from tests.sqlite.conftest import T0, scratch_dir
+
+SYMBOLS = ['"', "*", "-", "^", "+", "(", ")", ":", "'", "{", "}", ",", "/", "\\", "%", "_", "~", "[", "]", "\0"]
+WORDY = ["AND", "OR", "NOT", "NEAR", "NEAR(", "NEAR/2", "content:", "subject:", "tags:", "{content subject}:",
+         "- content:", "rank:", "memories_fts:"]
+words = st.text("abcdefghijklmnopqrstuvwxyz", min_size=3, max_size=10)
+symbol_noise = st.lists(st.sampled_from(SYMBOLS), min_size=1, max_size=4).map("".join)
+surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+noise = st.one_of(symbol_noise, st.sampled_from(WORDY), surrogates,
+                  st.builds(lambda c, n: c * n, st.sampled_from(["x", "ab ", '"', "(", "a*"]), st.integers(1, 20_000)))
+bounded = settings(max_examples=int(os.environ.get("MEMHARNESS_FTS_EXAMPLES", "40")), deadline=None)
+
+
+@contextmanager
+def _memory(mode: str) -> Iterator[SqliteMemory]:
+    path = scratch_dir()
+    mem = SqliteMemory(Path(path) / "m.db", FixedClock(T0), quirks=Quirks.parse(mode))
+    try:
+        yield mem
+    finally:
+        mem.close()
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _interleave(parts: list[str], extra: list[str], draw: st.DrawFn) -> str:
+    out = list(parts)
+    for piece in extra:
+        out.insert(draw(st.integers(0, len(out))), piece)
+    return draw(st.sampled_from([" ", "  ", "\t"])).join(out)  # glued to a word: tests/sqlite/test_properties.py
+
+
+@st.composite
+def hostile_queries(draw: st.DrawFn) -> str:
+    return _interleave(draw(st.lists(words, max_size=3)), draw(st.lists(noise, min_size=1, max_size=6)), draw)
+
+
+@bounded
+@given(mode=st.sampled_from(["seed", "fixed"]), query=hostile_queries())
+def test_operator_text_never_raises(mode: str, query: str) -> None:
+    with _memory(mode) as mem:
+        mem.seed([{"content": f"note {i} about alpha beta {w}"} for i, w in enumerate(["gamma", "delta", "near"])])
+        mem.add_turns("s", [{"role": "user", "content": "I always keep alpha beta notes in the wiki"}])
+        for path in ("candidates", "typed", "cascade"):
+            within(lambda path=path: mem.recall(query, 10, path=path))  # type: ignore[misc]
+        within(lambda: mem.recall(query, 10, strategy="bm25"))
+        within(lambda: mem.forget(query, dry_run=True))
+        if query.strip():
+            within(lambda: mem.search_traces(query))
+        before = len(mem.documents())
+        gone = within(lambda: mem.forget(query))
+        assert len(mem.documents()) == before - len(gone.removed)
+        assert mem.fts_integrity() is None
+
+
+@bounded
+@given(own=st.lists(words, min_size=1, max_size=3, unique=True), others=st.lists(words, max_size=4), data=st.data())
+def test_a_memorys_words_with_operator_noise_still_find_it(own: list[str], others: list[str],
+                                                           data: st.DataObject) -> None:
+    with _memory("fixed") as mem:
+        (mid,) = mem.seed([{"content": "stored " + " ".join(own)}])
+        mem.seed([{"content": f"other {o} row"} for o in others if o not in own and o != "stored"])
+        symbols = data.draw(st.lists(st.one_of(symbol_noise, surrogates), min_size=1, max_size=5), label="symbols")
+        wordy = data.draw(st.lists(st.sampled_from(WORDY), max_size=2), label="wordy")
+        plain = " ".join(own)
+        quiet = _interleave(own, symbols, data.draw)  # letters and digits: only the memory's own words
+        loud = _interleave(own, symbols + wordy, data.draw)
+        for query in (quiet, loud):
+            for path in ("candidates", "typed", "cascade"):
+                assert mid in [c.memory_id for c in mem.recall(query, 20, path=path).items], (path, query)
+            assert mid in [c.memory_id for c in mem.recall(query, 20, strategy="bm25").items], query
+        expected = mem.forget(plain, dry_run=True).candidates
+        assert mid in expected
+        assert mem.forget(quiet, dry_run=True).candidates == expected, quiet
