@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -24,26 +21,17 @@ from hypothesis import strategies as st
 from memory_core.clock import FixedClock
 from memory_core.sqlite import SqliteMemory, SqliteMemoryError
 from tests.hostile.harness import within
-from tests.sqlite.conftest import T0, scratch_dir
+from tests.sqlite.conftest import T0, scratch
 
 TURN = "I always deploy the billing service with docker compose on the staging box"
 EXAMPLES = int(os.environ.get("MEMHARNESS_HOSTILE_DB_EXAMPLES", "60"))
-
-
-@contextmanager
-def _scratch() -> Iterator[Path]:
-    path = scratch_dir()
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @cache
 def _base() -> tuple[bytes, bytes]:
     """A checkpointed database with memories of every kind, turns, an episode and a queue row; and a WAL holding
     later writes (the bytes of ``-wal`` while a second connection keeps it from being checkpointed away)."""
-    with _scratch() as tmp:
+    with scratch() as tmp:
         mem = SqliteMemory(tmp / "m.db", FixedClock(T0))
         mem.seed([{"content": f"fact {i} about alpha{i} beta{i} gamma", "importance": 0.2 + (i % 8) / 10,
                    "priority": "short_term" if i % 3 == 0 else None, "created_at": "2026-01-01T00:00:00",
@@ -107,7 +95,7 @@ def test_a_damaged_database_works_or_fails_with_the_documented_error(kind: str, 
     else:
         for _ in range(1 if kind == "flip" else rng.randint(2, 64)):
             blob[rng.randrange(len(blob))] ^= rng.randint(1, 255)
-    with _scratch() as tmp:
+    with scratch() as tmp:
         (tmp / "m.db").write_bytes(main)
         (tmp / name).write_bytes(bytes(blob))
         _exercise(tmp / "m.db")
@@ -115,7 +103,7 @@ def test_a_damaged_database_works_or_fails_with_the_documented_error(kind: str, 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "empty", "not-sqlite", "sqlite-header-only"])
 def test_a_database_path_that_is_not_a_database(kind: str) -> None:
-    with _scratch() as tmp:
+    with scratch() as tmp:
         path = tmp / "m.db"
         if kind == "directory":
             path.mkdir()

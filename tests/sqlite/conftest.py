@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,16 @@ def scratch_dir() -> Path:
     """A fresh directory on tmpfs when there is one (SQLite opens and fsyncs are ~5x cheaper), else the temp dir."""
     base = FAST_DIR if FAST_DIR.is_dir() and os.access(FAST_DIR, os.W_OK) else None
     return Path(tempfile.mkdtemp(prefix="sqlite-mem-", dir=base))
+
+
+@contextmanager
+def scratch() -> Iterator[Path]:
+    """A ``scratch_dir()`` removed afterwards (for Hypothesis tests, which cannot take a function-scoped fixture)."""
+    path = scratch_dir()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

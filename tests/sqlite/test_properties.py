@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -12,22 +9,13 @@ from hypothesis import strategies as st
 
 from memory_core.clock import FixedClock
 from memory_core.sqlite import Quirks, SqliteMemory
-from tests.sqlite.conftest import T0, scratch_dir
+from tests.sqlite.conftest import T0, scratch
 
 modes = st.sampled_from(["seed", "fixed"])
 texts = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=80)
 words = st.text("abcdefghijklmnopqrstuvwxyz", min_size=3, max_size=10)
 punct = st.text("?!.,;:'\"-+*()[]{}^~\\/%_@#& ", max_size=4)
 bounded = settings(max_examples=10, deadline=None)
-
-
-@contextmanager
-def _scratch() -> Iterator[Path]:
-    path = scratch_dir()
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _open(tmp: Path, mode: str) -> SqliteMemory:
@@ -37,7 +25,7 @@ def _open(tmp: Path, mode: str) -> SqliteMemory:
 @bounded
 @given(modes, st.lists(texts, min_size=1, max_size=6), texts)
 def test_any_content_and_query_never_raise_and_never_lose_rows(mode: str, contents: list[str], query: str) -> None:
-    with _scratch() as tmp:
+    with scratch() as tmp:
         mem = _open(tmp, mode)
         stored = [c for c in contents if c.strip()]
         mem.seed([{"content": c, "importance": 0.7} for c in stored])
@@ -52,7 +40,7 @@ def test_any_content_and_query_never_raise_and_never_lose_rows(mode: str, conten
 @bounded
 @given(words, punct, punct, st.lists(words, max_size=4))
 def test_fixed_mode_finds_a_word_whatever_the_punctuation(word: str, before: str, after: str, others: list[str]) -> None:
-    with _scratch() as tmp:
+    with scratch() as tmp:
         mem = _open(tmp, "fixed")
         (mid,) = mem.seed([{"content": f"note about {word} here"}])
         mem.seed([{"content": f"other {o}"} for o in others if word not in o])
@@ -64,7 +52,7 @@ def test_fixed_mode_finds_a_word_whatever_the_punctuation(word: str, before: str
 @bounded
 @given(modes, st.lists(st.tuples(st.sampled_from(["a1", "a2", "a3"]), words), min_size=1, max_size=8))
 def test_rewrites_keep_the_fts_index_in_sync_when_fixed(mode: str, writes: list[tuple[str, str]]) -> None:
-    with _scratch() as tmp:
+    with scratch() as tmp:
         mem = _open(tmp, mode)
         for memory_id, word in writes:
             mem.seed([{"id": memory_id, "content": f"value {word}"}])
@@ -79,7 +67,7 @@ def test_rewrites_keep_the_fts_index_in_sync_when_fixed(mode: str, writes: list[
 def test_dream_never_empties_a_cluster_and_converges(mode: str, contents: list[list[str]]) -> None:
     """Clustering compares only against a cluster's first member (not transitive, spec §5.3), so a second dream may
     still merge; but every dream keeps one member per cluster and repeated dreams reach a fixed point."""
-    with _scratch() as tmp:
+    with scratch() as tmp:
         mem = _open(tmp, mode)
         mem.seed([{"content": " ".join(c), "importance": 0.6} for c in contents])
         sizes = [len(mem.documents())]
