@@ -159,3 +159,16 @@ MAX_RAW_PAD: Final = 4 * 1024 * 1024
 MAX_REPLY_PAD: Final = 8 * 1024 * 1024
 """The longest scripted model reply ``{answer: …, pad_to: N}`` can make (characters)."""
 """The largest file a memory's ``raw_pad`` makes (4 MiB: past any read cap a system is likely to have, cheap)."""
+
+
+_KIND_TAGS: Final = {"a list": {"seq", "omap", "pairs"}, "a mapping": {"map", "set"}, "text": set()}
+
+
+def check_tag(tag: str | None, kind: str, where: str, line: int) -> None:
+    """An explicit standard collection tag naming another kind of node (``!!map`` on a list, ``!!seq`` on text) is a
+    located error, never read as the node it sits on."""
+    name = tag.rsplit(":", 1)[-1] if tag and tag.startswith("tag:yaml.org,2002:") else None
+    if name in {"map", "set", "seq", "omap", "pairs"} and name not in _KIND_TAGS[kind]:
+        from harness.errors import ScenarioError
+
+        raise ScenarioError(f"{where}:{line}: yaml: tag !!{name} on {kind}")

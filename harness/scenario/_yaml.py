@@ -157,6 +157,7 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
                     if tag is None:
                         tag = resolved[key] = loader.resolve(  # type: ignore[no-untyped-call]
                             yaml.ScalarNode, event.value, event.implicit)
+                lim.check_tag(event.tag, "text", where, start.line + 1)
                 node = yaml.ScalarNode(tag, event.value, start, end, style=event.style)
                 if event.anchor is not None:
                     anchors[event.anchor] = (node, 1)
@@ -170,6 +171,7 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
                 if tag is None or tag == "!":
                     tag = loader.resolve(  # type: ignore[no-untyped-call]
                         kind, None, event.implicit)
+                lim.check_tag(event.tag, "a list" if kind is yaml.SequenceNode else "a mapping", where, start.line + 1)
                 node = kind(tag, [], start, end, flow_style=event.flow_style)
                 if event.anchor is not None:
                     open_anchors.add(event.anchor)
@@ -265,7 +267,7 @@ class NodeReader:
         if isinstance(value, bool | bytes | list | dict | set | tuple) or value is None:  # !!omap 3 reads as []
             raise self.fail(node, field, f"expected text, got {_tag_name(node.tag)} {value!r:.60}")
         out = value if isinstance(value, str) else \
-            node.value if isinstance(value, date) and isinstance(node, yaml.ScalarNode) else str(value)  # as written
+            node.value if isinstance(node, yaml.ScalarNode) else str(value)  # a number or a date: as written (3.10)
         if len(out) > lim.MAX_TEXT_CHARS:
             raise self.fail(node, field, f"text is {len(out)} characters; the limit is {lim.MAX_TEXT_CHARS}")
         bad = lim.bad_char(out)

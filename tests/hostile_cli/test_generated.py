@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -170,3 +171,41 @@ def test_any_yaml_tag_on_any_scalar_gives_a_located_error_or_a_scenario(tmp_path
     path = tmp_path_factory.mktemp("tag") / "x.yaml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     _check(path)
+
+
+COLLECTION_TAGS = st.sampled_from(["!!map", "!!set", "!!seq", "!!omap", "!!pairs"])
+FITS = {"!!seq": "list", "!!omap": "list", "!!pairs": "list", "!!map": "mapping", "!!set": "mapping"}
+
+
+@SETTINGS
+@given(COLLECTION_TAGS, st.sampled_from(["text", "list", "mapping"]), st.integers(0, 10_000))
+def test_a_collection_tag_on_another_kind_of_node_is_a_located_error(tmp_path_factory: Any, tag: str, kind: str,
+                                                                     where: int) -> None:
+    """Issue 33: a mapping tag on a list (``tags: !!map [a, b]``) was read as the list, silently. A standard
+    collection tag on a node of another kind is now `file:line: yaml: tag !!map on a list`, wherever it sits."""
+    lines = yaml.safe_dump(BASE, sort_keys=False, default_flow_style=None).splitlines()
+    spots = [i for i, line in enumerate(lines) if re.match(r"^\s*(?:- )?[a-z_]+: \S", line)]
+    i = spots[where % len(spots)]
+    key = re.match(r"^(\s*(?:- )?[a-z_]+: )", lines[i])
+    assert key is not None
+    node = {"text": "plain words", "list": "[a, b]", "mapping": "{a: b}"}[kind]
+    lines[i] = f"{key.group(1)}{tag} {node}"
+    path = tmp_path_factory.mktemp("ctag") / "x.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if FITS[tag] != kind:
+        with pytest.raises(ScenarioError, match=rf"x\.yaml:{i + 1}: yaml: tag {re.escape(tag)} on "):
+            load_scenario(path)
+    else:
+        _check(path)
+
+
+@pytest.mark.parametrize(("written", "read"), [
+    ("42", "42"), ("4.50", "4.50"), ("3.10", "3.10"), ("0x1F", "0x1F"), ("2026-03-02", "2026-03-02"), ('"a\\x85b"', "a\x85b"), ('"a\\ufeffb"', "a\ufeffb"),
+    ('"a\\u2028b"', "a\u2028b"), ('"tab\\there"', "tab\there")])
+def test_documented_readings_of_turn_text(tmp_path: Path, written: str, read: str) -> None:
+    """docs/scenarios.md: *text* is a string or a number, read as written; NEL, U+2028/9, tabs and format characters
+    (U+FEFF) are text (scenarios use them to test sanitising); other control characters are refused (above)."""
+    path = tmp_path / "t.yaml"
+    path.write_text(f"steps:\n  - session: s1\n    turns:\n      - user: {written}\n", encoding="utf-8")
+    step = load_scenario(path).steps[0]
+    assert step.turns[0].text == read  # type: ignore[attr-defined]
