@@ -130,12 +130,14 @@ def compute_decay(db: Database) -> DecayCounts:
         if effective < DELETE_BELOW and int(row["access_count"] or 0) < DELETE_MAX_ACCESS:
             deleted += db.delete_memory(str(row["id"]))
         elif effective < DEMOTE_BELOW:
-            db.update_memory(str(row["id"]), {"priority": "transient", "importance_score": effective})
-            demoted += 1
             if not db.quirks.q8_demotion_keeps_expiry:  # fix: spec §7 Q8 — a demoted row gets the transient TTL
                 limit = db.now_naive() + TRANSIENT_TTL
                 current = parse_iso(row.get("expires_at"))
+                # fix: the expiry is committed before the priority: a crash between the two commits leaves a
+                # short_term row that the next decay selects and demotes again, never a transient row without expiry
                 db.set_expiry(str(row["id"]), iso(min(limit, current) if current else limit))
+            db.update_memory(str(row["id"]), {"priority": "transient", "importance_score": effective})
+            demoted += 1
     return DecayCounts(demoted, deleted, db.cleanup_expired())
 
 
