@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from memory_core.clock import Clock
 from memory_core.errors import MemoryCoreError
+from memory_core.sqlite.opening import fts_current, set_wal, statements
 from memory_core.sqlite.quirks import Quirks
 
 SCHEMA_VERSION: Final = 2
@@ -169,6 +170,7 @@ class Database:
         self.clock = clock
         self.quirks = quirks
         self._lock = threading.RLock()
+        self._keeping = threading.local()
         self._id_factory = id_factory or (lambda: uuid.uuid4().hex)
         self.tokenizer = "unicode61" if quirks.q3_cjk_unsegmented else "trigram"
         try:
@@ -179,7 +181,7 @@ class Database:
         self.conn.row_factory = sqlite3.Row
         try:
             with self.guard("open"):
-                self.conn.execute("PRAGMA journal_mode=WAL")
+                set_wal(self.conn, busy_timeout_ms)  # fix: retried while locked
                 self.conn.execute("PRAGMA synchronous=NORMAL")
                 self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
                 self.conn.executescript(_SCHEMA)
@@ -196,9 +198,12 @@ class Database:
         exists = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name='memories_fts'").fetchone()
         if exists and stored and stored[0] == self.tokenizer:
             return
-        self.conn.executescript(_FTS_DROP + _FTS.replace("{tok}", self.tokenizer))
-        self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
-        self.conn.execute("INSERT OR REPLACE INTO _schema_meta(key, value) VALUES ('fts_tokenizer', ?)", (self.tokenizer,))
+        self.conn.execute("BEGIN IMMEDIATE")  # fix: check and build in one transaction, not one per statement:
+        if not fts_current(self.conn, self.tokenizer):  # processes opening a new file together raced (malformed FTS)
+            for statement in statements(_FTS_DROP + _FTS.replace("{tok}", self.tokenizer)):
+                self.conn.execute(statement)
+            self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+            self.conn.execute("INSERT OR REPLACE INTO _schema_meta(key, value) VALUES ('fts_tokenizer', ?)", (self.tokenizer,))
 
     @contextmanager
     def guard(self, action: str) -> Iterator[sqlite3.Connection]:
@@ -287,11 +292,23 @@ class Database:
             return _row(row) if row else None
 
     def delete_memory(self, memory_id: str) -> bool:
-        """Delete by id; the delete trigger removes the FTS entry."""
+        """Delete by id; the delete trigger removes the FTS entry. Inside ``keeping(k)``: only while row k exists."""
+        keeper = getattr(self._keeping, "id", None)
+        sql = "DELETE FROM memories WHERE id=?" + ("" if keeper is None else " AND EXISTS (SELECT 1 FROM memories WHERE id=?)")
         with self.guard("delete memory") as conn:
-            cur = conn.execute("DELETE FROM memories WHERE id=?", (memory_id,))
+            cur = conn.execute(sql, (memory_id,) if keeper is None else (memory_id, keeper))
             conn.commit()
         return cur.rowcount > 0
+
+    @contextmanager
+    def keeping(self, keeper: str) -> Iterator[None]:
+        """fix: spec §7 Q23 — this thread's deletes inside go only while row ``keeper`` is stored (one statement), so
+        two processes deduping from different snapshots cannot each delete the copy the other kept."""
+        self._keeping.id = keeper
+        try:
+            yield
+        finally:
+            self._keeping.id = None
 
     def query(self, *, memory_type: str | None = None, priority: str | None = None, source: str | None = None,
               min_importance: float | None = None, subject: str | None = None, limit: int = 50,

@@ -91,7 +91,8 @@ def deduplicate(db: Database) -> int:
                 continue
             keeper = max(cluster, key=lambda r: (float(r["importance_score"]), int(r["access_count"]), len(str(r["content"])),
                                                  str(r["updated_at"])))
-            removed += sum(db.delete_memory(str(r["id"])) for r in cluster if r["id"] != keeper["id"])
+            with db.keeping(str(keeper["id"])):  # fix: spec §7 Q23 — a concurrent dedupe cannot delete every copy
+                removed += sum(db.delete_memory(str(r["id"])) for r in cluster if r["id"] != keeper["id"])
     return removed
 
 
