@@ -25,7 +25,7 @@ from memory_core.sqlite.retrieval import (
     substring_search,
     typed_search,
 )
-from memory_core.sqlite.session import ExtractResult, Sessions, Turn, run_extractor
+from memory_core.sqlite.session import ExtractResult, Sessions, Turn, run_extractor, storable
 from memory_core.sqlite.tables import enqueue, list_episodes, queue_rows, search_turns
 
 STRATEGIES: Final = ("heuristic", "model", "bm25")
@@ -151,6 +151,7 @@ class SqliteMemory:
             content = record.get("content", record.get("text"))
             if not isinstance(content, str) or not content.strip():
                 raise ValueError(f"seed record needs a non-empty string 'content' or 'text': {dict(record)!r:.120}")
+            content = storable(content)  # fix: a lone surrogate raised UnicodeEncodeError from sqlite3
             origin = str(record.get("type") or "fact").lower()
             kind = TYPE_ALIASES.get(origin, origin if origin in TYPES else "fact")
             meta = {"origin_type": origin, **{k: record[k] for k in ("description", "path", "facts") if record.get(k)}}
@@ -164,8 +165,8 @@ class SqliteMemory:
             if expires is None and record.get("duration") in DURATIONS:
                 expires = retention(self.db, str(record["duration"]), priority)
             row = {"content": content, "type": kind, "priority": priority, "importance_score": importance,
-                   "subject": str(record.get("subject", record.get("title", "")) or ""),
-                   "predicate": str(record.get("predicate") or ""), "tags": list(record.get("tags") or [kind]),
+                   "subject": storable(str(record.get("subject", record.get("title", "")) or "")),
+                   "predicate": storable(str(record.get("predicate") or "")), "tags": list(record.get("tags") or [kind]),
                    "source": str(record.get("source") or "manual"), "expires_at": expires, "metadata": meta,
                    "created_at": _stamp(record.get("created_at")) or self.db.now(),
                    "updated_at": _stamp(record.get("updated_at") or record.get("created_at"))}
@@ -176,7 +177,7 @@ class SqliteMemory:
 
     def add_memory(self, content: str, memory_type: str = "fact", importance: float = 0.5) -> str:
         """The manual tool (spec §3.6): ≥ 0.8 permanent, ≥ 0.6 long_term; priority TTL; ``""`` for a duplicate."""
-        text = content.strip()
+        text = storable(content.strip())  # fix: a lone surrogate raised UnicodeEncodeError from sqlite3
         if any(str(r["content"]).strip().lower() == text.lower() for r in self.db.load_all()):
             return ""
         kind = memory_type.lower() if memory_type.lower() in ("fact", "preference", "skill", "error", "rule") else "fact"

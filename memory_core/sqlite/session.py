@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -20,6 +21,15 @@ MIN_EXTRACT_CHARS: Final = 10
 RECENT_MESSAGES: Final = 10
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` as SQLite can store it: a lone surrogate (no UTF-8 form, e.g. a file name decoded with
+    ``surrogateescape``) becomes U+FFFD; every other character is kept."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One conversation turn as the harness gives it."""
@@ -34,7 +44,8 @@ class Turn:
         """Accept a ``Turn``, a mapping with ``role``/``content`` (or ``kind``/``text``) and optional tool lists, or
         any object with ``role``/``kind`` and ``content``/``text`` attributes (e.g. the harness's ``Turn``)."""
         if isinstance(raw, Turn):
-            return raw
+            return raw if storable(raw.content) == raw.content else cls(raw.role, storable(raw.content), raw.tool_calls,
+                                                                        raw.tool_results)
         if isinstance(raw, Mapping):
             role, content = raw.get("role", raw.get("kind")), raw.get("content", raw.get("text"))
             calls, results = raw.get("tool_calls") or (), raw.get("tool_results") or ()
@@ -43,7 +54,7 @@ class Turn:
             calls, results = (), ()
         if not isinstance(role, str) or not isinstance(content, str):
             raise ValueError(f"a turn needs a string 'role' (or 'kind') and 'content' (or 'text'), got {raw!r:.120}")
-        return cls(role, content, tuple(calls), tuple(results))
+        return cls(role, storable(content), tuple(calls), tuple(results))  # fix: a lone surrogate raised UnicodeEncodeError
 
 
 @dataclass(frozen=True, slots=True)
