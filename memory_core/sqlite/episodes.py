@@ -53,6 +53,10 @@ def fallback_episode(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"summary": summary, "goal": goal, "outcome": "completed", "entities": entities, "tools_used": []}
 
 
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _ask(model: Model, turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     shown = [{"role": t.get("role", ""), "content": str(t.get("content") or "")[:300], "tools": len(_tool_calls(t))}
              for t in list(turns)[-20:]]
@@ -67,8 +71,9 @@ def _ask(model: Model, turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {
         "summary": summary.strip()[:2000], "goal": str(data.get("goal") or "")[:500],
         "outcome": outcome if outcome in OUTCOMES else "completed",
-        "entities": [str(e) for e in data.get("entities") or [] if isinstance(e, str | int | float)][:20],
-        "tools_used": [str(t) for t in data.get("tools_used") or [] if isinstance(t, str)][:20],
+        # fix: a non-list (``"entities": true``) raised TypeError out of the session end; it is no entity at all
+        "entities": [str(e) for e in _listed(data.get("entities")) if isinstance(e, str | int | float)][:20],
+        "tools_used": [str(t) for t in _listed(data.get("tools_used")) if isinstance(t, str)][:20],
     }
 
 
