@@ -95,3 +95,35 @@ def run_direct(store: FileStore) -> None:
     within(lambda: run_dream(store, now=T0))
     within(lambda: scan(store))
     within(lambda: rebuild_index(store))
+
+
+def race_children(count: int, child: Callable[[int], int], log: Path, ready: str, go: Callable[[], None],
+                  start_within_s: float = 30.0) -> list[int]:
+    """Fork ``count`` children running ``child(i)`` (its return value is the exit code), wait until ``log`` holds
+    ``ready`` once per child, call ``go()`` to release them all at once, and return their exit codes. A child that
+    never started, or an assertion here, leaves no process behind (each is killed and reaped)."""
+    import os
+
+    pids = []
+    for i in range(count):  # forked: every child starts with the modules loaded, in milliseconds
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child never returns to pytest
+            code = 1
+            try:
+                code = child(i)
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    try:
+        deadline = time.monotonic() + start_within_s
+        while (log.read_text().count(ready) if log.exists() else 0) < count:
+            assert time.monotonic() < deadline, "children did not start"
+            time.sleep(0.005)
+        go()
+        codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
+        pids = []
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    return codes

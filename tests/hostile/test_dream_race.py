@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from memory_core.state import scaffold
 from memory_core.store import LOCK_KEY, FileStore
 from tests.helpers import put_doc
 from tests.hostile.dream_child import race
+from tests.hostile.harness import race_children
 
 PROCESSES = 8
 ROUNDS = int(os.environ.get("MEMHARNESS_RACE_ROUNDS", "20"))
@@ -45,29 +45,11 @@ def test_eight_racing_processes_never_dream_together(tmp_path: Path, monkeypatch
     put_doc(store, "user/a.md", "user", "b fact\n\na fact\n\nb fact")
     log = tmp_path / "log"
     monkeypatch.setenv("MEMORY_CORE_FSYNC", "0")
-    pids = []
-    for i in range(PROCESSES):  # forked: every child starts with the modules loaded, in milliseconds
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child never returns to pytest
-            code = 1
-            try:
-                code = race(root, log, ROUNDS, INTERVAL_S, i)
-            finally:
-                os._exit(code)
-        pids.append(pid)
-    try:
-        deadline = time.monotonic() + 30
-        while (log.read_text().count(" ready ") if log.exists() else 0) < PROCESSES:
-            assert time.monotonic() < deadline, "children did not start"
-            time.sleep(0.005)
+
+    def go() -> None:
         (tmp_path / "go.tmp").write_text(str(time.time() + 0.02))
         (tmp_path / "go.tmp").replace(tmp_path / "go")  # atomically: a child never reads it half-written
-        codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
-        pids = []
-    finally:
-        for pid in pids:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+    codes = race_children(PROCESSES, lambda i: race(root, log, ROUNDS, INTERVAL_S, i), log, " ready ", go)
     assert codes == [0] * PROCESSES
     lines = [ln.split(" ") for ln in log.read_text().splitlines()]
     windows, muts = _windows(lines)

@@ -17,7 +17,6 @@ dream leaves each fact stored exactly once.
 from __future__ import annotations
 
 import os
-import signal
 import time
 import traceback
 from collections import Counter
@@ -28,6 +27,7 @@ import pytest
 from memory_core.clock import FixedClock
 from memory_core.sqlite import SqliteMemory
 from memory_core.sqlite.lifecycle import deduplicate
+from tests.hostile.harness import race_children
 from tests.sqlite.conftest import T0, scratch
 
 PROCESSES = 8
@@ -179,29 +179,9 @@ def test_eight_processes_extract_recall_and_dream_on_one_database(fresh: bool) -
         path, log = tmp / "m.db", tmp / "log"
         if not fresh:
             _open(path).close()
-        pids = []
         t_start = time.perf_counter()
-        for i in range(PROCESSES):  # forked: every child starts with the modules loaded
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child never returns to pytest
-                code = 1
-                try:
-                    code = _racer(path, log, i, fresh=fresh)
-                finally:
-                    os._exit(code)
-            pids.append(pid)
-        try:
-            deadline = time.monotonic() + 60
-            while (log.read_text().count("\tready\t") if log.exists() else 0) < PROCESSES:
-                assert time.monotonic() < deadline, "children did not start"
-                time.sleep(0.005)
-            (tmp / "go").write_text("go")
-            codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
-            pids = []
-        finally:
-            for pid in pids:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+        codes = race_children(PROCESSES, lambda i: _racer(path, log, i, fresh=fresh), log, "\tready\t",
+                              lambda: (tmp / "go").write_text("go"), start_within_s=60)
         elapsed = time.perf_counter() - t_start
         lines = [ln.split("\t", 2) for ln in log.read_text().splitlines()]
         errors = [ln for ln in lines if ln[1] in ("error", "miss")]
