@@ -27,8 +27,9 @@ DEFAULT_OP_TIMEOUT_S: Final = 120.0
 def op_timeout(model: Any = None, environ: Any = None) -> float:
     """The per-operation timeout: ``$MEMHARNESS_OP_TIMEOUT`` seconds, else 120 s times the model's timeout scale."""
     raw = (os.environ if environ is None else environ).get(OP_TIMEOUT_ENV, "")
-    try:
-        value = float(raw) if raw.strip() else DEFAULT_OP_TIMEOUT_S * max(1.0, float(getattr(model, "timeout_scale", 1.0)))
+    scale: Any = getattr(model, "timeout_scale", None) or getattr(getattr(model, "inner", None), "timeout_scale", 1.0)
+    try:  # the scale of the model itself, or of the live model a recording cassette wraps (record, --live)
+        value = float(raw) if raw.strip() else DEFAULT_OP_TIMEOUT_S * max(1.0, float(scale))
     except (TypeError, ValueError):
         value = DEFAULT_OP_TIMEOUT_S
     return value if value == value and 0 <= value < 1e7 else DEFAULT_OP_TIMEOUT_S

@@ -167,3 +167,18 @@ def test_input_a_system_refuses_is_the_scenarios_error_not_the_systems_failure(t
     assert code == 2  # incomplete: the scenario asked for something the system refuses
     assert result["error"].endswith("step 0 (recall, line 16): recall option k: expected a number")
     assert SYSTEM_FAILED not in result["error"]
+
+
+def test_the_per_operation_timeout_scales_with_the_model_a_cassette_wraps() -> None:
+    from harness.replay._observed import op_timeout
+
+    class Live:
+        timeout_scale = 4.0
+
+    class Recording:
+        inner = Live()
+
+    assert op_timeout(None, {}) == 120.0
+    assert op_timeout(Recording(), {}) == 480.0  # record and --live: the wrapped model's scale
+    assert op_timeout(Live(), {"MEMHARNESS_OP_TIMEOUT": "7"}) == 7.0
+    assert op_timeout(None, {"MEMHARNESS_OP_TIMEOUT": "nan"}) == 120.0
