@@ -194,9 +194,7 @@ class Database:
             raise
 
     def _ensure_fts(self) -> None:
-        stored = self.conn.execute("SELECT value FROM _schema_meta WHERE key='fts_tokenizer'").fetchone()
-        exists = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name='memories_fts'").fetchone()
-        if exists and stored and stored[0] == self.tokenizer:
+        if fts_current(self.conn, self.tokenizer):
             return
         self.conn.execute("BEGIN IMMEDIATE")  # fix: check and build in one transaction, not one per statement:
         if not fts_current(self.conn, self.tokenizer):  # processes opening a new file together raced (malformed FTS)
