@@ -24,15 +24,13 @@ class ScenarioError(HarnessError, ValueError):
     """A scenario file is malformed; the message names the file, line and field."""
 
 
-
-
 SYSTEM_FAILED: Final = "the system under test failed"
-"""How every ``SystemFailure`` message starts: outputs count such errors apart from the harness's own."""
+"""How every ``SystemFailure`` message starts (the system's failure, told apart from the harness's own errors)."""
 
 
 class SystemFailure(HarnessError):
     """The system under test raised, exited, hung past the per-operation timeout or answered with the wrong type:
-    its scenario run is an error that names the operation, and the verdict says the system failed."""
+    its scenario run fails at the step that made the call, and the verdict says the system failed."""
 
 
 class ScenarioInputError(HarnessError, ValueError):

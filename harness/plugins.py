@@ -76,7 +76,7 @@ def metric(name: str, *, lower_is_better: bool = False,
 
     def register(fn: Callable[[Probe], float | None]) -> Callable[[Probe], float | None]:
         previous = REGISTRY.get(name)
-        source = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+        source = _source(fn)
         if previous is not None and previous.source != source:
             raise HarnessError(f"plugin metric {name!r} is registered twice ({previous.source} and {source})")
         REGISTRY[name] = MetricPlugin(name, fn, kind, lower_is_better, description, source)

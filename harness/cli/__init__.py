@@ -15,13 +15,12 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
     args = sys.argv[1:] if argv is None else list(argv)
     if any(a in ("-h", "--help", "--version") for a in args) and "--" not in args:
-        from harness.errors import HarnessError, one_line
+        import contextlib
 
-        try:
+        from harness.errors import HarnessError
+
+        with contextlib.suppress(HarnessError):  # a usage error is reported by the command line below, as always
             build_parser(command_of(args)).parse_args(args)  # prints and exits
-        except HarnessError as exc:
-            print(f"memharness: {one_line(str(exc))}", file=sys.stderr)
-            return 2
     from harness.cli._commands import main as run
 
     return run(argv, environ)

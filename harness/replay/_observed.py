@@ -76,6 +76,11 @@ class Observed:
         self._docs: list[MemoryRecord] | None = None
 
     @property
+    def timeout(self) -> float:
+        """Seconds one call into the system may take (0: no limit)."""
+        return self._timeout
+
+    @property
     def inner(self) -> Any:
         return self._system
 
@@ -118,13 +123,13 @@ class Observed:
         return call
 
 
-def close_system(system: Any, timeout: float) -> list[str]:
-    """Call the system's ``close()`` if it has one, contained like every other call: its failure, if any."""
-    close = getattr(system, "close", None)
+def close_system(observed: Observed) -> list[str]:
+    """Call the observed system's ``close()`` if it has one, contained like every other call: its failure, if any."""
+    close = getattr(observed.inner, "close", None)
     if not callable(close):
         return []
     try:
-        with _contained("close", timeout):
+        with _contained("close", observed.timeout):
             close()
     except SystemFailure as exc:
         return [str(exc)]

@@ -375,7 +375,7 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
             error = (f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: "
                      f"{type(exc).__name__}: {exc}")
         finally:
-            run.failures.extend(f"after the last step: {m}" for m in close_system(system, op_timeout(model)))
+            run.failures.extend(f"after the last step: {m}" for m in close_system(cast(Observed, observed)))
         passed = not run.failures and error is None
         telemetry.set_verdict(root, "skipped" if skipped else "pass" if passed else "fail",
                               [error] if error else run.failures)

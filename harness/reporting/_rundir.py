@@ -23,6 +23,7 @@ from harness.reporting._text import junit_xml, summary_markdown
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
 from harness.telemetry import finite_json, otlp_jsonl
+from memory_core.lock import pid_alive
 
 
 def _umask() -> int:
@@ -141,18 +142,8 @@ def _sweep(out: Path) -> None:
     """Remove the staged directories of runs that were killed (their process is gone) beside ``out``."""
     for leftover in out.parent.glob(f"{_STAGE}*-{glob.escape(out.name)}"):
         pid = leftover.name[len(_STAGE):].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(leftover, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # someone else's process: alive
-    return True
 
 
 def _swap(stage: Path, out: Path) -> None:
