@@ -30,10 +30,11 @@ def _parse(text: str, key: str, mtime_ms: float) -> TopicDoc | None:
 
 def printable_key(key: str) -> str:
     """A key as text that always encodes: bytes of a non-UTF-8 file name are shown as ``\\xNN``."""
-    return key.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if not _encodable(key) else key
+    return key.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if not utf8_encodable(key) else key
 
 
-def _encodable(key: str) -> bool:
+def utf8_encodable(key: str) -> bool:
+    """Whether a key is valid Unicode text (a non-UTF-8 file name arrives with lone surrogates from os.walk)."""
     try:
         key.encode("utf-8")
     except UnicodeEncodeError:
@@ -92,7 +93,7 @@ def scan(store: Store, *, cache: DocCache | None = None, limit: int | None = MAX
     docs: list[TopicDoc] = []
     dropped: list[DroppedFile] = []
     for key in keys:
-        if not _encodable(key):
+        if not utf8_encodable(key):
             # fix: a non-UTF-8 file name would break every later write of its path (index, prompts): skipped
             dropped.append(DroppedFile(printable_key(key), "unreadable: file name is not UTF-8"))
             continue

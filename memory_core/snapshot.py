@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from memory_core.formats import iso_from_ms, locale_key
 from memory_core.paths import INDEX_FILENAME
-from memory_core.scan import MAX_SCANNED_MEMORY_FILES, DocCache, DroppedFile, ScanResult, scan
+from memory_core.scan import MAX_SCANNED_MEMORY_FILES, DocCache, DroppedFile, ScanResult, scan, utf8_encodable
 from memory_core.store import MAX_FILE_BYTES, Store
 from memory_core.topic import TopicDoc, parse_topic
 
@@ -111,8 +111,11 @@ def _walk(root: str) -> Signature | None:
                             continue  # os.walk does not follow directory symlinks
                         stack.append((f"{prefix}{name}/", entry.path))
                     elif name.endswith(".md") and name != INDEX_FILENAME:
-                        if "\\" in name or not entry.is_file():
-                            return None  # scan decides: a key the store refuses, a fifo, a broken link
+                        # fix: a file symlink (read here without the store's containment check) and a name that is
+                        # not UTF-8 were recalled on this path while scan() refuses or drops them: scan decides both
+                        if ("\\" in name or not (name.isascii() or utf8_encodable(name)) or entry.is_symlink()
+                                or not entry.is_file()):
+                            return None  # scan decides: a key the store refuses, a fifo, a link, a non-UTF-8 name
                         st = entry.stat()
                         out.append((prefix + name, st.st_mtime_ns, st.st_size))
         except OSError:

@@ -122,14 +122,53 @@ class ReferenceSystem:
         target = self.root / check_key(memory.path)
         target.parent.mkdir(parents=True, exist_ok=True)
         special = memory.system.get("special")
-        if special is not None:  # a non-regular file where a topic file belongs (hostile input: it must not hang)
-            if special != "fifo" or set(memory.system) != {"special"}:
-                raise ScenarioInputError(f"memory {memory.path}: the reference system's only system field is special: fifo")
-            os.mkfifo(target)
-            return
-        target.write_bytes(text.encode("utf-8"))
+        if special is not None:
+            planted = self._special(memory, target, text.encode("utf-8"), mtime)
+            if planted is None:
+                return
+            target = planted
+        else:
+            target.write_bytes(text.encode("utf-8"))
         ns = round(to_ms(mtime) * 1e6)
-        os.utime(target, ns=(ns, ns))
+        os.utime(target, ns=(ns, ns), follow_symlinks=False)
+
+    def _special(self, memory: SeedMemory, target: Path, data: bytes, mtime: datetime) -> Path | None:
+        """What another program left where a topic file belongs: a FIFO (it must not hang a reader), a symbolic link
+        (``to``: relative to the memory root, possibly leaving it, with the memory's text written there), or a file
+        whose name is not UTF-8 (its Latin-1 bytes). Returns the path whose mtime to set, or None."""
+        where = f"memory {memory.path}: system"
+        fields = {"fifo": {"special"}, "symlink": {"special", "to"}, "latin1_name": {"special"}}
+        special = memory.system["special"]
+        if special not in fields:
+            raise ScenarioInputError(f"{where}.special must be one of {', '.join(fields)}, got {special!r}")
+        if set(memory.system) != fields[str(special)]:
+            raise ScenarioInputError(f"{where}: special: {special} takes exactly {', '.join(sorted(fields[str(special)]))}")
+        if special == "fifo":
+            os.mkfifo(target)
+            return None
+        if special == "latin1_name":
+            try:
+                name = memory.path.encode("latin-1")
+            except UnicodeEncodeError:
+                raise ScenarioInputError(f"{where}: latin1_name needs a path Latin-1 can spell") from None
+            if name.isascii():
+                raise ScenarioInputError(f"{where}: latin1_name needs a non-ASCII character in the path")
+            raw = os.path.join(os.fsencode(self.root), name)
+            with open(raw, "wb") as handle:
+                handle.write(data)
+            return Path(os.fsdecode(raw))
+        to = memory.system["to"]
+        dest = Path(os.path.normpath(self.root / str(to)))
+        if not isinstance(to, str) or not to or dest == self.workdir or self.workdir not in dest.parents:
+            raise ScenarioInputError(f"{where}.to must be a path relative to the memory root that stays inside the "
+                                     f"scenario's scratch directory, got {to!r}")
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+            ns = round(to_ms(mtime) * 1e6)
+            os.utime(dest, ns=(ns, ns))
+        os.symlink(dest, target)
+        return target
 
     def finish_seeding(self, *, now: datetime) -> None:
         # a scenario that seeds MEMORY.md itself keeps it as written (a hand-edited index); otherwise the index is

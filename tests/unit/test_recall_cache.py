@@ -157,3 +157,65 @@ def test_recall_cache_is_a_doc_cache_other_operations_can_share(tmp_path: Path, 
     assert scan(store, cache=cache).docs == cached_scan(store, cache).docs
     assert cache.hits >= 1
     assert os.path.isdir(store.root)
+
+
+ODD_KINDS = ("regular", "latin1_name", "link_inside", "link_outside", "link_broken", "dir_link", "fifo",
+             "backslash", "nested_index", "latin1_content", "empty", "not_markdown")
+
+
+def _plant(root: Path, outside: Path, kind: str, i: int) -> None:
+    """One file of ``kind`` in the memory dir, the way another program could have left it."""
+    topic = render_topic(name=f"N{i}", description=f"d{i}", kind="user", body=f"release note {i}")
+    sub = root / ("user" if i % 2 else "project")
+    sub.mkdir(parents=True, exist_ok=True)
+    if kind == "regular":
+        (sub / f"r{i}.md").write_text(topic)
+    elif kind == "latin1_name":
+        with open(os.fsencode(sub) + f"/caf\xe9{i}.md".encode("latin-1"), "w") as handle:
+            handle.write(topic)
+    elif kind == "link_inside":
+        (root / f"target{i}.md").write_text(topic)
+        (sub / f"in{i}.md").symlink_to(root / f"target{i}.md")
+    elif kind == "link_outside":
+        (outside / f"o{i}.md").write_text(topic)
+        (sub / f"out{i}.md").symlink_to(outside / f"o{i}.md")
+    elif kind == "link_broken":
+        (sub / f"broken{i}.md").symlink_to(outside / f"missing{i}.md")
+    elif kind == "dir_link":
+        (outside / f"d{i}").mkdir()
+        (outside / f"d{i}" / "x.md").write_text(topic)
+        (sub / f"dir{i}").symlink_to(outside / f"d{i}")
+    elif kind == "fifo":
+        os.mkfifo(sub / f"fifo{i}.md")
+    elif kind == "backslash":
+        (sub / f"back\\{i}.md").write_text(topic)
+    elif kind == "nested_index":
+        (sub / "MEMORY.md").write_text(topic)
+    elif kind == "latin1_content":
+        (sub / f"l{i}.md").write_bytes(topic.encode("utf-8") + b"caf\xe9")
+    elif kind == "empty":
+        (sub / f"e{i}.md").write_text("")
+    else:
+        (sub / f"t{i}.txt").write_text(topic)
+
+
+@given(st.lists(st.sampled_from(ODD_KINDS), min_size=1, max_size=8), st.randoms(use_true_random=False))
+def test_any_memory_dir_scans_exactly_like_scan_cold_warm_and_after_a_change(kinds: list[str], rng: random.Random) -> None:
+    """The fast path (os.scandir, plain reads) gives exactly scan()'s result for any mix of odd files another program
+    could leave: links leaving the root (refused by the store) and non-UTF-8 names (dropped) included."""
+    import tempfile  # a fresh directory per example: Hypothesis cannot take a function-scoped tmp_path
+
+    clock = FixedClock(T0)
+    with tempfile.TemporaryDirectory() as tmp:
+        root, outside = Path(tmp) / "memory", Path(tmp) / "outside"
+        root.mkdir()
+        outside.mkdir()
+        for i, kind in enumerate(kinds):
+            _plant(root, outside, kind, i)
+        store, cache = FileStore(root, clock), RecallCache()
+        for _ in range(2):
+            assert cached_scan(store, cache) == scan(store)
+        _plant(root, outside, rng.choice(ODD_KINDS), len(kinds))
+        assert cached_scan(store, cache) == scan(store)
+        query = "release note"
+        assert recall(store, query, now=clock.now(), cache=cache) == recall(store, query, now=clock.now())
