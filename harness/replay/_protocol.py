@@ -258,7 +258,8 @@ class FileIndexSystem(MemorySystem, Protocol):
         ...
 
     def plant_lock(self, pid: str, *, mtime: datetime) -> None:
-        """Leave a consolidation lock held by a ``live`` or ``dead`` process, or remove it (``none``)."""
+        """Leave a consolidation lock held by a ``live`` or ``dead`` process or naming ``pid`` (digits) verbatim, remove
+        it (``none``), or leave what another program could: ``not_utf8`` bytes, a ``directory`` in its place."""
         ...
 
 

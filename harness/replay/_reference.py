@@ -252,8 +252,20 @@ class ReferenceSystem:
                             details={"message": out.system_message or ""})
 
     def plant_lock(self, pid: str, *, mtime: datetime) -> None:
+        path = self.root.parent / "consolidation.lock"
+        if path.is_dir() and not path.is_symlink():  # an earlier step planted a directory there
+            path.rmdir()
         if pid == "none":
             self.store.delete(LOCK_KEY)
+            return
+        if pid in ("not_utf8", "directory"):  # what another program could leave where the lock file belongs
+            self.store.delete(LOCK_KEY)
+            if pid == "directory":
+                path.mkdir()
+            else:
+                path.write_bytes(b"\xff\xfe4242\n")
+            ns = round(to_ms(mtime) * 1e6)
+            os.utime(path, ns=(ns, ns))
             return
         self.store.write(LOCK_KEY, pid if pid.isdigit() else str(os.getpid() if pid == "live" else DEAD_PID))
         self.store.set_mtime(LOCK_KEY, to_ms(mtime))

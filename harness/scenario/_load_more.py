@@ -275,13 +275,17 @@ def queue_groups(ctx: NodeReader, steps_node: yaml.Node, steps: list[Step]) -> l
     return out
 
 
+LOCK_PIDS: Final = ("live", "dead", "none", "not_utf8", "directory")
+
+
 def lock_pid(ctx: Any, node: Any, field: str) -> str:
-    """``live``, ``dead``, ``none``, or a number the lock file names verbatim (any 1 to 10 digits: a PID the spec
-    accepts, one above its bound, or one no process has)."""
+    """``live``, ``dead``, ``none``, ``not_utf8`` (bytes that are not text), ``directory`` (a directory where the
+    lock file belongs), or a number the lock file names verbatim (any 1 to 10 digits: a PID the spec accepts, one
+    above its bound, or one no process has)."""
     if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int":
         value = ctx.integer(node, field, minimum=1, maximum=9_999_999_999)
         return str(value)
-    return str(ctx.string(node, field, choices=("live", "dead", "none")))
+    return str(ctx.string(node, field, choices=LOCK_PIDS))
 
 
 DESIGN_VARIANTS: Final = {
