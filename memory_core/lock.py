@@ -59,8 +59,8 @@ def _lock_state(store: Store, *, now: datetime, alive: PidAlive) -> str:
     """``absent`` | ``held`` | ``stale``."""
     try:
         stat = store.stat(LOCK_KEY)
-    except (OSError, ValueError):
-        return "held"  # cannot tell: do not steal
+    except (OSError, ValueError):  # the lock's stat failed: cannot tell, so do not steal
+        return "held"
     if stat is None:
         return "absent"
     try:
