@@ -1,8 +1,11 @@
 """The SQLite memory under SIGKILL (issue 33): a forked child opens ``SqliteMemory`` on a WAL database and runs one
-write path, in rotation: real-time extract of a session's turns (heuristic), dream, forget, decay (the lifecycle's
-``compute_decay``) and session end (turns with nothing to extract: episode, mark extracted, ``cleanup_expired``).
+write path, in rotation: real-time extract of a session's turns (heuristic, and through a model that answers with
+the turns' facts), dream, forget, decay (the lifecycle's ``compute_decay``), session end (turns with nothing to
+extract: episode, mark extracted, ``cleanup_expired``) and the open itself (a system of the other FTS tokenizer
+drops and rebuilds the index as it opens).
 The parent SIGKILLs it at a random moment: half the kills after a random delay, half by the child killing itself
-just before a random SQL statement (``set_trace_callback``), so every statement boundary of every path can be hit.
+just before a random SQL statement (``set_trace_callback``, installed on every connection the child makes, from its
+first statement), so every statement boundary of every path, the open's included, can be hit.
 
 After each kill the parent reopens the database and checks: it opens; ``PRAGMA integrity_check`` and FTS5's
 ``integrity-check`` pass; every memory present before the operation that the operation was not meant to remove is
@@ -21,9 +24,12 @@ CI runs ``MEMHARNESS_KILL_COUNT`` kills (default 10); set it to 200 for the on-d
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import re
 import signal
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -34,12 +40,14 @@ from typing import Any
 import pytest
 
 from memory_core.clock import FixedClock
-from memory_core.sqlite import SqliteMemory
+from memory_core.model import ModelReply, ModelRequest
+from memory_core.sqlite import Quirks, SqliteMemory
+from memory_core.sqlite.extraction import EXTRACT_PURPOSE
 from memory_core.sqlite.lifecycle import compute_decay
 from tests.sqlite.conftest import T0, scratch
 
 KILLS = int(os.environ.get("MEMHARNESS_KILL_COUNT", "10"))
-OPS = ("extract", "dream", "forget", "decay", "session_end")
+OPS = ("extract", "dream", "forget", "decay", "session_end", "model_extract", "open_rebuild")
 DAY = timedelta(days=1)
 
 
@@ -58,8 +66,25 @@ def _decay_row(tag: str, days: float, *, importance: float = 0.5, expired: bool 
     return row
 
 
-def _open(path: Path) -> SqliteMemory:
-    return SqliteMemory(path, FixedClock(T0), identity_dir=path.parent / "identity")
+class _EchoModel:
+    """A model that extracts exactly the turns' facts (and summarises an episode): the model path's writes, offline."""
+
+    name = "echo"
+
+    def query(self, request: ModelRequest) -> ModelReply:
+        text = "\n".join(m.content for m in request.messages)
+        if request.purpose == EXTRACT_PURPOSE:
+            facts = dict.fromkeys(re.findall(r"i prefer qz\w+ qz\w+ qz\w+ qz\w+ tooling", text))
+            data: dict[str, Any] = {"items": [{"type": "PREFERENCE", "content": f, "importance": 0.7,
+                                               "duration": "permanent"} for f in facts]}
+        else:
+            data = {"summary": "the user stated preferences", "goal": "", "outcome": "success", "entities": [],
+                    "tools_used": []}
+        return ModelReply(data, json.dumps(data), self.name)
+
+
+def _open(path: Path, *, model: _EchoModel | None = None, quirks: Quirks | None = None) -> SqliteMemory:
+    return SqliteMemory(path, FixedClock(T0), model, quirks, identity_dir=path.parent / "identity")
 
 
 def _rows(mem: SqliteMemory) -> list[dict[str, Any]]:
@@ -89,6 +114,12 @@ def _run_op(mem: SqliteMemory, op: str, arg: str) -> None:
         mem.add_turns(arg, [{"role": "user", "content": _fact(f"{arg}t{j}")} for j in range(3)]
                       + [{"role": "assistant", "content": "noted, I will keep that in mind"}])
         mem.extract(arg, strategy="heuristic")
+    elif op == "model_extract":
+        mem.add_turns(arg, [{"role": "user", "content": _fact(f"{arg}t{j}")} for j in range(3)]
+                      + [{"role": "assistant", "content": "noted, I will keep that in mind"}])
+        mem.extract(arg, strategy="model")
+    elif op == "open_rebuild":
+        pass  # the work is the open: the FTS index was built with the other tokenizer
     elif op == "session_end":
         mem.add_turns(arg, [{"role": "assistant", "content": "the build finished in 41 seconds"},
                             {"role": "user", "content": "ok"}])
@@ -108,7 +139,6 @@ def _child(path: Path, op: str, arg: str, kill_at: int | None, report: Path) -> 
     statement count and the time taken when it finishes, and the statement it died at (``kill_at``)."""
     fd = os.open(report, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     t0 = time.perf_counter()
-    mem = _open(path)
     count = 0
 
     def trace(statement: str) -> None:
@@ -119,7 +149,16 @@ def _child(path: Path, op: str, arg: str, kill_at: int | None, report: Path) -> 
             os.write(fd, f"died\t{op}\t{' '.join(words[: 2 if words[:1] == ['--'] else 1])}\n".encode())
             os.kill(os.getpid(), signal.SIGKILL)
 
-    mem.db.conn.set_trace_callback(trace)
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn: sqlite3.Connection = connect(*args, **kwargs)
+        conn.set_trace_callback(trace)
+        return conn
+
+    sqlite3.connect = traced  # type: ignore[assignment]  # this forked child only: the open's statements count too
+    quirks = Quirks.parse("fixed+q3_cjk_unsegmented") if op == "open_rebuild" else None  # the parent uses trigram
+    mem = _open(path, model=_EchoModel() if op == "model_extract" else None, quirks=quirks)
     _run_op(mem, op, arg)
     mem.db.conn.set_trace_callback(None)
     mem.close()
@@ -242,8 +281,13 @@ def test_sigkill_during_every_write_path_breaks_and_loses_nothing() -> None:
             else:
                 assert os.waitstatus_to_exitcode(status) == 0, f"kill {kill}: the {op} child failed"
                 finished += 1
+                if op == "model_extract":  # the model path itself stored them (not the healing dream below)
+                    check = _open(path)
+                    stored = {str(r["content"]).lower() for r in _rows(check)}
+                    check.close()
+                    assert {_fact(f"{arg}t{j}") for j in range(3)} <= stored, f"kill {kill}: the model's items"
                 stmts[op], secs[op] = max(stmts[op], int(last[2])), max(secs[op], float(last[3]))
-            if op == "extract":
+            if op in ("extract", "model_extract"):
                 live += [f"s{kill}t{j}" for j in range(3)]
             elif op == "dream":
                 live += [f"d{kill}t{j}" for j in range(2)]
