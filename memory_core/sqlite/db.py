@@ -13,14 +13,15 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
 from memory_core.clock import Clock
 from memory_core.errors import MemoryCoreError
-from memory_core.sqlite.opening import fts_current, set_wal, statements
+from memory_core.sqlite.opening import ensure_fts, set_wal
 from memory_core.sqlite.quirks import Quirks
+from memory_core.sqlite.stamps import iso, parse_iso
 
 SCHEMA_VERSION: Final = 2
 BUSY_TIMEOUT_MS: Final = 5000
@@ -115,21 +116,6 @@ def _line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def iso(moment: datetime) -> str:
-    """Naive UTC ISO-8601 with a fixed ``timespec`` so SQL string comparisons stay ordered (spec §8.2, Q15)."""
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return moment.isoformat(timespec="microseconds")
-
-
-def parse_iso(text: str | None) -> datetime | None:
-    """The naive UTC datetime a stored timestamp denotes (aware input is converted, never compared raw)."""
-    if not text:
-        return None
-    moment = datetime.fromisoformat(text)
-    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
-
-
 _STAMPS: Final = ("created_at", "updated_at", "expires_at", "last_accessed_at")
 _NUMBERS: Final = ("importance_score", "access_count", "confidence", "decay_rate")
 
@@ -171,6 +157,7 @@ class Database:
         self.quirks = quirks
         self._lock = threading.RLock()
         self._keeping = threading.local()
+        self._depth = 0  # open atomic() blocks (under the lock)
         self._id_factory = id_factory or (lambda: uuid.uuid4().hex)
         self.tokenizer = "unicode61" if quirks.q3_cjk_unsegmented else "trigram"
         try:
@@ -185,23 +172,13 @@ class Database:
                 self.conn.execute("PRAGMA synchronous=NORMAL")
                 self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
                 self.conn.executescript(_SCHEMA)
-                self._ensure_fts()
+                ensure_fts(self.conn, self.tokenizer, _FTS_DROP + _FTS.replace("{tok}", self.tokenizer))
                 self.conn.execute("INSERT OR REPLACE INTO _schema_meta(key, value) VALUES ('version', ?)",
                                   (str(SCHEMA_VERSION),))
                 self.conn.commit()
         except SqliteMemoryError:
             self.conn.close()
             raise
-
-    def _ensure_fts(self) -> None:
-        if fts_current(self.conn, self.tokenizer):
-            return
-        self.conn.execute("BEGIN IMMEDIATE")  # fix: check and build in one transaction, not one per statement:
-        if not fts_current(self.conn, self.tokenizer):  # processes opening a new file together raced (malformed FTS)
-            for statement in statements(_FTS_DROP + _FTS.replace("{tok}", self.tokenizer)):
-                self.conn.execute(statement)
-            self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
-            self.conn.execute("INSERT OR REPLACE INTO _schema_meta(key, value) VALUES ('fts_tokenizer', ?)", (self.tokenizer,))
 
     @contextmanager
     def guard(self, action: str) -> Iterator[sqlite3.Connection]:
@@ -213,6 +190,29 @@ class Database:
                 with suppress(sqlite3.Error):
                     self.conn.rollback()
                 raise SqliteMemoryError(f"{self.path}: {action} failed: {_line(exc)}") from exc
+
+    def _commit(self, conn: sqlite3.Connection) -> None:
+        if not self._depth:  # inside atomic() the block's end commits
+            conn.commit()
+
+    @contextmanager
+    def atomic(self, action: str) -> Iterator[None]:
+        """fix: spec §7 Q23 — a check and the write it decides in one write transaction (``BEGIN IMMEDIATE``): another
+        process's check waits for the write, so two extractions of one subject+predicate cannot both insert."""
+        with self.guard(action) as conn:
+            if not self._depth:
+                conn.execute("BEGIN IMMEDIATE")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if not self._depth:
+                    conn.rollback()
+                raise
+            self._depth -= 1
+            if not self._depth:
+                conn.commit()
 
     def close(self) -> None:
         """Close the connection."""
@@ -264,7 +264,7 @@ class Database:
             sql = f"INSERT INTO memories({cols}) VALUES ({marks}) ON CONFLICT(id) DO UPDATE SET {sets}"
         with self.guard("save memory") as conn:
             conn.execute(sql, values)
-            conn.commit()
+            self._commit(conn)
         return str(row["id"])
 
     def update_memory(self, memory_id: str, changes: Mapping[str, Any]) -> bool:
@@ -274,14 +274,14 @@ class Database:
         sets = ", ".join(f"{k}=?" for k in data)
         with self.guard("update memory") as conn:
             cur = conn.execute(f"UPDATE memories SET {sets} WHERE id=?", [*(_encode(k, v) for k, v in data.items()), memory_id])
-            conn.commit()
+            self._commit(conn)
         return cur.rowcount > 0
 
     def set_expiry(self, memory_id: str, expires_at: str | None) -> None:
         """Set ``expires_at`` directly (only the Q8 fix uses it; ``update_memory`` cannot)."""
         with self.guard("set expiry") as conn:
             conn.execute("UPDATE memories SET expires_at=? WHERE id=?", (expires_at, memory_id))
-            conn.commit()
+            self._commit(conn)
 
     def get_memory(self, memory_id: str) -> dict[str, Any] | None:
         """One row by id (no access bump, spec §4.5)."""
@@ -295,7 +295,7 @@ class Database:
         sql = "DELETE FROM memories WHERE id=?" + ("" if keeper is None else " AND EXISTS (SELECT 1 FROM memories WHERE id=?)")
         with self.guard("delete memory") as conn:
             cur = conn.execute(sql, (memory_id,) if keeper is None else (memory_id, keeper))
-            conn.commit()
+            self._commit(conn)
         return cur.rowcount > 0
 
     @contextmanager
@@ -370,7 +370,7 @@ class Database:
         """Delete every row with ``expires_at < now`` (ISO string comparison)."""
         with self.guard("cleanup expired") as conn:
             cur = conn.execute("DELETE FROM memories WHERE expires_at IS NOT NULL AND expires_at < ?", (self.now(),))
-            conn.commit()
+            self._commit(conn)
         return cur.rowcount
 
     def fts_integrity(self) -> str | None:

@@ -11,8 +11,9 @@ from typing import Any, Final
 
 from memory_core.errors import ModelError
 from memory_core.model import Message, Model, ModelRequest
-from memory_core.sqlite.db import Database, iso
+from memory_core.sqlite.db import Database
 from memory_core.sqlite.fts import search_semantic
+from memory_core.sqlite.stamps import iso
 from memory_core.sqlite.templates import render
 
 EXTRACT_PURPOSE: Final = "sqlite-memory-extract"
@@ -190,6 +191,11 @@ def find_similar(db: Database, subject: str, predicate: str) -> dict[str, Any] |
 
 def save_item(db: Database, item: Item, *, daily: bool, episode_id: str | None = None) -> tuple[str, str]:
     """Store one item (real-time or daily variant); returns (memory id, ``merged`` | ``inserted``)."""
+    with db.atomic("save item"):  # fix: spec §7 Q23 — the similar-row check and the write it decides, together
+        return _save_item(db, item, daily=daily, episode_id=episode_id)
+
+
+def _save_item(db: Database, item: Item, *, daily: bool, episode_id: str | None) -> tuple[str, str]:
     if item.is_update:
         target = find_similar(db, item.subject, item.predicate)
         if target is not None:

@@ -8,10 +8,11 @@ from datetime import timedelta
 from typing import Any, Final
 
 from memory_core.model import Model
-from memory_core.sqlite.db import Database, iso, parse_iso
+from memory_core.sqlite.db import Database
 from memory_core.sqlite.episodes import generate_episode
 from memory_core.sqlite.extraction import TYPES, Item, save_item
 from memory_core.sqlite.retrieval import expired
+from memory_core.sqlite.stamps import iso, parse_iso
 from memory_core.sqlite.tables import age_days, complete, dequeue, mark_extracted, unextracted_turns
 
 DEDUPE_THRESHOLD: Final = 0.7

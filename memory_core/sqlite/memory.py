@@ -11,7 +11,7 @@ from typing import Any, Final
 from memory_core.clock import Clock, monotonic_ms
 from memory_core.events import DreamEvent, EventSink, ExtractEvent, ForgetEvent, NullSink, RecallEvent
 from memory_core.model import Model
-from memory_core.sqlite.db import BUSY_TIMEOUT_MS, Database, iso
+from memory_core.sqlite.db import BUSY_TIMEOUT_MS, Database
 from memory_core.sqlite.extraction import DURATIONS, TYPES, retention
 from memory_core.sqlite.fts import search_semantic
 from memory_core.sqlite.lifecycle import EnumCaseError, compute_decay, deduplicate, process_unextracted
@@ -26,6 +26,7 @@ from memory_core.sqlite.retrieval import (
     typed_search,
 )
 from memory_core.sqlite.session import ExtractResult, Sessions, Turn, run_extractor, storable
+from memory_core.sqlite.stamps import iso
 from memory_core.sqlite.tables import enqueue, list_episodes, queue_rows, search_turns
 
 STRATEGIES: Final = ("heuristic", "model", "bm25")

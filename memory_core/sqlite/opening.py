@@ -43,3 +43,15 @@ def statements(script: str) -> list[str]:
                 out.append(buf.strip())
             buf = ""
     return out
+
+
+def ensure_fts(conn: sqlite3.Connection, tokenizer: str, script: str) -> None:
+    """Build the FTS table with ``tokenizer`` (``script``: drop and create) unless it is current, then fill it."""
+    if fts_current(conn, tokenizer):
+        return
+    conn.execute("BEGIN IMMEDIATE")  # fix: check and build in one transaction, not one per statement:
+    if not fts_current(conn, tokenizer):  # processes opening a new file together raced (malformed FTS)
+        for statement in statements(script):
+            conn.execute(statement)
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+        conn.execute("INSERT OR REPLACE INTO _schema_meta(key, value) VALUES ('fts_tokenizer', ?)", (tokenizer,))

@@ -11,8 +11,9 @@ from typing import Any, Final
 
 from memory_core.errors import ModelError
 from memory_core.model import Message, Model, ModelRequest
-from memory_core.sqlite.db import Database, parse_iso
+from memory_core.sqlite.db import Database
 from memory_core.sqlite.fts import search_semantic
+from memory_core.sqlite.stamps import parse_iso
 from memory_core.sqlite.tables import age_days, search_episodes
 from memory_core.sqlite.templates import render
 

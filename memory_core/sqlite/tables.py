@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Final
 
-from memory_core.sqlite.db import LIKE_MAX_BYTES, Database, iso, like_escape, parse_iso
+from memory_core.sqlite.db import LIKE_MAX_BYTES, Database, like_escape
+from memory_core.sqlite.stamps import iso, parse_iso
 
 QUEUE_MAX_RETRIES: Final = 3
 STUCK_AFTER: Final = timedelta(minutes=30)

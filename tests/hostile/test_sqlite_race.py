@@ -16,16 +16,21 @@ dream leaves each fact stored exactly once.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import time
 import traceback
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memory_core.clock import FixedClock
+from memory_core.model import ModelReply, ModelRequest
 from memory_core.sqlite import SqliteMemory
+from memory_core.sqlite.extraction import EXTRACT_PURPOSE
 from memory_core.sqlite.lifecycle import deduplicate
 from tests.hostile.harness import race_children
 from tests.sqlite.conftest import T0, scratch
@@ -208,3 +213,72 @@ def test_eight_processes_extract_recall_and_dream_on_one_database(fresh: bool) -
     print(f"\nsqlite race ({'fresh' if fresh else 'existing'} db): {PROCESSES} processes x {ROUNDS} rounds "
           "(extract, recall, dream), "
           f"{len(_tags())} facts, 0 errors, 0 lost, {dups} duplicates before the final dream, 0 after; {elapsed:.1f} s")
+
+
+class _UpdateModel:
+    """Answers every extraction with one update of (user, editor<round>): each process its own content."""
+
+    name = "update"
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def query(self, request: ModelRequest) -> ModelReply:
+        text = "\n".join(m.content for m in request.messages)
+        found = re.search(r"round (\d+)", text)
+        data: dict[str, Any] = {"items": [{
+            "type": "PREFERENCE", "subject": "user", "predicate": f"editor{found.group(1) if found else 'x'}",
+            "content": f"the user now edits code in editor number {self.index}", "importance": 0.7,
+            "duration": "permanent", "is_update": True}]} if request.purpose == EXTRACT_PURPOSE else {
+            "summary": "-", "goal": "", "outcome": "success", "entities": [], "tools_used": []}
+        return ModelReply(data, json.dumps(data), self.name)
+
+
+def _updater(path: Path, log: Path, index: int) -> int:
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    mem = SqliteMemory(path, FixedClock(T0), _UpdateModel(index), identity_dir=path.parent / "identity")
+    for r in range(UPDATE_ROUNDS):
+        os.write(fd, f"{index}\tready{r}\n".encode())
+        while not log.with_name(f"go{r}").exists():  # every round starts together
+            time.sleep(0.0005)
+        try:
+            mem.add_turns(f"u{index}r{r}", [{"role": "user", "content": f"round {r}: I switched my code editor again"}])
+            mem.extract(f"u{index}r{r}", strategy="model")
+        except Exception as exc:  # logged for the parent's assertion
+            os.write(fd, f"{index}\terror\t{type(exc).__name__}: {' '.join(str(exc).split())[:300]}\n".encode())
+            return 1
+    mem.close()
+    return 0
+
+
+UPDATE_ROUNDS = int(os.environ.get("MEMHARNESS_SQLITE_UPDATE_ROUNDS", "6"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_eight_processes_updating_one_subject_predicate_store_one_row() -> None:
+    """Spec §7 Q23 (check-then-act, no transaction): eight processes extract, at the same moment, an update of the same
+    subject+predicate that no row has yet. Each must either insert the row or merge into the one another inserted —
+    never a second row for the pair (one process's update would then be invisible to find_similar's first match,
+    and the pair would hold two contradicting contents)."""
+    with scratch() as tmp:
+        path, log = tmp / "m.db", tmp / "log"
+        _open(path).close()
+
+        def go() -> None:  # release each round once every process is waiting at it
+            for r in range(UPDATE_ROUNDS):
+                deadline = time.monotonic() + 60
+                while log.read_text().count(f"\tready{r}\n") < PROCESSES:
+                    assert time.monotonic() < deadline, f"round {r}: processes did not arrive"
+                    time.sleep(0.001)
+                log.with_name(f"go{r}").touch()
+
+        codes = race_children(PROCESSES, lambda i: _updater(path, log, i), log, "\tready0\n", go)
+        assert codes == [0] * PROCESSES, [line for line in log.read_text().splitlines() if "\terror\t" in line]
+        mem = _open(path)
+        try:
+            pairs = Counter(str(r["predicate"]) for r in mem.db.load_all() if r["subject"] == "user")
+            assert mem.fts_integrity() is None
+        finally:
+            mem.close()
+        assert pairs == dict.fromkeys((f"editor{r}" for r in range(UPDATE_ROUNDS)), 1), pairs

@@ -9,7 +9,7 @@ import pytest
 from memory_core.clock import FixedClock
 from memory_core.model import ScriptedModel
 from memory_core.sqlite import SqliteMemory
-from memory_core.sqlite.db import iso
+from memory_core.sqlite.stamps import iso
 from memory_core.sqlite.tables import dequeue, enqueue, queue_rows
 from tests.sqlite.conftest import T0, Factory
 

@@ -10,9 +10,9 @@ import pytest
 from memory_core.clock import FixedClock
 from memory_core.model import ScriptedModel
 from memory_core.sqlite import Quirks
-from memory_core.sqlite.db import iso
 from memory_core.sqlite.extraction import parse_items
 from memory_core.sqlite.retrieval import episode_entities
+from memory_core.sqlite.stamps import iso
 from memory_core.sqlite.tables import queue_rows, save_episode
 from tests.sqlite.conftest import T0, Factory, row
 

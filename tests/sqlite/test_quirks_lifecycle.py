@@ -9,8 +9,8 @@ import pytest
 from memory_core.clock import FixedClock
 from memory_core.model import ScriptedModel
 from memory_core.sqlite import Quirks
-from memory_core.sqlite.db import iso
 from memory_core.sqlite.render import INJECT_MAX_CHARS, MEMORY_MD_TITLE
+from memory_core.sqlite.stamps import iso
 from memory_core.sqlite.tables import enqueue, queue_rows
 from tests.sqlite.conftest import T0, Factory, row
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from memory_core.model import ScriptedModel
-from memory_core.sqlite.db import iso
 from memory_core.sqlite.retrieval import Candidate, decompose_rules, enhanced_query, merge, rerank
+from memory_core.sqlite.stamps import iso
 from tests.sqlite.conftest import T0, Factory
 
 
