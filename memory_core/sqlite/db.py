@@ -356,15 +356,11 @@ class Database:
         """Rows whose content contains any keyword (``LIKE``); ``escape`` makes ``%``/``_`` literal (Q22 fix)."""
         if not keywords:
             return []
-        pattern = [f"%{like_escape(k) if escape else k}%" for k in keywords]
-        esc = " ESCAPE '\\'" if escape else ""
-        # fix: a pattern over SQLite's LIKE limit (50,000 bytes) raised "pattern too complex"; an escaped LIKE is a
-        # substring test folding ASCII case only, which is what instr over lower() does
-        long = [escape and len(p.encode("utf-8", "replace")) > LIKE_MAX_BYTES for p in pattern]
-        where = " OR ".join("instr(lower(content), lower(?)) > 0" if big else f"content LIKE ?{esc}" for big in long)
-        args = [k if big else p for k, p, big in zip(keywords, pattern, long, strict=True)]
+        tests = [like_test(k, escape=escape) or ("{} LIKE ?", f"%{k}%") for k in keywords]  # the seed's may raise
+        where = " OR ".join(test.format("content") for test, _ in tests)
         with self.guard("like search") as conn:
-            return [_row(r) for r in conn.execute(f"SELECT * FROM memories WHERE {where} LIMIT ?", [*args, limit])]
+            rows = conn.execute(f"SELECT * FROM memories WHERE {where} LIMIT ?", [*(a for _, a in tests), limit])
+            return [_row(r) for r in rows]
 
     def cleanup_expired(self) -> int:
         """Delete every row with ``expires_at < now`` (ISO string comparison)."""
@@ -394,3 +390,11 @@ class Database:
 def like_escape(text: str) -> str:
     """Escape ``\\``, ``%`` and ``_`` for ``LIKE ... ESCAPE '\\'``."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def like_test(keyword: str, *, escape: bool) -> tuple[str, str] | None:
+    """SQL testing whether column ``{}`` contains ``keyword``, and its argument (``escape``: the Q22 fix)."""
+    pattern = f"%{like_escape(keyword) if escape else keyword}%"
+    if len(pattern.encode("utf-8", "replace")) <= LIKE_MAX_BYTES:
+        return "{} LIKE ?" + (" ESCAPE '\\'" if escape else ""), pattern
+    return ("instr(lower({}), lower(?)) > 0", keyword) if escape else None  # fix: "pattern too complex"; same test

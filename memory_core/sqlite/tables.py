@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Final
 
-from memory_core.sqlite.db import LIKE_MAX_BYTES, Database, like_escape
+from memory_core.sqlite.db import Database, like_test
 from memory_core.sqlite.stamps import iso, parse_iso
 
 QUEUE_MAX_RETRIES: Final = 3
@@ -45,10 +45,8 @@ def save_episode(db: Database, episode: Mapping[str, Any]) -> str:
 
 def search_episodes(db: Database, entity: str, limit: int = 3) -> list[dict[str, Any]]:
     """Episodes whose entities JSON contains ``entity`` (``LIKE %e%``, escaped only with the Q22 fix), newest first."""
-    escape = not db.quirks.q22_like_unescaped
-    pattern = f"%{like_escape(entity) if escape else entity}%"
-    esc = " ESCAPE '\\'" if escape else ""
-    sql = f"SELECT * FROM episodes WHERE entities LIKE ?{esc} ORDER BY started_at DESC LIMIT ?"
+    test, pattern = like_test(entity, escape=not db.quirks.q22_like_unescaped) or ("{} LIKE ?", f"%{entity}%")
+    sql = f"SELECT * FROM episodes WHERE {test.format('entities')} ORDER BY started_at DESC LIMIT ?"
     with db.guard("search episodes") as conn:
         return [_episode(r) for r in conn.execute(sql, (pattern, limit)).fetchall()]
 
@@ -103,15 +101,11 @@ def mark_extracted(db: Database, session_id: str, indices: Sequence[int]) -> Non
 def search_turns(db: Database, keyword: str, *, days_back: int = 7, session_id: str | None = None,
                  max_results: int = 10) -> list[dict[str, Any]]:
     """Trace search (spec §4.6 source 1): ``LIKE`` over content and tool JSON within ``days_back``, newest first."""
-    escape = not db.quirks.q22_like_unescaped
-    pattern = f"%{like_escape(keyword) if escape else keyword}%"
-    esc = " ESCAPE '\\'" if escape else ""
+    found = like_test(keyword, escape=not db.quirks.q22_like_unescaped)
+    if found is None:
+        return []  # the seed's pattern over the LIKE limit: it swallows the error (spec §2), no rows
+    test, pattern = found
     cutoff = iso(db.clock.now() - timedelta(days=days_back))
-    test = f"{{}} LIKE ?{esc}"
-    if len(pattern.encode("utf-8", "replace")) > LIKE_MAX_BYTES:  # fix: "LIKE pattern too complex" escaped the API
-        if not escape:
-            return []  # the seed swallows the error (spec §2): no rows
-        test, pattern = "instr(lower({}), lower(?)) > 0", keyword  # the escaped LIKE's ASCII-case-folding substring test
     where = " OR ".join(test.format(col) for col in ("content", "tool_calls", "tool_results"))
     sql = (f"SELECT * FROM conversation_turns WHERE ({where}) "
            "AND timestamp >= ?" + (" AND session_id = ?" if session_id is not None else "") + " ORDER BY timestamp DESC LIMIT ?")

@@ -95,3 +95,23 @@ def test_a_memorys_words_with_operator_noise_still_find_it(own: list[str], other
         expected = mem.forget(plain, dry_run=True).candidates
         assert mid in expected
         assert mem.forget(quiet, dry_run=True).candidates == expected, quiet
+
+
+@given(st.integers(49_990, 50_010), st.sampled_from(["a", "é", "%", "_"]))
+@settings(max_examples=25, deadline=None)
+def test_every_like_search_takes_a_keyword_at_and_past_sqlites_like_limit(size: int, char: str) -> None:
+    """The three LIKE searches (memories' fallback, conversation traces, episode entities) take a keyword whose
+    pattern is just under, at or over SQLite's 50,000-byte LIKE limit: no "pattern too complex" escapes, and each
+    still finds the text that holds the keyword and nothing else (with the Q22 fix: % and _ are literal)."""
+    from memory_core.sqlite.tables import save_episode, search_episodes, search_turns
+
+    keyword = char * (size // len(char.encode()))
+    with _memory("fixed") as mem:
+        mem.seed([{"content": f"x {keyword} y"}, {"content": "unrelated text"}])
+        mem.add_turns("s1", [{"role": "user", "content": f"said {keyword} once"}])
+        save_episode(mem.db, {"session_id": "s1", "summary": "s", "started_at": "2026-04-01T08:00:00",
+                              "ended_at": "2026-04-01T08:00:00", "entities": [keyword]})
+        assert [r["content"] for r in mem.db.search_like([keyword], 10, escape=True)] == [f"x {keyword} y"]
+        assert [r["content"] for r in search_turns(mem.db, keyword)] == [f"said {keyword} once"[:500]]
+        assert len(search_episodes(mem.db, keyword)) == 1
+        assert search_episodes(mem.db, keyword + "z") == []

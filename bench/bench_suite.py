@@ -1,0 +1,242 @@
+"""Suite scaling: ``memharness run`` over generated suites of growing size, ``--jobs 2`` against ``--jobs 1``, and
+one LoCoMo-sized conversation against the same shape ten times shorter.
+
+    .venv/bin/python bench/bench_suite.py                      # 100 / 1,000 / 5,000 scenarios, 3 rounds
+    .venv/bin/python bench/bench_suite.py --sizes 100,1000 --rounds 5
+    .venv/bin/python bench/bench_suite.py --quick              # 20 / 60 scenarios, 1 round, 60 / 120 turns
+
+Suites are generated deterministically (into /dev/shm when writable) from three templates with varied ids, words
+and memories: recall over seeded memories graded against gold facts, an extraction session (heuristic), and a
+forced dream over duplicate entries. Every scenario says ``strategies: [heuristic]``: no model, no cassette. Each
+command is a fresh ``python -m harness run DIR --out OUT --no-gates --jobs N`` child; its wall time and peak RSS
+(``os.wait4``'s rusage: the largest of the child and the processes it reaped, e.g. its side or pool processes) are
+measured here. It prints per-scenario ms, the log-log slope of total time between consecutive sizes (1 = linear;
+target <= 1.05), peak RSS against the smallest size (flat: <= 1.2x), the paired median ``--jobs 1 / --jobs 2``
+speedup over interleaved rounds (target >= 1.7x on two free cores) and the conversation's slope per turn, each
+beside the load average (the cores are shared here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+TOOLS = ["postgres", "redis", "kafka", "nginx", "terraform", "grafana", "jenkins", "vault", "consul", "airflow",
+         "spark", "rabbitmq", "elastic", "prometheus", "ansible", "celery", "minio", "etcd", "traefik", "sentry"]
+TEAMS = ["billing", "search", "payments", "checkout", "growth", "platform", "identity", "mobile", "ledger", "risk"]
+HABITS = ["small pull requests", "squash merges", "tabs over spaces", "typed function signatures",
+          "short commit messages", "feature flags for risky changes", "trunk based development", "pair reviews"]
+CHAT = ["The weather was nice this morning so I walked to the office.", "Can you look at the failing build again?",
+        "Thanks, that fixed the import error.", "Let me know when the migration has finished running.",
+        "I had lunch with the design team and we talked about the new page.", "Please rename that helper to something clearer.",
+        "The meeting moved to Thursday afternoon.", "What does this stack trace mean?",
+        "Okay, that makes sense now.", "We should add a test for the empty list case."]
+
+
+def _recall(i: int, rng: random.Random) -> dict[str, Any]:
+    tools = rng.sample(TOOLS, 4)
+    team = rng.choice(TEAMS)
+    facts = {f"f{j}": {"type": "reference", "match": [f"{t} dashboard", f"d/{t}-{i}"]} for j, t in enumerate(tools)}
+    memories = [{"path": f"reference/{t}-{i}.md", "name": f"{t} dashboard", "type": "reference",
+                 "description": f"where the {team} {t} dashboard lives",
+                 "body": f"The {t} dashboard for {team} is grafana.internal/d/{t}-{i}.", "facts": [f"f{j}"],
+                 "age": f"{1 + rng.randrange(9)}d"} for j, t in enumerate(tools)]
+    memories.append({"path": f"user/{team}-{i}.md", "name": "habit", "type": "user", "description": "a habit",
+                     "body": f"I prefer {rng.choice(HABITS)} when working on {team}."})
+    return {"id": f"recall-{i:05d}", "description": f"generated recall {i}", "tags": ["bench", "recall"],
+            "strategies": ["heuristic"], "facts": facts, "memories": memories,
+            "steps": [{"recall": {"query": f"where is the {tools[0]} dashboard?", "expect": ["f0"], "measure": True}},
+                      {"recall": {"query": "what is the weather like on mars today?", "measure": True}}]}
+
+
+def _extract(i: int, rng: random.Random) -> dict[str, Any]:
+    habit, tool, team = rng.choice(HABITS), rng.choice(TOOLS), rng.choice(TEAMS)
+    turns = [{"user": rng.choice(CHAT)}, {"user": f"I prefer {habit} in the {team} repository number {i}"},
+             {"assistant": "Understood."}, {"user": f"always restart {tool} after editing config {i}"}]
+    return {"id": f"extract-{i:05d}", "description": f"generated extraction {i}", "tags": ["bench", "extract"],
+            "strategies": ["heuristic"],
+            "facts": {"habit": {"type": "user", "match": [habit, f"number {i}"]}},
+            "steps": [{"session": f"s{i}", "turns": turns}, {"check": {"facts_present": ["habit"]}},
+                      {"recall": {"query": f"how do I like {habit}?", "expect": ["habit"], "measure": True}}]}
+
+
+def _dream(i: int, rng: random.Random) -> dict[str, Any]:
+    habit, other = rng.sample(HABITS, 2)
+    memories = [{"path": f"user/{k}-{i}.md", "name": f"habit {k}", "description": habit, "type": "user",
+                 "body": f"Prefers {habit}\n\nWhy: reason {k} of {i}", "age": f"{1 + 2 * k}d"} for k in range(3)]
+    memories.append({"path": f"user/other-{i}.md", "name": "other", "description": other, "type": "user",
+                     "body": f"Prefers {other} for scenario {i}", "age": "2d"})
+    return {"id": f"dream-{i:05d}", "description": f"generated dream {i}", "tags": ["bench", "dream"],
+            "strategies": ["heuristic"], "facts": {"habit": {"type": "user", "match": [habit]}},
+            "memories": memories, "steps": [{"dream": {"force": True}}, {"check": {"facts_present": ["habit"]}}]}
+
+
+def write_suite(root: Path, n: int) -> Path:
+    """``n`` scenarios, round-robin over the three templates, seeded by ``n`` so a size is the same every run."""
+    rng = random.Random(n)
+    for i in range(n):
+        kind, make = [("recall", _recall), ("extract", _extract), ("dream", _dream)][i % 3]
+        path = root / kind / f"{kind}-{i:05d}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(make(i, rng), sort_keys=False, width=200), encoding="utf-8")
+    return root
+
+
+def write_conversation(root: Path, turns: int, per_session: int = 20) -> Path:
+    """One scenario: ``turns`` turns in sessions of ``per_session``, extraction on, a recall probe every tenth
+    session; about one user turn in five states a durable fact."""
+    rng = random.Random(turns)
+    root.mkdir(parents=True, exist_ok=True)
+    steps: list[dict[str, Any]] = []
+    for s in range(turns // per_session):
+        session: list[dict[str, str]] = []
+        for t in range(per_session):
+            if t % 2:
+                session.append({"assistant": rng.choice(["Sure.", "Done.", "Got it, thanks.", "I updated the file."])})
+            elif t % 10 == 4:
+                session.append({"user": f"I prefer {rng.choice(HABITS)} for the {rng.choice(TOOLS)} service {s}"})
+            else:
+                session.append({"user": rng.choice(CHAT)})
+        steps += [{"session": f"day-{s}", "turns": session}, {"advance": "1d"}]
+        if s % 10 == 9:
+            steps.append({"recall": {"query": f"how should I work on the {rng.choice(TOOLS)} service?", "measure": True}})
+    doc = {"id": f"conversation-{turns}", "description": f"{turns} turns", "strategies": ["heuristic"], "steps": steps}
+    (root / "conversation.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, width=200), encoding="utf-8")
+    return root
+
+
+def measure(suite: Path, out: Path, jobs: int) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (KiB) and the summed replay seconds the run reports per scenario run
+    (``results.jsonl`` ``duration_ms``: no start-up, loading or report) of one ``memharness run`` child."""
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [sys.executable, "-m", "harness", "run", str(suite), "--out", str(out), "--no-gates", "--jobs", str(jobs)]
+    with open(out.with_suffix(".log"), "wb") as log:
+        t0 = time.perf_counter()
+        child = subprocess.Popen(cmd, cwd=REPO, env=ENV, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - t0
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        tail = out.with_suffix(".log").read_text(encoding="utf-8", errors="replace")[-3000:]
+        raise SystemExit(f"{' '.join(cmd)} exited {child.returncode}:\n{tail}")
+    replay = sum(json.loads(line)["duration_ms"] for line in (out / "results.jsonl").open(encoding="utf-8")) / 1000
+    return seconds, usage.ru_maxrss, replay
+
+
+def validate(suite: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "harness", "validate", "--strict", str(suite)], cwd=REPO, env=ENV,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"generated suite {suite} is invalid:\n{done.stdout}{done.stderr}")
+
+
+def slope(n0: float, t0: float, n1: float, t1: float) -> float:
+    return math.log(t1 / t0) / math.log(n1 / n0)
+
+
+def load() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,5000", help="comma-separated suite sizes (scenarios)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved --jobs 1 / --jobs 2 rounds")
+    parser.add_argument("--turns", default="60,600", help="short,long conversation turns (multiples of 20)")
+    parser.add_argument("--jobs-size", type=int, default=None, help="suite size for the jobs rounds (default: middle)")
+    parser.add_argument("--quick", action="store_true", help="sizes 20,60; 1 round; 60 / 120 turns")
+    parser.add_argument("--keep", action="store_true", help="keep the generated suites and run dirs")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.rounds, args.turns = "20,60", 1, "60,120"
+    sizes = sorted(int(x) for x in args.sizes.split(","))
+    short, long = (int(x) for x in args.turns.split(","))
+    jobs_size = args.jobs_size or sizes[len(sizes) // 2]
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else None
+    work = Path(tempfile.mkdtemp(prefix="bench-suite-", dir=base))
+    print(f"work dir {work}; cores {os.cpu_count()}; load average at start {load()}")
+    try:
+        for n in sorted({*sizes, jobs_size}):
+            write_suite(work / f"suite-{n}", n)
+        validate(work / f"suite-{sizes[0]}")
+        for turns in (short, long):
+            write_conversation(work / f"conv-{turns}", turns)
+            validate(work / f"conv-{turns}")
+        print(f"generated suites valid (validate --strict); sizes {sizes}, conversation {short} / {long} turns")
+
+        write_suite(work / "suite-1", 1)
+        floor = statistics.median(measure(work / "suite-1", work / "out-1", 1)[0] for _ in range(3))
+        print(f"  floor (a 1-scenario suite, median of 3): {floor:.2f} s  load {load()}", flush=True)
+        rows: list[tuple[int, float, int, str, float]] = []
+        for n in sizes:
+            seconds, rss, replay = measure(work / f"suite-{n}", work / f"out-{n}", 1)
+            rows.append((n, seconds, rss, load(), replay))
+            print(f"  {n:>6,} scenarios --jobs 1: {seconds:8.2f} s  {1000 * seconds / n:7.2f} ms/scenario  "
+                  f"replay {replay:.2f} s  peak RSS {rss / 1024:7.1f} MiB  load {rows[-1][3]}", flush=True)
+
+        speedups: list[float] = []
+        pair: dict[int, list[float]] = {1: [], 2: []}
+        rng = random.Random(0)
+        for r in range(args.rounds):
+            order = [1, 2]
+            rng.shuffle(order)
+            got = {j: measure(work / f"suite-{jobs_size}", work / f"jobs-{j}", j)[0] for j in order}
+            for j, value in got.items():
+                pair[j].append(value)
+            speedups.append(got[1] / got[2])
+            print(f"  round {r + 1}: --jobs 1 {got[1]:.2f} s, --jobs 2 {got[2]:.2f} s, {speedups[-1]:.2f}x  "
+                  f"load {load()}", flush=True)
+
+        conv: dict[int, tuple[float, float, str]] = {}
+        for turns in (short, long):
+            seconds, _, replay = measure(work / f"conv-{turns}", work / f"conv-out-{turns}", 1)
+            conv[turns] = (seconds, replay, load())
+            print(f"  conversation {turns} turns: {seconds:.2f} s, replay {replay:.2f} s  load {conv[turns][2]}", flush=True)
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print(f"\nsuite scaling, memharness run --jobs 1 (fresh process each; heuristic only; each scenario replays on both "
+          f"shipped systems, reference and sqlite); load average now {load()}")
+    print(f"net = total - floor ({floor:.2f} s: start-up, loading, report of a 1-scenario run); slope of net time")
+    print(f"{'scenarios':>9} {'total s':>9} {'ms/scen':>8} {'net ms/sc':>9} {'slope':>6} {'replay ms/sc':>12} {'slope':>6}"
+          f" {'peak MiB':>9} {'/ first':>8}  load 1/5/15")
+    for k, (n, seconds, rss, ld, replay) in enumerate(rows):
+        s = f"{slope(rows[k - 1][0], rows[k - 1][1] - floor, n, seconds - floor):6.2f}" if k else f"{'':>6}"
+        r = f"{slope(rows[k - 1][0], rows[k - 1][4], n, replay):6.2f}" if k else f"{'':>6}"
+        print(f"{n:>9,} {seconds:>9.2f} {1000 * seconds / n:>8.2f} {1000 * (seconds - floor) / n:>9.2f} {s} "
+              f"{1000 * replay / n:>12.2f} {r} {rss / 1024:>9.1f} {rss / rows[0][2]:>8.2f}  {ld}")
+    worst = max((slope(a[0], a[1] - floor, b[0], b[1] - floor) for a, b in itertools.pairwise(rows)), default=float("nan"))
+    flat = max(r[2] for r in rows) / rows[0][2]
+    print(f"time slope (worst step) {worst:.2f} (target <= 1.05); peak RSS largest / smallest {flat:.2f} "
+          f"(target flat, <= 1.2)")
+    print(f"--jobs 2 at {jobs_size:,} scenarios, {args.rounds} interleaved round(s): --jobs 1 median "
+          f"{statistics.median(pair[1]):.2f} s, --jobs 2 {statistics.median(pair[2]):.2f} s, paired median speedup "
+          f"{statistics.median(speedups):.2f}x (target >= 1.7 on 2 free cores; these are shared)")
+    (ts, rs, ls_), (tl, rl, ll) = conv[short], conv[long]
+    print(f"conversation: {short} turns {1000 * ts / short:.1f} ms/turn, net {1000 * (ts - floor) / short:.1f} "
+          f"(load {ls_}); {long} turns {1000 * tl / long:.1f} ms/turn, net {1000 * (tl - floor) / long:.1f} "
+          f"(load {ll}); slope of net time {slope(short, ts - floor, long, tl - floor):.2f}, of replay time "
+          f"{slope(short, rs, long, rl):.2f} ({1000 * rs / short:.1f} -> {1000 * rl / long:.1f} ms/turn) (target <= 1.05)")
+
+
+if __name__ == "__main__":
+    main()
