@@ -3,6 +3,7 @@ verdict/flags on small runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sqlite3
@@ -152,6 +153,14 @@ def test_report_flags_recall_zero_passes_and_explains_empty_selections() -> None
     assert "missed: nothing was selected" in html
     assert '<span class="nodata">no data</span>' in html  # e.g. llm metrics of a run without model calls
     assert verdict(summary, results).status == "pass"
+
+
+def test_report_shows_each_recall_probes_k() -> None:
+    probes = (dataclasses.replace(_probe(0, "heuristic", ("a.md",), ("f",), 1.0), k=3), _probe(1, "heuristic", (), (), 0.0))
+    results = [ScenarioResult("s", "heuristic", True, (), probes, "t", path="s.yaml")]
+    html = render_report(evaluate_run(results, ["heuristic"]), results, [])
+    assert html.count("(the selection cap and nDCG cutoff)") == 1
+    assert "k = 3 (the selection cap and nDCG cutoff)" in html
 
 
 def test_verdict_is_incomplete_when_a_scenario_errors_and_fail_when_one_fails() -> None:
