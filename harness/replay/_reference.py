@@ -154,14 +154,15 @@ class ReferenceSystem:
             if name.isascii():
                 raise ScenarioInputError(f"{where}: latin1_name needs a non-ASCII character in the path")
             raw = os.path.join(os.fsencode(self.root), name)
+            os.makedirs(os.path.dirname(raw), exist_ok=True)
             with open(raw, "wb") as handle:
                 handle.write(data)
             return Path(os.fsdecode(raw))
         to = memory.system["to"]
         dest = Path(os.path.normpath(self.root / str(to)))
-        if not isinstance(to, str) or not to or dest == self.workdir or self.workdir not in dest.parents:
+        if not isinstance(to, str) or not to or dest == target or self.workdir not in dest.parents:
             raise ScenarioInputError(f"{where}.to must be a path relative to the memory root that stays inside the "
-                                     f"scenario's scratch directory, got {to!r}")
+                                     f"scenario's scratch directory and is not the link itself, got {to!r}")
         if not dest.exists():
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
