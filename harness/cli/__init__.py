@@ -4,19 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.cli._parser import build_parser, command_of
+TOP_HELP_FILE = "top_help.txt"
+"""``memharness --help`` as the parser prints it (fixed width), beside this module; written by ``memharness docs``."""
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     """Entry point: returns the exit code (0 ok, 1 gate/regression failure, 2 usage or scenario error).
 
-    ``--help`` and ``--version`` are answered from the parser alone, before any command's module is imported."""
+    ``memharness --help`` is printed from ``TOP_HELP_FILE``; a command's ``--help`` and ``--version`` are answered
+    from the parser alone, before any command's module is imported."""
     import sys
 
     args = sys.argv[1:] if argv is None else list(argv)
+    if args in (["-h"], ["--help"]) and _print_top_help():
+        return 0
     if any(a in ("-h", "--help", "--version") for a in args) and "--" not in args:
         import contextlib
 
+        from harness.cli._parser import build_parser, command_of
         from harness.errors import HarnessError
 
         with contextlib.suppress(HarnessError):  # a usage error is reported by the command line below, as always
@@ -24,6 +29,20 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     from harness.cli._commands import main as run
 
     return run(argv, environ)
+
+
+def _print_top_help() -> bool:
+    """Print the stored top-level help (no parser, no argparse import); False when the file is missing."""
+    import os
+    import sys
+
+    try:
+        with open(os.path.join(os.path.dirname(__file__), TOP_HELP_FILE), encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return False
+    sys.stdout.write(text)
+    return True
 
 
 EXIT_GRACE_S = 5.0
@@ -69,4 +88,4 @@ def _open_fds() -> int:
         return 0
 
 
-__all__ = ["build_parser", "entry", "main"]
+__all__ = ["entry", "main"]

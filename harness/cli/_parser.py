@@ -78,6 +78,15 @@ def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
                       help="where sensitivity.json, sensitivity.md and coverage.md go (default: reports/sensitivity)")
 
 
+TOP_HELP_WIDTH = 100
+"""``memharness --help`` is formatted at this width whatever $COLUMNS says, so it can be served from
+``TOP_HELP_FILE`` without building the parser (``memharness docs`` writes the file; a test keeps it current)."""
+
+
+def _top_formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.HelpFormatter(prog, width=TOP_HELP_WIDTH)
+
+
 def command_of(argv: Sequence[str]) -> str | None:
     """The subcommand ``argv`` names (its first word that is not an option), or None."""
     return next((a for a in argv if not a.startswith("-")), None)
@@ -86,7 +95,8 @@ def command_of(argv: Sequence[str]) -> str | None:
 def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     """The whole parser (``command="*"``), or one whose other subcommands have their names and help only: building
     every subcommand's arguments is most of what ``memharness --help`` would cost (``command=None``: none)."""
-    p = _Parser(prog="memharness", description="Replay memory scenarios, measure recall/dedupe/index quality, gate CI.")
+    p = _Parser(prog="memharness", description="Replay memory scenarios, measure recall/dedupe/index quality, gate CI.",
+                formatter_class=_top_formatter)
     p.add_argument("--version", action="version", version=f"memharness {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     if command != "*":

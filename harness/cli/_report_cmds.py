@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from harness.cli._argtypes import bounded, path
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DEFAULT_HISTORY: Final = "reports/history.sqlite"
 DEFAULT_CLI_DOC: Final = "docs/cli.md"
@@ -26,7 +29,8 @@ def add_report_commands(sub: argparse._SubParsersAction[Any]) -> None:
     hist.add_argument("--json", action="store_true", help="print the runs as JSON instead of a table")
     sch = sub.add_parser("schema", help="print the JSON Schema of scenario files (for editors and CI validation)")
     sch.add_argument("-o", "--output", type=path, help="write it to this file instead of stdout")
-    docs = sub.add_parser("docs", help="write the CLI reference (docs/cli.md) generated from this parser")
+    docs = sub.add_parser("docs", help="write the CLI reference (docs/cli.md) and the stored "
+                                             "`memharness --help`, generated from this parser")
     docs.add_argument("-o", "--output", type=path, default=DEFAULT_CLI_DOC, help="default docs/cli.md")
     docs.add_argument("--check", action="store_true", help="exit 1 when the file is not up to date; write nothing")
 
@@ -131,21 +135,32 @@ def cli_markdown(parser: argparse.ArgumentParser) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def top_help_path() -> Path:
+    """Where ``memharness --help`` is stored (``harness/cli/top_help.txt``)."""
+    from pathlib import Path
+
+    from harness.cli import TOP_HELP_FILE
+
+    return Path(__file__).with_name(TOP_HELP_FILE)
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
+    """Write (or ``--check``) the CLI reference and the stored ``memharness --help``, both from the parser."""
     from harness.cli._parser import build_parser
 
-    text = cli_markdown(build_parser())
+    outputs = [(args.output, cli_markdown(build_parser())), (top_help_path(), build_parser().format_help())]
     if args.check:
-        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        if current != text:
-            print(f"{args.output}: out of date; run `memharness docs`")
-            return 1
-        print(f"{args.output}: up to date")
-        return 0
+        stale = [str(out) for out, text in outputs if (out.read_text(encoding="utf-8") if out.exists() else "") != text]
+        for out in stale:
+            print(f"{out}: out of date; run `memharness docs`")
+        if not stale:
+            print(f"{args.output}, {top_help_path()}: up to date")
+        return 1 if stale else 0
     from harness.reporting import atomic_write
 
-    atomic_write(args.output, text)
-    print(f"wrote {args.output}")
+    for out, text in outputs:
+        atomic_write(out, text)
+        print(f"wrote {out}")
     return 0
 
 

@@ -33,6 +33,26 @@ def validator() -> Any:
     return jsonschema.Draft202012Validator(schema)
 
 
+@pytest.mark.parametrize("columns", ["57", "200"])
+def test_stored_top_level_help_is_the_parsers_and_is_what_help_prints(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], columns: str) -> None:
+    """``memharness --help`` is printed from harness/cli/top_help.txt without building the parser: it must be what
+    the parser prints (at its fixed width, whatever the terminal), and ``-h`` must print the same."""
+    from harness.cli import main
+    from harness.cli._report_cmds import top_help_path
+
+    monkeypatch.setenv("COLUMNS", columns)
+    stored = top_help_path().read_text(encoding="utf-8")
+    assert stored == build_parser().format_help(), "run `memharness docs`"
+    for flag in ("--help", "-h"):
+        assert main([flag]) == 0
+        assert capsys.readouterr().out == stored
+    with pytest.raises(SystemExit) as exit_:  # the parser itself (what a stale file would differ from)
+        build_parser().parse_args(["--help"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == stored
+
+
 def test_committed_cli_reference_is_up_to_date(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "57")  # the output must not depend on the terminal
     assert (REPO / "docs" / "cli.md").read_text() == cli_markdown(build_parser()), "run `memharness docs`"
