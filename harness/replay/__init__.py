@@ -40,6 +40,7 @@ from harness.replay._protocol import (
     system_name,
     target_problem,
 )
+from harness.replay._proxy import PROXY_FILE, ModelProxy, ProxyCall, ProxyRecording, proxy_key
 from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
 from harness.replay._reference import ReferenceSystem, reference_factory
 from harness.replay._replay import replay
@@ -68,6 +69,7 @@ __all__ = [
     "DESIGNS",
     "DREAM_REASONS",
     "EXTRACT_REASONS",
+    "PROXY_FILE",
     "SPEC_LIMITS",
     "Capability",
     "Cassette",
@@ -80,10 +82,13 @@ __all__ = [
     "MemoryRecord",
     "MemorySystem",
     "Mode",
+    "ModelProxy",
     "ModelSpec",
     "Probe",
     "ProbeContext",
     "ProbeKind",
+    "ProxyCall",
+    "ProxyRecording",
     "RecallResult",
     "RecordEntry",
     "ReferenceSystem",
@@ -107,6 +112,7 @@ __all__ = [
     "plan_columns",
     "plan_primary",
     "prestart_side",
+    "proxy_key",
     "read_meta",
     "recall_metrics",
     "reference_factory",

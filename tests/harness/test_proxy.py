@@ -1,4 +1,4 @@
-"""The OpenAI-compatible record/replay proxy (harness/proxy.py): record through an upstream, replay with none, every
+"""The OpenAI-compatible record/replay proxy (harness/replay/_proxy.py): record through an upstream, replay with none, every
 defined refusal (unrecorded, streaming, unsupported endpoint, bad body), concurrency, a located error for a damaged
 recording, and a real OpenAI client that gets a fast, clear error instead of retries."""
 
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import HarnessError
-from harness.proxy import PROXY_FILE, ModelProxy, ProxyCall
+from harness.replay import PROXY_FILE, ModelProxy, ProxyCall
 
 
 class _Upstream(BaseHTTPRequestHandler):
