@@ -150,6 +150,8 @@ def validate(suite: Path) -> None:
 
 
 def slope(n0: float, t0: float, n1: float, t1: float) -> float:
+    if t0 <= 0 or t1 <= 0:
+        return float("nan")  # a net time under the floor: noise larger than the work (tiny sizes)
     return math.log(t1 / t0) / math.log(n1 / n0)
 
 
@@ -234,9 +236,9 @@ def main() -> None:
           f" {'peak MiB':>9} {'/ first':>8}  load 1/5/15")
     for k, (n, seconds, rss, ld, replay) in enumerate(rows):
         s = f"{slope(rows[k - 1][0], rows[k - 1][1] - floor, n, seconds - floor):6.2f}" if k else f"{'':>6}"
-        r = f"{slope(rows[k - 1][0], rows[k - 1][4], n, replay):6.2f}" if k else f"{'':>6}"
+        rslope = f"{slope(rows[k - 1][0], rows[k - 1][4], n, replay):6.2f}" if k else f"{'':>6}"
         print(f"{n:>9,} {seconds:>9.2f} {1000 * seconds / n:>8.2f} {1000 * (seconds - floor) / n:>9.2f} {s} "
-              f"{1000 * replay / n:>12.2f} {r} {rss / 1024:>9.1f} {rss / rows[0][2]:>8.2f}  {ld}")
+              f"{1000 * replay / n:>12.2f} {rslope} {rss / 1024:>9.1f} {rss / rows[0][2]:>8.2f}  {ld}")
     worst = max((slope(a[0], a[4], b[0], b[4]) for a, b in itertools.pairwise(rows)), default=float("nan"))
     flat = max(r[2] for r in rows) / rows[0][2]
     print(f"replay-time slope (worst step) {worst:.2f} (target <= 1.05); peak RSS largest / smallest {flat:.2f} "
