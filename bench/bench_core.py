@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memory_core.clock import FixedClock
-from memory_core.entries import Entry, render_entries
-from memory_core.rankers import BM25Ranker
-from memory_core.recall import select_heuristic
-from memory_core.scan import DocCache, scan
-from memory_core.store import FileStore
-from memory_core.topic import MEMORY_TYPES, render_topic
+from memory_core.files.entries import Entry, render_entries
+from memory_core.files.rankers import BM25Ranker
+from memory_core.files.recall import select_heuristic
+from memory_core.files.scan import DocCache, scan
+from memory_core.files.store import FileStore
+from memory_core.files.topic import MEMORY_TYPES, render_topic
 
 WORDS = ("deploy", "review", "terse", "grafana", "freeze", "python", "vim", "oncall", "budget", "release", "lint",
          "docker", "postgres", "pagerduty", "squash", "sign", "commit", "cache", "index", "memory")

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memory_core.clock import FixedClock
-from memory_core.entries import Entry, render_entries
-from memory_core.formats import to_ms
-from memory_core.store import FileStore, InMemoryStore, Store
-from memory_core.topic import MEMORY_TYPES, MemoryType, TopicDoc, render_topic
+from memory_core.files.entries import Entry, render_entries
+from memory_core.files.formats import to_ms
+from memory_core.files.store import FileStore, InMemoryStore, Store
+from memory_core.files.topic import MEMORY_TYPES, MemoryType, TopicDoc, render_topic
 
 NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
 WORDS = """

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.clock import FixedClock
-from memory_core.extract import apply_patches, plan_by_model
-from memory_core.history import ChatMessage, transcript
+from memory_core.files.extract import apply_patches, plan_by_model
+from memory_core.files.history import ChatMessage, transcript
 from memory_core.model import ScriptedModel
-from memory_core.store import FileStore, InMemoryStore, Store
+from memory_core.files.store import FileStore, InMemoryStore, Store
 
 NOW = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ each round, on the same query:
 * ``read floor``: the same and read every file;
 * ``naive upstream``: re-list, re-read and re-parse (YAML) every file per call, then score and build the prompt,
   as spec §3/§7 describe (``bench/naive_upstream.py``);
-* ``recall DocCache``: ``memory_core.recall`` with the parsed-doc cache alone (the old warm path);
+* ``recall DocCache``: ``memory_core.files.recall`` with the parsed-doc cache alone (the old warm path);
 * ``recall cold``: ``recall`` with a new ``RecallCache`` per call (nothing cached but the OS page cache);
 * ``recall warm``: ``recall`` with one ``RecallCache`` kept across calls.
 
@@ -39,14 +39,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_corpus import NOW, QUERIES, build_store, dedupe_docs, memory_store
 from naive_upstream import recall_naive
 
-from memory_core.dedupe import plan_dedupe
-from memory_core.extract import apply_patches
-from memory_core.index import rebuild_index
-from memory_core.patches import Patch
-from memory_core.recall import recall
-from memory_core.scan import DocCache
-from memory_core.snapshot import RecallCache
-from memory_core.store import FileStore
+from memory_core.files.dedupe import plan_dedupe
+from memory_core.files.extract import apply_patches
+from memory_core.files.index import rebuild_index
+from memory_core.files.patches import Patch
+from memory_core.files.recall import recall
+from memory_core.files.scan import DocCache
+from memory_core.files.snapshot import RecallCache
+from memory_core.files.store import FileStore
 
 Timings = dict[str, list[float]]
 

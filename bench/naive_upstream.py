@@ -1,7 +1,7 @@
 """A naive reimplementation of upstream's recall (spec §3, §7): every call re-lists, re-reads and re-parses every
 topic file with the YAML parser, then scores (§7.3) and builds the prompt block (§7.5). No cache of any kind.
 
-It is the baseline the recall benchmark compares against; it returns the same selection as ``memory_core.recall``.
+It is the baseline the recall benchmark compares against; it returns the same selection as ``memory_core.files.recall``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Final
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from memory_core.recall import build_recall_prompt, select_heuristic
-from memory_core.topic import MEMORY_TYPES, TopicDoc
+from memory_core.files.recall import build_recall_prompt, select_heuristic
+from memory_core.files.topic import MEMORY_TYPES, TopicDoc
 
 _FRONTMATTER: Final = re.compile(r"^---\n([\s\S]*?)\n---\n?([\s\S]*)\Z")
 _YAML: Final = YAMLHandler()

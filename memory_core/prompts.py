@@ -1,4 +1,9 @@
-"""Prompt templates are files (``prompts/*.j2``); each render reports the template's version hash."""
+"""Prompt templates are files (a system's ``prompts/*.j2``); each render reports the template's version hash.
+
+A system names its own template directory (``prompt_dir``); the default is the file system's,
+``memory_core/files/prompts``. The SQLite system keeps its templates in ``memory_core/sqlite/prompts`` and
+versions them as ``sqlite/<name>@…`` (``memory_core.sqlite.templates``), returning this module's ``RenderedPrompt``.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ from typing import Any, Final
 
 import jinja2
 
-PROMPT_DIR: Final = Path(__file__).parent / "prompts"
+PROMPT_DIR: Final = Path(__file__).parent / "files/prompts"
+"""The file system's templates (the default ``prompt_dir``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,27 +29,27 @@ class RenderedPrompt:
 
 
 @cache
-def _environment() -> jinja2.Environment:
+def _environment(prompt_dir: Path) -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(PROMPT_DIR),
+        loader=jinja2.FileSystemLoader(prompt_dir),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=False,
         autoescape=False,
     )
 
 
-def prompt_version(name: str) -> str:
-    """The version hash of template ``name`` as it is on disk now."""
-    source = (PROMPT_DIR / f"{name}.j2").read_bytes()
+def prompt_version(name: str, prompt_dir: Path = PROMPT_DIR) -> str:
+    """The version hash of template ``name`` (in ``prompt_dir``) as it is on disk now."""
+    source = (prompt_dir / f"{name}.j2").read_bytes()
     return f"{name}@{hashlib.sha256(source).hexdigest()[:12]}"
 
 
-def render_prompt(name: str, **context: Any) -> RenderedPrompt:
-    """Render ``prompts/<name>.j2`` with ``context``."""
-    text = _environment().get_template(f"{name}.j2").render(**context)
-    return RenderedPrompt(text.rstrip("\n"), prompt_version(name))
+def render_prompt(name: str, prompt_dir: Path = PROMPT_DIR, **context: Any) -> RenderedPrompt:
+    """Render ``<prompt_dir>/<name>.j2`` with ``context``."""
+    text = _environment(prompt_dir).get_template(f"{name}.j2").render(**context)
+    return RenderedPrompt(text.rstrip("\n"), prompt_version(name, prompt_dir))
 
 
-def all_prompt_versions() -> dict[str, str]:
-    """Every template's current version, by name (for reports and cassette status)."""
-    return {p.stem: prompt_version(p.stem) for p in sorted(PROMPT_DIR.glob("*.j2"))}
+def all_prompt_versions(prompt_dir: Path = PROMPT_DIR) -> dict[str, str]:
+    """Every template's current version in ``prompt_dir``, by name (for reports and cassette status)."""
+    return {p.stem: prompt_version(p.stem, prompt_dir) for p in sorted(prompt_dir.glob("*.j2"))}

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from memory_core.clock import FixedClock
-from memory_core.store import FSYNC_ENV, FileStore, InMemoryStore, Store
+from memory_core.files.store import FSYNC_ENV, FileStore, InMemoryStore, Store
 
 settings.register_profile("dev", max_examples=10, deadline=None)  # quick local runs; .ci/run uses "ci"
 settings.register_profile(

@@ -7,9 +7,9 @@ import os
 import time
 from collections.abc import Callable
 
-from memory_core.formats import to_ms
-from memory_core.store import Store
-from memory_core.topic import MemoryType, render_topic
+from memory_core.files.formats import to_ms
+from memory_core.files.store import Store
+from memory_core.files.topic import MemoryType, render_topic
 
 
 def put_doc(

@@ -175,7 +175,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         if needs_cassette_model(selected, requested):
             model.resolved_model()  # fail fast, before replaying anything
     if any("embedding" in STRATEGIES[s].needs for s in strategies if s in STRATEGIES):
-        from memory_core.embedding import EmbeddingUnavailable, model_dir
+        from memory_core.files.embedding import EmbeddingUnavailable, model_dir
 
         try:
             model_dir()  # fail fast, with the install hint, before replaying anything

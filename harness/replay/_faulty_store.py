@@ -7,7 +7,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory_core.store import FileStore
+from memory_core.files.store import FileStore
 
 
 @dataclass

@@ -30,23 +30,23 @@ from harness.replay._protocol import (
 from harness.scenario import RANKED_STRATEGIES, SeedMemory, Turn, raw_text
 from harness.scenario._registry import RANKER_PLUGINS
 from memory_core.clock import FixedClock
-from memory_core.dream import DreamScheduler
-from memory_core.entries import parse_entries
 from memory_core.events import EventSink
-from memory_core.extract import ExtractOutcome, ExtractRequest, ExtractScheduler
-from memory_core.forget import forget
-from memory_core.formats import to_ms
-from memory_core.history import ChatMessage, ToolCall
-from memory_core.index import rebuild_index, truncate_index_for_prompt
+from memory_core.files.dream import DreamScheduler
+from memory_core.files.entries import parse_entries
+from memory_core.files.extract import ExtractOutcome, ExtractRequest, ExtractScheduler
+from memory_core.files.forget import forget
+from memory_core.files.formats import to_ms
+from memory_core.files.history import ChatMessage, ToolCall
+from memory_core.files.index import rebuild_index, truncate_index_for_prompt
+from memory_core.files.rankers import DenseCache, Ranker, make_ranker
+from memory_core.files.ranking import Ranked, top
+from memory_core.files.recall import recall
+from memory_core.files.scan import DocCache, scan
+from memory_core.files.sessions import ChatDirSessions
+from memory_core.files.snapshot import RecallCache
+from memory_core.files.store import CURSOR_KEY, INDEX_KEY, LOCK_KEY, META_KEY, FileStore, check_key
+from memory_core.files.topic import TopicDoc, render_topic
 from memory_core.model import Model
-from memory_core.rankers import DenseCache, Ranker, make_ranker
-from memory_core.ranking import Ranked, top
-from memory_core.recall import recall
-from memory_core.scan import DocCache, scan
-from memory_core.sessions import ChatDirSessions
-from memory_core.snapshot import RecallCache
-from memory_core.store import CURSOR_KEY, INDEX_KEY, LOCK_KEY, META_KEY, FileStore, check_key
-from memory_core.topic import TopicDoc, render_topic
 
 DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
 def session_uuid(session: str) -> str:

@@ -23,7 +23,7 @@ from harness.reporting._text import junit_xml, summary_markdown
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
 from harness.telemetry import finite_json, otlp_jsonl
-from memory_core.lock import pid_alive
+from memory_core.files.lock import pid_alive
 
 
 def _umask() -> int:

@@ -13,8 +13,8 @@ from typing import Any, Final
 from harness.errors import HarnessError
 from harness.evaluation import compare, p_text
 from harness.tools._locomo import CATEGORIES, Conversation, dia_of, load_locomo, observation_docs, turn_docs
-from memory_core.rankers import Ranker, make_rankers
-from memory_core.topic import TopicDoc
+from memory_core.files.rankers import Ranker, make_rankers
+from memory_core.files.topic import TopicDoc
 
 CALIBRATION: Final = {
     "bm25 (dataset README, turns, categories 1-4)": {"R@5": 50.0, "R@10": 56.5, "MRR": 42.2},

@@ -68,7 +68,7 @@ class Outside:
     replays (an optional strategy needing torch, the memory root's location, which the harness supplies)."""
 
     module: str
-    """A glob over module paths relative to the target (``paths.py``, ``sqlite/*``)."""
+    """A glob over module paths relative to the target (``files/paths.py``, ``sqlite/*``)."""
     reason: str
     within: tuple[str, ...] = ()
     """Only these top-level functions or classes of the module (empty: the whole module)."""

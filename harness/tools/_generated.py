@@ -71,9 +71,17 @@ def _equivalent(tree: Any, ast_nodes: Any) -> set[int]:
     return {id(n) for root in roots for n in ast_nodes(root)}
 
 
+def population_order(rel: str) -> tuple[str, str]:
+    """The order sites are enumerated in, module by module: by path with a leading ``files/`` dropped — the order
+    the file system's modules had when they were ``memory_core``'s root — so a seeded sample (CI's ``--seed 4711``
+    subset, the triaged samples of docs/sensitivity.md) draws the same sites after the file system moved to
+    ``memory_core/files``. The seeded draw depends on this order only, never on the paths themselves."""
+    return rel.removeprefix("files/"), rel
+
+
 def _sites(target: Target, operators: dict[str, Any], get_ast: Any, ast_nodes: Any,
            modules: Sequence[str] = (), outside: Sequence[Outside] = ()) -> Iterator[Site]:
-    for rel in target.modules():
+    for rel in sorted(target.modules(), key=population_order):
         if modules and not any(fnmatch.fnmatchcase(rel, pattern) for pattern in modules):
             continue
         rules = [o for o in outside if fnmatch.fnmatchcase(rel, o.module)]

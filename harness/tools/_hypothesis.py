@@ -28,8 +28,8 @@ from harness.scenario import (
     Step,
     Turn,
 )
-from memory_core.entries import Entry, render_entries
-from memory_core.topic import MEMORY_TYPES, render_topic
+from memory_core.files.entries import Entry, render_entries
+from memory_core.files.topic import MEMORY_TYPES, render_topic
 
 # Statement templates state each type the way the heuristic extractor (spec §5.5) keeps and classifies it. Note:
 # project wording with only "service"/"repo"/"stack" is classified as project but never kept (the keep list lacks

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from harness.errors import HarnessError
 from harness.scenario._yaml import read_regular
-from memory_core.topic import TopicDoc
+from memory_core.files.topic import TopicDoc
 
 CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _SPLIT: Final = re.compile(r"[;,\s]+")

@@ -36,7 +36,7 @@ class Mutant:
     name: str
     kind: MutantKind
     file: str
-    """Module path relative to the target package directory (forward slashes), e.g. ``recall.py``."""
+    """Module path relative to the target package directory (forward slashes), e.g. ``files/recall.py``."""
     line: int
     """1-based line of the first changed line in the original module."""
     before: str

@@ -47,7 +47,7 @@ def test_an_unchanged_candidate_passes_with_no_detectable_change(base: Path, gat
 def test_a_significant_recall_drop_fails_naming_metric_ci_and_flips(base: Path, gates: str, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    recall_mod = importlib.import_module("memory_core.recall")
+    recall_mod = importlib.import_module("memory_core.files.recall")
     original = recall_mod.select_heuristic
     # a regression in the core: recall keeps only its best memory (the limit silently becomes 1)
     monkeypatch.setattr(recall_mod, "select_heuristic", lambda q, docs, limit=5: original(q, docs, limit=1))

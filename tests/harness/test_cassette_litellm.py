@@ -13,10 +13,10 @@ import pytest
 from harness.errors import CassetteMiss
 from harness.replay import Cassette, CassetteModel, ProbeContext, request_key
 from memory_core.errors import ModelError
+from memory_core.files.recall import RECALL_SCHEMA, recall_request, select_by_model
+from memory_core.files.topic import TopicDoc
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Message, ModelRequest, ScriptedModel, parse_json_lenient
-from memory_core.recall import RECALL_SCHEMA, recall_request, select_by_model
-from memory_core.topic import TopicDoc
 from tests.harness.conftest import SCENARIOS
 
 DOCS = [TopicDoc("feedback", "feedback/terse.md", "Terse", "terse answers", "x", 1.7e12),

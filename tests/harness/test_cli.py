@@ -115,7 +115,7 @@ def test_compare_shows_changed_probes_and_paired_ci(tmp_path: Path, monkeypatch:
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     paths = [str(SCENARIOS / "recall")]
     assert main(["run", *paths, "--out", str(tmp_path / "base"), "--no-gates"], environ={}) == 0
-    recall_mod = importlib.import_module("memory_core.recall")  # the package re-exports the function
+    recall_mod = importlib.import_module("memory_core.files.recall")  # the package re-exports the function
 
     # a "prompt change" for the heuristic strategy: its type keywords (spec §7.3) lose 'dashboard' and 'rule'
     patched = {k: frozenset(v - {"dashboard", "rule", "terse", "release"}) for k, v in recall_mod.TYPE_KEYWORDS.items()}

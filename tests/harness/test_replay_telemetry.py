@@ -171,7 +171,7 @@ def test_a_wrong_trailing_expectation_fails_with_what_ran(tmp_path: Path, otel: 
 
 def test_a_vanished_file_is_listed_but_gone(tmp_path: Path) -> None:
     from harness.replay._faulty_store import FaultyStore
-    from memory_core.store import FileStore
+    from memory_core.files.store import FileStore
 
     store = FaultyStore(FileStore(tmp_path))
     store.write("user/a.md", "x")

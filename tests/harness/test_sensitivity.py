@@ -62,13 +62,14 @@ def test_the_rules_the_issue_names_are_covered_on_both_sides_of_each_boundary() 
 
 
 @pytest.mark.parametrize(("entry", "message"), [
-    ('find = "processed_offset=next_offset, now=now)"', "find: occurs 3 times in memory_core/extract.py (expected exactly 1)"),
+    ('find = "processed_offset=next_offset, now=now)"',
+     "find: occurs 3 times in memory_core/files/extract.py (expected exactly 1)"),
     ('find = "no such code"', "find: occurs 0 times"),
-    ('pattern = "MAX_INDEX_\\\\w+: Final"', "pattern: matches 3 times in memory_core/index.py"),
+    ('pattern = "MAX_INDEX_\\\\w+: Final"', "pattern: matches 3 times in memory_core/files/index.py"),
 ])
 def test_a_snippet_that_is_not_unique_is_an_error_naming_the_catalogue_line(tmp_path: Path, entry: str,
                                                                               message: str) -> None:
-    file = "extract.py" if "offset" in entry else "index.py"
+    file = "files/extract.py" if "offset" in entry else "files/index.py"
     cat = _catalogue(tmp_path, f'# header\n\n[[mutant]]\nname = "bad"\nfile = "{file}"\n{entry}\n'
                                'replace = "x"\nrule = "§0"\n')
     with pytest.raises(HarnessError) as err:
@@ -77,13 +78,15 @@ def test_a_snippet_that_is_not_unique_is_an_error_naming_the_catalogue_line(tmp_
 
 
 @pytest.mark.parametrize(("body", "message"), [
-    ('name = "a"\nfile = "recall.py"\nfind = "DEFAULT_RECALL_LIMIT: Final = 5"\nreplace = "DEFAULT_RECALL_LIMIT: Final = 5"\n'
+    ('name = "a"\nfile = "files/recall.py"\nfind = "DEFAULT_RECALL_LIMIT: Final = 5"\n'
+     'replace = "DEFAULT_RECALL_LIMIT: Final = 5"\n'
      'rule = "r"', "replace: the mutant is identical"),
-    ('name = "a"\nfile = "recall.py"\nfind = "DEFAULT_RECALL_LIMIT: Final = 5"\nreplace = "DEFAULT_RECALL_LIMIT: = 5"\n'
+    ('name = "a"\nfile = "files/recall.py"\nfind = "DEFAULT_RECALL_LIMIT: Final = 5"\n'
+     'replace = "DEFAULT_RECALL_LIMIT: = 5"\n'
      'rule = "r"', "does not compile"),
     ('name = "a"\nfile = "nope.py"\nfind = "x"\nreplace = "y"\nrule = "r"', "file: nope.py is not a module of memory_core"),
-    ('name = "a"\nfile = "recall.py"\nfind = "x"\nreplace = "y"\nrule = "r"\ncolour = "red"', "colour: unknown key"),
-    ('name = "a"\nfile = "recall.py"\nreplace = "y"\nrule = "r"', "find/pattern: expected exactly one"),
+    ('name = "a"\nfile = "files/recall.py"\nfind = "x"\nreplace = "y"\nrule = "r"\ncolour = "red"', "colour: unknown key"),
+    ('name = "a"\nfile = "files/recall.py"\nreplace = "y"\nrule = "r"', "find/pattern: expected exactly one"),
 ])
 def test_malformed_entries_are_errors(tmp_path: Path, body: str, message: str) -> None:
     with pytest.raises(HarnessError, match=r"mutants\.toml:4: mutant 'a': ") as err:
@@ -92,7 +95,7 @@ def test_malformed_entries_are_errors(tmp_path: Path, body: str, message: str) -
 
 
 def test_duplicate_names_are_an_error(tmp_path: Path) -> None:
-    entry = ('[[mutant]]\nname = "{}"\nfile = "recall.py"\nfind = "RECALL_BODY_CHARS: Final = 1200"\n'
+    entry = ('[[mutant]]\nname = "{}"\nfile = "files/recall.py"\nfind = "RECALL_BODY_CHARS: Final = 1200"\n'
              'replace = "RECALL_BODY_CHARS: Final = 1"\nrule = "r"\n')
     cat = _catalogue(tmp_path, entry.format("one") + entry.format("two") + entry.format("one"))
     with pytest.raises(HarnessError, match=r"mutant 'one': name: duplicate of the mutant on line 2"):
@@ -111,14 +114,14 @@ def test_describe_change_names_the_first_changed_line() -> None:
 KILL_AND_NOOP = """
 [[mutant]]
 name = "no-body-bonus"
-file = "recall.py"
+file = "files/recall.py"
 find = "return score + (1 if body else 0)"
 replace = "return score"
 rule = "§7.3 +1 once for a non-empty body"
 
 [[mutant]]
 name = "comment-only"
-file = "recall.py"
+file = "files/recall.py"
 find = "DEFAULT_RECALL_LIMIT: Final = 5"
 replace = "DEFAULT_RECALL_LIMIT: Final = 5  # a comment changes nothing"
 rule = "none (an equivalent mutant)"
@@ -155,13 +158,13 @@ def test_a_no_op_mutant_survives_and_is_listed_with_its_source_line(e2e: dict[st
     noop = e2e["report"]["results"][1]
     assert noop["status"] == "survived"
     assert noop["killed_by"] == []
-    source = (Path(__file__).resolve().parents[2] / "memory_core" / "recall.py").read_text().splitlines()
+    source = (Path(__file__).resolve().parents[2] / "memory_core" / "files" / "recall.py").read_text().splitlines()
     line = source.index("DEFAULT_RECALL_LIMIT: Final = 5") + 1  # where the constant is today
-    assert (noop["file"], noop["line"]) == ("recall.py", line)
+    assert (noop["file"], noop["line"]) == ("files/recall.py", line)
     assert noop["before"] == "DEFAULT_RECALL_LIMIT: Final = 5"
-    assert f"memory_core/recall.py:{line} comment-only" in e2e["out"]
+    assert f"memory_core/files/recall.py:{line} comment-only" in e2e["out"]
     assert "      - DEFAULT_RECALL_LIMIT: Final = 5" in e2e["out"]
-    assert f"| comment-only | `memory_core/recall.py:{line}` |" in e2e["md"]
+    assert f"| comment-only | `memory_core/files/recall.py:{line}` |" in e2e["md"]
 
 
 @pytest.mark.slow
@@ -176,7 +179,7 @@ def test_the_run_reports_the_kill_rate_and_exits_1_below_the_floor(e2e: dict[str
 
 
 def _report(killed: int, survived: int, floor: float) -> SensitivityReport:
-    mutant = Mutant("m", "spec", "recall.py", 1, "a", "b", "r", "")
+    mutant = Mutant("m", "spec", "files/recall.py", 1, "a", "b", "r", "")
     results = [MutantResult(mutant, "killed", ("s [heuristic]",))] * killed + [MutantResult(mutant, "survived")] * survived
     return SensitivityReport("memory_core", ("scenarios",), "heuristic", tuple(results), 1.0, 60.0, floor, 2.0)
 
@@ -189,7 +192,7 @@ def test_the_kill_rate_floor_decides_the_exit_code(killed: int, survived: int, f
 
 
 def test_a_timeout_counts_as_killed() -> None:
-    mutant = Mutant("m", "spec", "recall.py", 1, "a", "b", "r", "")
+    mutant = Mutant("m", "spec", "files/recall.py", 1, "a", "b", "r", "")
     report = SensitivityReport("memory_core", (), "heuristic", (MutantResult(mutant, "timeout", ("timeout",)),),
                                1.0, 1.0, 1.0, 1.0)
     assert report.kill_rate == 1.0
@@ -197,7 +200,7 @@ def test_a_timeout_counts_as_killed() -> None:
 
 @pytest.mark.slow
 def test_a_hanging_mutant_is_stopped_at_the_timeout(tmp_path: Path) -> None:
-    cat = _catalogue(tmp_path, '[[mutant]]\nname = "hang"\nfile = "recall.py"\nfind = "DEFAULT_RECALL_LIMIT: Final = 5"\n'
+    cat = _catalogue(tmp_path, '[[mutant]]\nname = "hang"\nfile = "files/recall.py"\nfind = "DEFAULT_RECALL_LIMIT: Final = 5"\n'
                                'replace = "DEFAULT_RECALL_LIMIT: Final = __import__(\'time\').sleep(600) or 5"\nrule = "r"\n')
     oracle = Oracle((WORKED,), CORE, "heuristic")
     t0 = time.monotonic()
@@ -381,7 +384,7 @@ def test_equivalent_mutants_are_left_out_by_their_changed_line(tmp_path: Path) -
     )
 
     shipped = load_triage(default_equivalents())  # the shipped triage file parses; its outside modules exist
-    assert {o.module for o in shipped.outside} >= {"paths.py", "embedding.py"}
+    assert {o.module for o in shipped.outside} >= {"files/paths.py", "files/embedding.py"}
     assert all(any(CORE.path.glob(o.module)) for o in shipped.outside)
     for e in shipped.equivalents:  # a triaged line the core no longer has is stale: fix the entry or drop it
         source = (CORE.path / e.file).read_text(encoding="utf-8")
@@ -431,11 +434,11 @@ def test_coverage_table_names_the_killing_scenarios_and_the_gaps() -> None:
         return Mutant(name, kind, file, 1, "a", "b", rule, "")  # type: ignore[arg-type]
 
     results = (
-        MutantResult(mutant("lim", "recall.py", "§7.3 recall limit 5"), "killed",
+        MutantResult(mutant("lim", "files/recall.py", "§7.3 recall limit 5"), "killed",
                      ("recall/pin-score-order [heuristic]", "recall/pin-score-order [model]", "gate scenarios.failed")),
         MutantResult(mutant("ttl", "sqlite/lifecycle.py", "§5.4 TTL by priority"), "survived"),
         MutantResult(mutant("q5", "sqlite/db.py", "§7 Q5 upsert"), "killed", ("gate recall.f1 >= 0.4",)),
-        MutantResult(mutant("gen", "scan.py", "cosmic-ray NumberReplacer", "generated"), "killed", ("x [heuristic]",)),
+        MutantResult(mutant("gen", "files/scan.py", "cosmic-ray NumberReplacer", "generated"), "killed", ("x [heuristic]",)),
     )
     report = SensitivityReport("memory_core", ("scenarios",), "heuristic", results, 1.0, 60.0, 0.9, 3.0)
     text = coverage_markdown(report)

@@ -19,10 +19,10 @@ def main() -> int:
 
 def race(root: Path, log_path: Path, rounds: int, interval: float, seed: int) -> int:
     """Force a dream at each round's start plus 0-2 ms of jitter; log lock windows, mutations and outcomes."""
-    from memory_core import dream
     from memory_core.clock import SystemClock
-    from memory_core.sessions import InMemorySessions
-    from memory_core.store import FileStore
+    from memory_core.files import dream
+    from memory_core.files.sessions import InMemorySessions
+    from memory_core.files.store import FileStore
 
     pid = os.getpid()
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memory_core.clock import FixedClock
-from memory_core.dream import DreamScheduler, run_dream
 from memory_core.events import ListSink
-from memory_core.extract import ExtractRequest, ExtractScheduler, run_extract
-from memory_core.forget import forget
-from memory_core.history import ChatMessage
-from memory_core.index import rebuild_index
+from memory_core.files.dream import DreamScheduler, run_dream
+from memory_core.files.extract import ExtractRequest, ExtractScheduler, run_extract
+from memory_core.files.forget import forget
+from memory_core.files.history import ChatMessage
+from memory_core.files.index import rebuild_index
+from memory_core.files.recall import recall
+from memory_core.files.scan import scan
+from memory_core.files.sessions import InMemorySessions
+from memory_core.files.store import FileStore, Store
 from memory_core.model import Model
-from memory_core.recall import recall
-from memory_core.scan import scan
-from memory_core.sessions import InMemorySessions
-from memory_core.store import FileStore, Store
 from tests.conftest import T0
 from tests.helpers import put_doc
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memory_core.clock import SystemClock
-from memory_core.state import scaffold
-from memory_core.store import LOCK_KEY, FileStore
+from memory_core.files.state import scaffold
+from memory_core.files.store import LOCK_KEY, FileStore
 from tests.helpers import put_doc
 from tests.hostile.dream_child import race
 from tests.hostile.harness import race_children

@@ -12,15 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_core.clock import FixedClock
-from memory_core.dream import DreamScheduler
-from memory_core.extract import ExtractRequest, run_extract
-from memory_core.history import ChatMessage
-from memory_core.lock import lock_held
-from memory_core.recall import recall
-from memory_core.scan import scan
-from memory_core.sessions import InMemorySessions
-from memory_core.state import read_cursor, read_meta
-from memory_core.store import CURSOR_KEY, INDEX_KEY, LOCK_KEY, MAX_FILE_BYTES, META_KEY, FileStore, InMemoryStore
+from memory_core.files.dream import DreamScheduler
+from memory_core.files.extract import ExtractRequest, run_extract
+from memory_core.files.history import ChatMessage
+from memory_core.files.lock import lock_held
+from memory_core.files.recall import recall
+from memory_core.files.scan import scan
+from memory_core.files.sessions import InMemorySessions
+from memory_core.files.state import read_cursor, read_meta
+from memory_core.files.store import CURSOR_KEY, INDEX_KEY, LOCK_KEY, MAX_FILE_BYTES, META_KEY, FileStore, InMemoryStore
 from tests.conftest import T0
 from tests.helpers import examples
 from tests.hostile.checks import index_targets

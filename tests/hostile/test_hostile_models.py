@@ -12,18 +12,18 @@ from typing import Any
 import pytest
 
 from memory_core.clock import FixedClock
-from memory_core.dream import DreamScheduler
 from memory_core.errors import ModelError
 from memory_core.events import ListSink
-from memory_core.extract import ExtractRequest, ExtractScheduler, apply_patches, plan_by_model
-from memory_core.forget import forget
-from memory_core.history import ChatMessage, transcript
+from memory_core.files.dream import DreamScheduler
+from memory_core.files.extract import ExtractRequest, ExtractScheduler, apply_patches, plan_by_model
+from memory_core.files.forget import forget
+from memory_core.files.history import ChatMessage, transcript
+from memory_core.files.patches import Patch
+from memory_core.files.recall import recall
+from memory_core.files.scan import scan
+from memory_core.files.sessions import InMemorySessions
+from memory_core.files.store import INDEX_KEY, InMemoryStore
 from memory_core.model import ModelReply, ModelRequest, ScriptedModel, parse_json_lenient
-from memory_core.patches import Patch
-from memory_core.recall import recall
-from memory_core.scan import scan
-from memory_core.sessions import InMemorySessions
-from memory_core.store import INDEX_KEY, InMemoryStore
 from tests.conftest import T0
 from tests.helpers import cpu_seconds
 from tests.hostile.checks import index_targets
@@ -92,7 +92,7 @@ def test_unvalidated_answers_never_escape_any_operation(tmp_path: Path, data: An
     assert fg.error is None
     assert fg.fallback_reason in ("schema", "unknown_id")
     rc = within(lambda: recall(store, "tabs indentation", now=T0, model=model, events=sink))
-    # recall.py reads reply.data itself: a non-object answer reaches it as an AttributeError ("exception")
+    # files/recall.py reads reply.data itself: a non-object answer reaches it as an AttributeError ("exception")
     assert rc.fallback_reason in ("schema", "unknown_path", "exception")
     assert all(e.fallback_reason for e in sink.events if getattr(e, "strategy", "") == "heuristic")
     assert fg.removed  # the heuristic forgot the extracted tabs entry

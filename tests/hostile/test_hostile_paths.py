@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_core.errors import UnsafePathError
-from memory_core.paths import memory_root, validate_memory_path
+from memory_core.files.paths import memory_root, validate_memory_path
 from tests.helpers import examples
 from tests.hostile.harness import within
 

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_core.clock import FixedClock
-from memory_core.extract import ExtractRequest, run_extract
-from memory_core.history import ChatMessage
-from memory_core.index import build_index, index_line, rebuild_index
+from memory_core.files.extract import ExtractRequest, run_extract
+from memory_core.files.history import ChatMessage
+from memory_core.files.index import build_index, index_line, rebuild_index
+from memory_core.files.scan import scan
+from memory_core.files.store import INDEX_KEY, FileStore, InMemoryStore
+from memory_core.files.topic import TopicDoc
 from memory_core.model import ScriptedModel
-from memory_core.scan import scan
-from memory_core.store import INDEX_KEY, FileStore, InMemoryStore
-from memory_core.topic import TopicDoc
 from tests.conftest import T0
 from tests.helpers import examples
 from tests.hostile.checks import index_targets

@@ -16,16 +16,16 @@ from pathlib import Path
 import pytest
 
 from memory_core.clock import SystemClock
-from memory_core.dream import DreamScheduler
-from memory_core.entries import parse_entries
-from memory_core.extract import ExtractRequest, run_extract
-from memory_core.forget import forget
-from memory_core.history import ChatMessage
-from memory_core.index import WRITE_WARNING, build_index
-from memory_core.recall import recall
-from memory_core.scan import scan
-from memory_core.sessions import InMemorySessions
-from memory_core.store import INDEX_DIRTY_KEY, INDEX_KEY, FileStore
+from memory_core.files.dream import DreamScheduler
+from memory_core.files.entries import parse_entries
+from memory_core.files.extract import ExtractRequest, run_extract
+from memory_core.files.forget import forget
+from memory_core.files.history import ChatMessage
+from memory_core.files.index import WRITE_WARNING, build_index
+from memory_core.files.recall import recall
+from memory_core.files.scan import scan
+from memory_core.files.sessions import InMemorySessions
+from memory_core.files.store import INDEX_DIRTY_KEY, INDEX_KEY, FileStore
 from tests.helpers import put_doc
 from tests.hostile.checks import index_targets
 

@@ -70,7 +70,7 @@ def test_the_prompt_edit_loop_end_to_end(live: Live, tmp_path: Path) -> None:
     assert good.returncode in (0, 1), good.stdout[-3000:] + good.stderr[-2000:]
 
     # edit a template: the run is INCOMPLETE and names the stale template, old version -> new
-    template = work / "memory_core" / "prompts" / "recall_system.j2"
+    template = work / "memory_core" / "files" / "prompts" / "recall_system.j2"
     template.write_text(template.read_text(encoding="utf-8") + "\nPrefer memories about the user's own workflow.\n",
                         encoding="utf-8")
     stale = _cli(work, *run, "--out", "reports/stale")

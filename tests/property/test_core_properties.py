@@ -10,13 +10,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from memory_core.age import memory_age_days
 from memory_core.clock import FixedClock
-from memory_core.dedupe import plan_dedupe
-from memory_core.entries import Entry, parse_entries, render_entries
-from memory_core.forget import delete_matches, forget_candidates
-from memory_core.formats import js_len
-from memory_core.index import (
+from memory_core.files.age import memory_age_days
+from memory_core.files.dedupe import plan_dedupe
+from memory_core.files.entries import Entry, parse_entries, render_entries
+from memory_core.files.forget import delete_matches, forget_candidates
+from memory_core.files.formats import js_len
+from memory_core.files.index import (
     MAX_INDEX_CHARS,
     MAX_INDEX_LINE_CHARS,
     MAX_INDEX_LINES,
@@ -24,10 +24,10 @@ from memory_core.index import (
     index_stats,
     truncate_index_for_prompt,
 )
-from memory_core.recall import select_heuristic
-from memory_core.scan import scan
-from memory_core.store import FileStore, InMemoryStore
-from memory_core.topic import MEMORY_TYPES, TopicDoc, parse_topic, render_topic
+from memory_core.files.recall import select_heuristic
+from memory_core.files.scan import scan
+from memory_core.files.store import FileStore, InMemoryStore
+from memory_core.files.topic import MEMORY_TYPES, TopicDoc, parse_topic, render_topic
 
 T0 = datetime(2026, 4, 1, tzinfo=UTC)
 words = st.text(alphabet=string.ascii_letters + string.digits + "éü中😀-_.,!'\"", min_size=1, max_size=12)

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_core.dedupe import DedupePlan, combine_entries, plan_dedupe
-from memory_core.entries import Entry, parse_entries, render_entries
-from memory_core.formats import locale_key
-from memory_core.topic import MEMORY_TYPES, TopicDoc
+from memory_core.files.dedupe import DedupePlan, combine_entries, plan_dedupe
+from memory_core.files.entries import Entry, parse_entries, render_entries
+from memory_core.files.formats import locale_key
+from memory_core.files.topic import MEMORY_TYPES, TopicDoc
 
 
 def dedupe_entries(entries: Sequence[Entry]) -> list[Entry]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_core import entries as mod
-from memory_core.entries import Entry, parse_entries
-from memory_core.formats import collapse_ws
+from memory_core.files import entries as mod
+from memory_core.files.entries import Entry, parse_entries
+from memory_core.files.formats import collapse_ws
 
 
 def reference_parse(body: str) -> list[Entry]:

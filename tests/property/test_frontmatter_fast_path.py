@@ -6,8 +6,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memory_core import topic
-from memory_core.topic import MEMORY_TYPES, parse_topic, render_frontmatter, render_topic
+from memory_core.files import topic
+from memory_core.files.topic import MEMORY_TYPES, parse_topic, render_frontmatter, render_topic
 
 KEYS = st.sampled_from(["name", "title", "description", "type", "created", "Name", "on", "tags"])
 TRICKY = st.sampled_from(

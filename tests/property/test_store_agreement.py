@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from memory_core.clock import FixedClock
-from memory_core.scan import scan
-from memory_core.store import LOCK_KEY, FileStore, InMemoryStore, Store
+from memory_core.files.scan import scan
+from memory_core.files.store import LOCK_KEY, FileStore, InMemoryStore, Store
 
 keys = st.sampled_from(["user/a.md", "user/b.md", "feedback/c.md", "d.md", "MEMORY.md", "x/y/z.md", LOCK_KEY])
 texts = st.sampled_from(

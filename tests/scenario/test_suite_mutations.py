@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from memory_core.entries import parse_entries
-from memory_core.topic import TopicDoc
+from memory_core.files.entries import parse_entries
+from memory_core.files.topic import TopicDoc
 from tests.property.test_dedupe_equivalence import dedupe_entries
 
 pytestmark = pytest.mark.slow  # replays the whole shipped suite once per mutation
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
-recall_mod = importlib.import_module("memory_core.recall")
-patches_mod = importlib.import_module("memory_core.patches")
-dream_mod = importlib.import_module("memory_core.dream")
-dedupe_mod = importlib.import_module("memory_core.dedupe")
-forget_mod = importlib.import_module("memory_core.forget")
-index_mod = importlib.import_module("memory_core.index")
+recall_mod = importlib.import_module("memory_core.files.recall")
+patches_mod = importlib.import_module("memory_core.files.patches")
+dream_mod = importlib.import_module("memory_core.files.dream")
+dedupe_mod = importlib.import_module("memory_core.files.dedupe")
+forget_mod = importlib.import_module("memory_core.files.forget")
+index_mod = importlib.import_module("memory_core.files.index")
 
 
 def _score_plus_one(tokens: Any, doc: TopicDoc) -> int:

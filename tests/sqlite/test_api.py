@@ -16,7 +16,7 @@ from memory_core.sqlite.templates import all_prompt_versions
 from tests.sqlite.conftest import Factory
 
 PACKAGE = Path(memory_core.__file__).parent
-FORBIDDEN = {"memory_core.store", "memory_core.topic", "memory_core.index", "memory_core.scan"}
+FORBIDDEN = {"memory_core.files.store", "memory_core.files.topic", "memory_core.files.index", "memory_core.files.scan"}
 ALLOWED = {"memory_core.clock", "memory_core.model", "memory_core.prompts", "memory_core.errors", "memory_core.events"}
 
 

@@ -8,17 +8,17 @@ from datetime import timedelta
 import pytest
 
 from memory_core.clock import FixedClock
-from memory_core.dedupe import plan_dedupe
-from memory_core.dream import DreamScheduler, run_dream
-from memory_core.entries import parse_entries
 from memory_core.events import DreamEvent, ListSink
-from memory_core.formats import iso_ms, to_ms
-from memory_core.lock import lock_held, pid_alive
+from memory_core.files.dedupe import plan_dedupe
+from memory_core.files.dream import DreamScheduler, run_dream
+from memory_core.files.entries import parse_entries
+from memory_core.files.formats import iso_ms, to_ms
+from memory_core.files.lock import lock_held, pid_alive
+from memory_core.files.scan import scan
+from memory_core.files.sessions import InMemorySessions
+from memory_core.files.state import update_meta
+from memory_core.files.store import LOCK_KEY, META_KEY, InMemoryStore, Store
 from memory_core.model import ScriptedModel
-from memory_core.scan import scan
-from memory_core.sessions import InMemorySessions
-from memory_core.state import update_meta
-from memory_core.store import LOCK_KEY, META_KEY, InMemoryStore, Store
 from tests.helpers import put_doc
 
 DEAD_PID = 999_999_999

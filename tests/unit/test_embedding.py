@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from memory_core.embedding import EmbeddingRanker, EmbeddingUnavailable, model_dir
-from memory_core.topic import TopicDoc
+from memory_core.files.embedding import EmbeddingRanker, EmbeddingUnavailable, model_dir
+from memory_core.files.topic import TopicDoc
 
 
 def test_missing_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.entries import Entry, merge_entry, parse_entries, render_entries
-from memory_core.topic import parse_topic, render_topic, replace_body
+from memory_core.files.entries import Entry, merge_entry, parse_entries, render_entries
+from memory_core.files.topic import parse_topic, render_topic, replace_body
 
 
 def test_legacy_body_parses_to_one_entry() -> None:

@@ -9,11 +9,11 @@ import pytest
 from memory_core.clock import FixedClock
 from memory_core.errors import ModelError
 from memory_core.events import ExtractEvent, ListSink
-from memory_core.extract import ExtractRequest, ExtractScheduler, run_extract, slugify
-from memory_core.history import ChatMessage, ToolCall, transcript
+from memory_core.files.extract import ExtractRequest, ExtractScheduler, run_extract, slugify
+from memory_core.files.history import ChatMessage, ToolCall, transcript
+from memory_core.files.patches import Patch
+from memory_core.files.store import CURSOR_KEY, META_KEY, InMemoryStore, Store
 from memory_core.model import ModelRequest, ScriptedModel
-from memory_core.patches import Patch
-from memory_core.store import CURSOR_KEY, META_KEY, InMemoryStore, Store
 
 ROOT = "/p/.qwen/memory"
 

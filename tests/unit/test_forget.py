@@ -4,10 +4,10 @@ import pytest
 
 from memory_core.clock import FixedClock
 from memory_core.events import ForgetEvent, ListSink
-from memory_core.forget import forget, forget_candidates, select_forget_heuristic
+from memory_core.files.forget import forget, forget_candidates, select_forget_heuristic
+from memory_core.files.scan import scan
+from memory_core.files.store import META_KEY, InMemoryStore, Store
 from memory_core.model import ScriptedModel
-from memory_core.scan import scan
-from memory_core.store import META_KEY, InMemoryStore, Store
 from tests.helpers import put_doc
 
 
@@ -106,7 +106,7 @@ def test_non_doc_file_matched_is_unlinked(clock: FixedClock) -> None:
     put_doc(store, "user/a.md", "user", "fact to drop")
     cands = forget_candidates(scan(store).docs)
     store.write("user/a.md", "frontmatter gone")
-    from memory_core.forget import delete_matches
+    from memory_core.files.forget import delete_matches
 
     removed, touched = delete_matches(store, cands, now=clock.now())
     assert len(removed) == 1

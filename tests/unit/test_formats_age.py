@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory_core.age import freshness_note, freshness_text, memory_age, memory_age_days
-from memory_core.formats import dump_json, iso_from_ms, iso_ms, js_len, js_slice, parse_iso_ms, to_ms
+from memory_core.files.age import freshness_note, freshness_text, memory_age, memory_age_days
+from memory_core.files.formats import dump_json, iso_from_ms, iso_ms, js_len, js_slice, parse_iso_ms, to_ms
 
 NOW = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
 

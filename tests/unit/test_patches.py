@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.patches import (
+from memory_core.files.patches import (
     Patch,
     candidate_summary,
     classify,

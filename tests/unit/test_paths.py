@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.errors import UnsafePathError
-from memory_core.paths import (
+from memory_core.files.paths import (
     MemoryLayout,
     find_canonical_git_root,
     find_git_root,

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from memory_core.rankers import BM25Index, BM25Ranker, HybridRanker, Ranked, reciprocal_rank_fusion, tokens
-from memory_core.topic import TopicDoc
+from memory_core.files.rankers import BM25Index, BM25Ranker, HybridRanker, Ranked, reciprocal_rank_fusion, tokens
+from memory_core.files.topic import TopicDoc
 
 
 def doc(path: str, body: str) -> TopicDoc:
@@ -85,14 +85,14 @@ def _imports(module: str) -> set[str]:
 
 
 def test_no_import_circle_between_ranking_modules() -> None:
-    ranking_modules = {"memory_core.rankers", "memory_core.recall", "memory_core.embedding"}
-    assert not _imports("memory_core.ranking") & ranking_modules  # the leaf
-    assert not _imports("memory_core.embedding") & {"memory_core.rankers", "memory_core.recall"}
-    assert "memory_core.rankers" not in _imports("memory_core.recall")
+    ranking_modules = {"memory_core.files.rankers", "memory_core.files.recall", "memory_core.files.embedding"}
+    assert not _imports("memory_core.files.ranking") & ranking_modules  # the leaf
+    assert not _imports("memory_core.files.embedding") & {"memory_core.files.rankers", "memory_core.files.recall"}
+    assert "memory_core.files.rankers" not in _imports("memory_core.files.recall")
 
 
 def test_dense_cache_shares_one_ranker_between_rankers() -> None:
-    from memory_core.rankers import DenseCache, make_ranker, make_rankers
+    from memory_core.files.rankers import DenseCache, make_ranker, make_rankers
 
     dense = HybridRanker(BM25Ranker(), BM25Ranker(name="fake-dense"))  # any Ranker stands in for MiniLM
     cache = DenseCache()

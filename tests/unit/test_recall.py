@@ -4,13 +4,12 @@ from datetime import timedelta
 
 import pytest
 
-from memory_core.age import freshness_text
 from memory_core.clock import FixedClock
 from memory_core.errors import ModelError
 from memory_core.events import ListSink, RecallEvent
-from memory_core.formats import to_ms
-from memory_core.model import ScriptedModel
-from memory_core.recall import (
+from memory_core.files.age import freshness_text
+from memory_core.files.formats import to_ms
+from memory_core.files.recall import (
     RECALL_SCHEMA,
     build_manifest,
     build_recall_prompt,
@@ -20,9 +19,10 @@ from memory_core.recall import (
     select_heuristic,
     tokenize,
 )
-from memory_core.scan import scan
-from memory_core.store import InMemoryStore, Store
-from memory_core.topic import TopicDoc
+from memory_core.files.scan import scan
+from memory_core.files.store import InMemoryStore, Store
+from memory_core.files.topic import TopicDoc
+from memory_core.model import ScriptedModel
 from tests.conftest import T0
 from tests.helpers import put_doc
 

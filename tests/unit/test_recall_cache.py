@@ -13,17 +13,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_core.clock import FixedClock
-from memory_core.formats import to_ms
+from memory_core.files.formats import to_ms
+from memory_core.files.recall import TYPE_KEYWORDS, recall, select_heuristic, tokenize
+from memory_core.files.recall_index import HeuristicIndex
+from memory_core.files.scan import DocCache, scan
+from memory_core.files.snapshot import RecallCache, cached_scan, derive
+from memory_core.files.store import FileStore, Store
+from memory_core.files.topic import MEMORY_TYPES, TopicDoc, render_topic
 from memory_core.model import ScriptedModel
-from memory_core.recall import TYPE_KEYWORDS, recall, select_heuristic, tokenize
-from memory_core.recall_index import HeuristicIndex
-from memory_core.scan import DocCache, scan
-from memory_core.snapshot import RecallCache, cached_scan, derive
-from memory_core.store import FileStore, Store
-from memory_core.topic import MEMORY_TYPES, TopicDoc, render_topic
 from tests.conftest import T0
 
-recall_mod = importlib.import_module("memory_core.recall")  # the package re-exports the function
+recall_mod = importlib.import_module("memory_core.files.recall")  # the package re-exports the function
 
 # words that are substrings of each other, type keywords, and characters whose lower case is ASCII (Kelvin sign)
 WORDS = ["release", "released", "lease", "ref", "reference", "preferences", "dashboard", "rule", "go", "the",

@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memory_core.clock import FixedClock
-from memory_core.index import (
+from memory_core.files.index import (
     WRITE_WARNING,
     build_index,
     index_line,
@@ -11,9 +11,9 @@ from memory_core.index import (
     rebuild_index,
     truncate_index_for_prompt,
 )
-from memory_core.scan import DocCache, scan
-from memory_core.store import FileStore, InMemoryStore, Store
-from memory_core.topic import TopicDoc
+from memory_core.files.scan import DocCache, scan
+from memory_core.files.store import FileStore, InMemoryStore, Store
+from memory_core.files.topic import TopicDoc
 from tests.helpers import put_doc, raw_doc
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from memory_core.clock import FixedClock
 from memory_core.errors import UnsafePathError
-from memory_core.formats import to_ms
-from memory_core.store import CURSOR_KEY, FSYNC_ENV, LOCK_KEY, META_KEY, FileStore, Store, check_key
+from memory_core.files.formats import to_ms
+from memory_core.files.store import CURSOR_KEY, FSYNC_ENV, LOCK_KEY, META_KEY, FileStore, Store, check_key
 from tests.conftest import T0
 
 
@@ -139,7 +139,7 @@ def test_create_never_overwrites(tmp_path: Path, clock: FixedClock) -> None:
 @pytest.mark.parametrize("kind", ["fifo", "dir", "dev_zero", "outside", "huge"])
 def test_reads_take_regular_files_inside_the_root_only(tmp_path: Path, clock: FixedClock, kind: str) -> None:
     from memory_core.errors import StoreError
-    from memory_core.store import MAX_FILE_BYTES
+    from memory_core.files.store import MAX_FILE_BYTES
 
     root = tmp_path / "memory"
     root.mkdir()

@@ -20,7 +20,7 @@ from typing import Final, Literal, get_args
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from memory_core.formats import collapse_ws
+from memory_core.files.formats import collapse_ws
 
 MemoryType = Literal["user", "feedback", "project", "reference"]
 MEMORY_TYPES: Final[tuple[MemoryType, ...]] = get_args(MemoryType)

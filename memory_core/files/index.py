@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Final
 
-from memory_core.formats import js_len, js_slice
-from memory_core.scan import DocCache, scan
-from memory_core.store import INDEX_DIRTY_KEY, INDEX_KEY, Store
-from memory_core.topic import TopicDoc
+from memory_core.files.formats import js_len, js_slice
+from memory_core.files.scan import DocCache, scan
+from memory_core.files.store import INDEX_DIRTY_KEY, INDEX_KEY, Store
+from memory_core.files.topic import TopicDoc
 
 MAX_INDEX_LINES: Final = 200
 MAX_INDEX_CHARS: Final = 25_000

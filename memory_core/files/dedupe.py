@@ -12,9 +12,9 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memory_core.entries import Entry, parse_entries, render_entries
-from memory_core.formats import locale_key
-from memory_core.topic import MEMORY_TYPES, TopicDoc
+from memory_core.files.entries import Entry, parse_entries, render_entries
+from memory_core.files.formats import locale_key
+from memory_core.files.topic import MEMORY_TYPES, TopicDoc
 
 
 @dataclass(frozen=True, slots=True)

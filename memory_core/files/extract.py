@@ -15,20 +15,20 @@ from datetime import datetime
 from typing import Any, Final
 
 from memory_core.clock import monotonic_ms
-from memory_core.entries import Entry, merge_entry, parse_entries, render_entries
 from memory_core.errors import ReplayAborted, describe_error
 from memory_core.events import EventSink, ExtractEvent, NullSink
-from memory_core.formats import iso_ms, to_ms
-from memory_core.history import ChatMessage, TranscriptLine, transcript, writes_memory
-from memory_core.index import mark_index_dirty, rebuild_index, repair_stale_index
+from memory_core.files.entries import Entry, merge_entry, parse_entries, render_entries
+from memory_core.files.formats import iso_ms, to_ms
+from memory_core.files.history import ChatMessage, TranscriptLine, transcript, writes_memory
+from memory_core.files.index import mark_index_dirty, rebuild_index, repair_stale_index
+from memory_core.files.patches import Patch, dedupe_patches, extract_heuristic
+from memory_core.files.recall import build_manifest
+from memory_core.files.scan import DocCache, scan
+from memory_core.files.state import read_cursor, scaffold, update_meta, write_cursor
+from memory_core.files.store import Store
+from memory_core.files.topic import MEMORY_TYPES, TopicDoc, render_topic, replace_body
 from memory_core.model import Message, Model, ModelRequest, checked_data, model_or_heuristic
-from memory_core.patches import Patch, dedupe_patches, extract_heuristic
 from memory_core.prompts import render_prompt
-from memory_core.recall import build_manifest
-from memory_core.scan import DocCache, scan
-from memory_core.state import read_cursor, scaffold, update_meta, write_cursor
-from memory_core.store import Store
-from memory_core.topic import MEMORY_TYPES, TopicDoc, render_topic, replace_body
 
 EXTRACT_PURPOSE: Final = "auto-memory-extract"
 EXTRACT_TIMEOUT_S: Final = 30.0

@@ -9,22 +9,22 @@ from datetime import datetime
 from typing import Any, Final
 
 from memory_core.clock import monotonic_ms
-from memory_core.dedupe import DedupePlan, combine_entries, plan_dedupe
-from memory_core.entries import Entry, render_entries
 from memory_core.errors import ModelError, ReplayAborted, describe_error
 from memory_core.events import DreamEvent, EventSink, NullSink
-from memory_core.forget import ForgetCandidate, forget_candidates
-from memory_core.formats import iso_ms, parse_iso_ms, to_ms
-from memory_core.index import mark_index_dirty, rebuild_index, repair_stale_index
-from memory_core.lock import PidAlive, acquire_lock, lock_held, pid_alive, release_lock
+from memory_core.files.dedupe import DedupePlan, combine_entries, plan_dedupe
+from memory_core.files.entries import Entry, render_entries
+from memory_core.files.forget import ForgetCandidate, forget_candidates
+from memory_core.files.formats import iso_ms, parse_iso_ms, to_ms
+from memory_core.files.index import mark_index_dirty, rebuild_index, repair_stale_index
+from memory_core.files.lock import PidAlive, acquire_lock, lock_held, pid_alive, release_lock
+from memory_core.files.patches import scrub
+from memory_core.files.scan import DocCache, scan
+from memory_core.files.sessions import SessionSource
+from memory_core.files.state import read_meta, scaffold, update_meta, update_meta_best_effort
+from memory_core.files.store import Store
+from memory_core.files.topic import MEMORY_TYPES, TopicDoc, replace_body
 from memory_core.model import Message, Model, ModelRequest, checked_data, model_or_heuristic
-from memory_core.patches import scrub
 from memory_core.prompts import render_prompt
-from memory_core.scan import DocCache, scan
-from memory_core.sessions import SessionSource
-from memory_core.state import read_meta, scaffold, update_meta, update_meta_best_effort
-from memory_core.store import Store
-from memory_core.topic import MEMORY_TYPES, TopicDoc, replace_body
 
 DEFAULT_MIN_HOURS: Final = 24.0
 DEFAULT_MIN_SESSIONS: Final = 5

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Final
 
-from memory_core.formats import iso_ms, to_ms
-from memory_core.store import LOCK_KEY, Store
+from memory_core.files.formats import iso_ms, to_ms
+from memory_core.files.store import LOCK_KEY, Store
 
 DREAM_LOCK_STALE_MS: Final = 60 * 60 * 1000
 MAX_PID: Final = 2**31 - 1

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from memory_core.formats import collapse_ws
-from memory_core.paths import is_memory_path
+from memory_core.files.formats import collapse_ws
+from memory_core.files.paths import is_memory_path
 
 WRITE_TOOLS: Final = frozenset({"write_file", "edit", "replace", "create_file"})
 PATH_ARGS: Final = ("file_path", "path", "target_file")

@@ -1,7 +1,7 @@
 """Ranked recall strategies beyond the spec's heuristic: Okapi BM25, reciprocal-rank fusion, the factory (pure).
 
-The shared vocabulary (``Ranked``, ``Ranker``, ``top``, ``tokens`` …) lives in the leaf ``memory_core.ranking`` and
-is re-exported here; the MiniLM ranker lives in ``memory_core.embedding``. A ``DenseCache`` holds the one MiniLM
+The shared vocabulary (``Ranked``, ``Ranker``, ``top``, ``tokens`` …) lives in the leaf ``memory_core.files.ranking`` and
+is re-exported here; the MiniLM ranker lives in ``memory_core.files.embedding``. A ``DenseCache`` holds the one MiniLM
 ranker (and its embedding cache) that callers share explicitly, instead of a process-global.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from memory_core.embedding import EmbeddingRanker, model_dir
-from memory_core.ranking import (
+from memory_core.files.embedding import EmbeddingRanker, model_dir
+from memory_core.files.ranking import (
     STOPWORDS,
     Ranked,
     Ranker,
@@ -23,8 +23,8 @@ from memory_core.ranking import (
     tokens,
     top,
 )
-from memory_core.recall import score_doc, select_heuristic, tokenize
-from memory_core.topic import TopicDoc
+from memory_core.files.recall import score_doc, select_heuristic, tokenize
+from memory_core.files.topic import TopicDoc
 
 __all__ = [
     "RANKED_STRATEGIES", "STOPWORDS", "BM25Index", "BM25Ranker", "DenseCache", "HeuristicRanker", "HybridRanker",

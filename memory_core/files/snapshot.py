@@ -6,7 +6,7 @@ size. When the signature is unchanged the scan is not redone at all, so a warm c
 On a ``FileStore`` the signature comes from ``os.scandir`` directly (no ``pathlib``) and a changed store is
 rescanned the same way, reading and parsing only the files whose (mtime, size) changed. Whenever anything is
 unusual (an unreadable file, a non-regular file, a listing error, a key the store would refuse) the whole scan is
-left to ``memory_core.scan.scan``, so the result is always exactly what ``scan(store, cache=...)`` returns.
+left to ``memory_core.files.scan.scan``, so the result is always exactly what ``scan(store, cache=...)`` returns.
 
 Derived data that depends only on a file's content (``Derived``: its search haystack, word set, manifest line) is
 kept per doc and reused while the doc is unchanged.
@@ -19,11 +19,11 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from memory_core.formats import iso_from_ms, locale_key
-from memory_core.paths import INDEX_FILENAME
-from memory_core.scan import MAX_SCANNED_MEMORY_FILES, DocCache, DroppedFile, ScanResult, scan, utf8_encodable
-from memory_core.store import MAX_FILE_BYTES, Store
-from memory_core.topic import TopicDoc, parse_topic
+from memory_core.files.formats import iso_from_ms, locale_key
+from memory_core.files.paths import INDEX_FILENAME
+from memory_core.files.scan import MAX_SCANNED_MEMORY_FILES, DocCache, DroppedFile, ScanResult, scan, utf8_encodable
+from memory_core.files.store import MAX_FILE_BYTES, Store
+from memory_core.files.topic import TopicDoc, parse_topic
 
 Signature = list[tuple[str, float, int]]
 """(key, mtime, size) of every topic file in walk order (``st_mtime_ns`` on disk, ``mtime_ms`` otherwise)."""
@@ -82,7 +82,7 @@ class RecallCache(DocCache):
     uses: int = 0
     """Recall calls served by ``result`` so far."""
     index: Any = None
-    """The query index recall built for ``result`` (owned by ``memory_core.recall_index``)."""
+    """The query index recall built for ``result`` (owned by ``memory_core.files.recall_index``)."""
     scans: int = 0
     """Full scans done (a signature match does none)."""
 

@@ -6,10 +6,10 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Final
 
-from memory_core.formats import locale_key
-from memory_core.paths import INDEX_FILENAME
-from memory_core.store import Store
-from memory_core.topic import TopicDoc, parse_topic
+from memory_core.files.formats import locale_key
+from memory_core.files.paths import INDEX_FILENAME
+from memory_core.files.store import Store
+from memory_core.files.topic import TopicDoc, parse_topic
 
 MAX_SCANNED_MEMORY_FILES: Final = 200
 NOT_A_DOC: Final = "not a memory doc"

@@ -8,17 +8,17 @@ from datetime import datetime
 from typing import Final
 
 from memory_core.clock import monotonic_ms
-from memory_core.entries import parse_entries, render_entries
 from memory_core.errors import ModelError, ReplayAborted, describe_error
 from memory_core.events import EventSink, ForgetEvent, NullSink
-from memory_core.formats import collapse_ws
-from memory_core.index import mark_index_dirty, rebuild_index, repair_stale_index
+from memory_core.files.entries import parse_entries, render_entries
+from memory_core.files.formats import collapse_ws
+from memory_core.files.index import mark_index_dirty, rebuild_index, repair_stale_index
+from memory_core.files.scan import DocCache, scan
+from memory_core.files.state import scaffold, update_meta_best_effort
+from memory_core.files.store import Store
+from memory_core.files.topic import TopicDoc, parse_topic, replace_body
 from memory_core.model import Message, Model, ModelRequest, checked_data, model_or_heuristic
 from memory_core.prompts import render_prompt
-from memory_core.scan import DocCache, scan
-from memory_core.state import scaffold, update_meta_best_effort
-from memory_core.store import Store
-from memory_core.topic import TopicDoc, parse_topic, replace_body
 
 FORGET_TIMEOUT_S: Final = 8.0
 MAX_SAFE_INTEGER: Final = 2**53 - 1

@@ -20,9 +20,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from memory_core.formats import locale_key
-from memory_core.snapshot import Derived
-from memory_core.topic import MEMORY_TYPES, MemoryType, TopicDoc
+from memory_core.files.formats import locale_key
+from memory_core.files.snapshot import Derived
+from memory_core.files.topic import MEMORY_TYPES, MemoryType, TopicDoc
 
 TYPE_ORDER: Final = tuple(sorted(MEMORY_TYPES, key=locale_key))
 _MEMO_LIMIT: Final = 4096

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from memory_core.formats import collapse_ws
-from memory_core.topic import MemoryType
+from memory_core.files.formats import collapse_ws
+from memory_core.files.topic import MemoryType
 
 MIN_CANDIDATE_LENGTH: Final = 12
 TRANSIENT: Final = re.compile(

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from memory_core.errors import MemoryCoreError
-from memory_core.ranking import Ranked, doc_text, top
-from memory_core.topic import TopicDoc
+from memory_core.files.ranking import Ranked, doc_text, top
+from memory_core.files.topic import TopicDoc
 
 WEIGHTS_SHA256: Final = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 TOKENIZER_SHA256: Final = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"

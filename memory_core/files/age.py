@@ -6,7 +6,7 @@ import math
 from datetime import datetime
 from typing import Final
 
-from memory_core.formats import to_ms
+from memory_core.files.formats import to_ms
 
 DAY_MS: Final = 86_400_000
 _FRESHNESS_TAIL: Final = (

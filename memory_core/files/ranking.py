@@ -1,8 +1,8 @@
 """The ranking vocabulary every ranker shares (a leaf: it imports no other ranking or recall module).
 
 A ranker scores docs for a query and returns the top ``limit`` with scores, dropping docs below its abstention
-threshold, so it can answer "nothing relevant". The rankers themselves live in ``memory_core.rankers`` (BM25,
-fusion, the spec heuristic, the factory) and ``memory_core.embedding`` (MiniLM).
+threshold, so it can answer "nothing relevant". The rankers themselves live in ``memory_core.files.rankers`` (BM25,
+fusion, the spec heuristic, the factory) and ``memory_core.files.embedding`` (MiniLM).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from memory_core.topic import TopicDoc
+from memory_core.files.topic import TopicDoc
 
 # NLTK's English stopword list (179 words), the list most BM25 baselines use.
 STOPWORDS: Final = frozenset(

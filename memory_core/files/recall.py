@@ -8,19 +8,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from memory_core.age import freshness_text, memory_age, memory_age_days
 from memory_core.clock import monotonic_ms
 from memory_core.errors import ModelError
 from memory_core.events import EventSink, NullSink, RecallEvent
-from memory_core.formats import iso_from_ms, locale_key
+from memory_core.files.age import freshness_text, memory_age, memory_age_days
+from memory_core.files.formats import iso_from_ms, locale_key
+from memory_core.files.ranking import Ranker
+from memory_core.files.recall_index import HeuristicIndex
+from memory_core.files.scan import DocCache, scan
+from memory_core.files.snapshot import RecallCache, cached_scan
+from memory_core.files.store import Store
+from memory_core.files.topic import MemoryType, TopicDoc
 from memory_core.model import Message, Model, ModelRequest, model_or_heuristic
 from memory_core.prompts import render_prompt
-from memory_core.ranking import Ranker
-from memory_core.recall_index import HeuristicIndex
-from memory_core.scan import DocCache, scan
-from memory_core.snapshot import RecallCache, cached_scan
-from memory_core.store import Store
-from memory_core.topic import MemoryType, TopicDoc
 
 DEFAULT_RECALL_LIMIT: Final = 5
 RECALL_BODY_CHARS: Final = 1200

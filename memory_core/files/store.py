@@ -31,7 +31,7 @@ from typing import Final, Protocol
 
 from memory_core.clock import Clock, SystemClock
 from memory_core.errors import StoreError, UnsafePathError
-from memory_core.formats import to_ms
+from memory_core.files.formats import to_ms
 
 META_KEY: Final = "../meta.json"
 CURSOR_KEY: Final = "../extract-cursor.json"

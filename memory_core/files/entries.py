@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from memory_core.formats import collapse_ws
+from memory_core.files.formats import collapse_ws
 
 NO_ENTRIES: Final = "_No entries yet._"
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
 
-from memory_core.formats import dump_json, iso_ms
-from memory_core.store import CURSOR_KEY, INDEX_KEY, META_KEY, Store
+from memory_core.files.formats import dump_json, iso_ms
+from memory_core.files.store import CURSOR_KEY, INDEX_KEY, META_KEY, Store
 
 SCHEMA_VERSION: Final = 1
 EPOCH_ISO: Final = "1970-01-01T00:00:00.000Z"
