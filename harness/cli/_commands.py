@@ -271,7 +271,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _system_name(spec: Any) -> str:
     """``sqlite:seed`` → ``sqlite``; a built-in name as is; anything else (a module:factory) as given."""
-    from harness.replay._suite import SYSTEMS
+    from harness.systems import SYSTEMS
 
     text = str(spec or "reference")
     name = text.split(":", 1)[0]

@@ -83,7 +83,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.replay import reference_factory
+from harness.system import reference_factory
 
 RECALL_LIMIT = 5
 """How many memories one recall may return (the reference's own limit is 5)."""

@@ -1,7 +1,8 @@
 """Stage 2 — replay: run scenarios against a system under test under a fake clock and produce typed ``Probe``s.
 
-The system-under-test protocol (``MemorySystem``, ``MemoryRecord``, result types, ``Capability``) is harness-owned
-and needs no ``memory_core`` import to implement; ``ReferenceSystem`` adapts the reference core onto it.
+The system-under-test protocol (``MemorySystem``, ``MemoryRecord``, result types, ``Capability``) is harness-owned,
+defined in ``harness.system`` (re-exported here) and needs no ``memory_core`` import to implement; the shipped
+systems' adapters are ``harness.systems``.
 """
 
 from harness.replay._cassette import (
@@ -18,7 +19,29 @@ from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, 
 from harness.replay._index import SPEC_LIMITS, IndexLimits, index_stats
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._needs import step_needs
-from harness.replay._protocol import (
+from harness.replay._proxy import PROXY_FILE, ModelProxy, ProxyCall, ProxyRecording, proxy_key
+from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
+from harness.replay._replay import replay
+from harness.replay._suite import (
+    RunConfig,
+    SuiteRun,
+    Worker,
+    column_label,
+    discard_side,
+    load_factory,
+    needs_cassette_model,
+    plan_columns,
+    plan_primary,
+    prestart_side,
+    relabel,
+    run_plan,
+    run_suite,
+    select_shard,
+    split_column,
+    strategies_for,
+    system_plan,
+)
+from harness.system import (
     ALL_CAPABILITIES,
     DESIGNS,
     DREAM_REASONS,
@@ -39,29 +62,6 @@ from harness.replay._protocol import (
     system_design,
     system_name,
     target_problem,
-)
-from harness.replay._proxy import PROXY_FILE, ModelProxy, ProxyCall, ProxyRecording, proxy_key
-from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
-from harness.replay._reference import ReferenceSystem, reference_factory
-from harness.replay._replay import replay
-from harness.replay._suite import (
-    RunConfig,
-    SuiteRun,
-    Worker,
-    column_label,
-    discard_side,
-    load_factory,
-    needs_cassette_model,
-    plan_columns,
-    plan_primary,
-    prestart_side,
-    relabel,
-    run_plan,
-    run_suite,
-    select_shard,
-    split_column,
-    strategies_for,
-    system_plan,
 )
 
 __all__ = [
@@ -91,7 +91,6 @@ __all__ = [
     "ProxyRecording",
     "RecallResult",
     "RecordEntry",
-    "ReferenceSystem",
     "RunConfig",
     "ScenarioResult",
     "SuiteRun",
@@ -115,7 +114,6 @@ __all__ = [
     "proxy_key",
     "read_meta",
     "recall_metrics",
-    "reference_factory",
     "relabel",
     "replay",
     "request_key",

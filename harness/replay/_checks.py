@@ -10,9 +10,9 @@ from harness.errors import HarnessError
 from harness.replay._coverage import entry_coverage
 from harness.replay._expect import check_store, check_trailing
 from harness.replay._index import index_stats
-from harness.replay._protocol import Capability
 from harness.replay._records import MetricValue
 from harness.scenario import CheckStep, SessionStep
+from harness.system import Capability
 
 if TYPE_CHECKING:
     from harness.replay._replay import _Run

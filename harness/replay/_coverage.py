@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from harness.replay._protocol import MemoryRecord
 from harness.scenario import Fact
+from harness.system import MemoryRecord
 
 
 def _contains_all(text: str, phrases: Iterable[str]) -> bool:

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.replay._protocol import MemoryRecord
 from harness.scenario import CheckStep, FaultStep, Outcome, RecallStep, TrailingExpect
+from harness.system import MemoryRecord
 from memory_core.errors import ModelError
 from memory_core.model import Model, ModelReply, ModelRequest
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.replay._protocol import Capability
 from harness.replay._records import ProbeKind
 from harness.scenario import (
     CheckStep,
@@ -17,6 +16,7 @@ from harness.scenario import (
     StateStep,
     Step,
 )
+from harness.system import Capability
 
 PROBE_KIND: dict[type, ProbeKind] = {SessionStep: "extract", DreamStep: "dream", RecallStep: "recall",
                                       ForgetStep: "forget", CheckStep: "check", LockStep: "check", FaultStep: "check",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from harness.errors import SYSTEM_FAILED, HarnessError, SystemFailure
-from harness.replay._protocol import DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
+from harness.system import DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
 from memory_core.errors import ReplayAborted
 
 READS: Final = frozenset({"documents", "index_text", "loaded_index", "stray_files", "lock_held", "system_check",

@@ -22,19 +22,8 @@ from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
 from harness.replay._needs import PROBE_KIND, scenario_needs
 from harness.replay._observed import Observed, close_system, op_timeout
-from harness.replay._protocol import (
-    Capability,
-    MemorySystem,
-    SystemFactory,
-    capabilities_of,
-    declared_recall_limit,
-    strategy_problem,
-    target_problem,
-    variant_factory,
-)
 from harness.replay._quality import recall_verdict
 from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult
-from harness.replay._reference import reference_factory
 from harness.scenario import (
     AdvanceStep,
     CheckStep,
@@ -49,6 +38,17 @@ from harness.scenario import (
     StateStep,
     Step,
 )
+from harness.system import (
+    Capability,
+    MemorySystem,
+    SystemFactory,
+    capabilities_of,
+    declared_recall_limit,
+    strategy_problem,
+    target_problem,
+    variant_factory,
+)
+from harness.systems.files import reference_factory
 from harness.telemetry import Operation, Telemetry
 from memory_core.clock import FixedClock, monotonic_ms
 from memory_core.model import Model

@@ -16,11 +16,12 @@ from harness.errors import HarnessError
 from harness.replay import _side
 from harness.replay._cassette import Cassette, CassetteModel, ModelSpec
 from harness.replay._models import ProbeContext, scripted_model
-from harness.replay._protocol import SystemFactory
 from harness.replay._records import ScenarioResult
-from harness.replay._reference import factory_for
 from harness.replay._replay import replay
 from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario, base_strategy
+from harness.system import SystemFactory
+from harness.systems import SHIPPED_DESIGNS, SYSTEMS
+from harness.systems.files import factory_for
 from harness.telemetry import TelemetrySetup, build_telemetry
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model
@@ -64,15 +65,6 @@ class SuiteRun:
     results: list[ScenarioResult]
     spans: list[dict[str, Any]]
     cassette_entries: int = 0
-
-
-SYSTEMS: dict[str, str] = {
-    "reference": "harness.replay._reference:factory_for",
-    "sqlite": "harness.replay._sqlite:factory_for",
-}
-"""Built-in systems by name. ``NAME`` or ``NAME:VARIANT`` (e.g. ``sqlite:seed``); a built-in whose entry ends in
-``factory_for`` takes the variant (``factory_for(variant) -> factory``)."""
-SHIPPED_DESIGNS: dict[str, str] = {"reference": "qwen-file", "sqlite": "s1-sqlite"}  # = each one's ``design``
 
 
 def load_factory(spec: str | None) -> SystemFactory:

@@ -21,6 +21,7 @@ from harness.scenario._registry import (
     STRATEGY_NAMES,
     StrategySpec,
     base_strategy,
+    ranker_plugin,
     strategy_spec,
 )
 from harness.scenario._strict import strict_problems
@@ -82,6 +83,7 @@ __all__ = [
     "dump_yaml",
     "load_all",
     "load_scenario",
+    "ranker_plugin",
     "raw_text",
     "scenario_to_yaml",
     "strategy_spec",

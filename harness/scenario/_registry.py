@@ -83,6 +83,11 @@ def register_ranker(name: str, score: Callable[..., Any], description: str = "")
     RANKER_PLUGINS[name] = score
 
 
+def ranker_plugin(name: str) -> Callable[..., Any] | None:
+    """The scoring function a plugin registered for recall strategy ``name`` (None for any other name)."""
+    return RANKER_PLUGINS.get(name)
+
+
 def base_strategy(name: str) -> str:
     """The registered strategy a run's strategy name stands for: ``model:SET`` (the model strategy replaying the
     cassette set SET, for model-versus-model runs) is ``model``; any other name is itself."""

@@ -16,9 +16,10 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 
-from harness.replay import ScenarioResult, SystemFactory, reference_factory, replay, scripted_model, system_name
+from harness.replay import ScenarioResult, SystemFactory, replay, scripted_model, system_name
 from harness.reporting import atomic_write
 from harness.scenario import Scenario, scenario_to_yaml
+from harness.systems.files import reference_factory
 from harness.telemetry import Telemetry
 from harness.tools._properties import Property
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from harness.cli import main
 from tests.harness.conftest import REPO, SCENARIOS
 
 HARNESS = REPO / "harness"
-STAGES = {"scenario": 0, "telemetry": 1, "replay": 2, "evaluation": 3, "reporting": 4, "tools": 5, "cli": 6}
+STAGES = {"scenario": 0, "telemetry": 1, "systems": 2, "replay": 2, "evaluation": 3, "reporting": 4, "tools": 5, "cli": 6}
 TOP_LEVEL = {"__init__": -1, "errors": -1, "system": 2, "plugins": 3, "strategies": 5, "pytest_plugin": 7, "__main__": 7}
 
 
@@ -85,6 +87,61 @@ def test_harness_is_stage_packages_and_a_handful_of_modules() -> None:
     assert sorted(p.name for p in HARNESS.iterdir() if p.is_dir() and (p / "__init__.py").exists()) == sorted(STAGES)
     sizes = {str(p.relative_to(REPO)): len(p.read_text(encoding="utf-8").splitlines()) for p in HARNESS.rglob("*.py")}
     assert max(sizes.values()) <= 400, max(sizes.items(), key=lambda kv: kv[1])
+
+
+CORE = REPO / "memory_core"
+SEAMS = {"__init__.py", "clock.py", "errors.py", "events.py", "model.py", "litellm_model.py", "prompts.py", "py.typed"}
+SYSTEM_PACKAGES = {"files", "sqlite"}
+
+
+def test_memory_core_root_is_the_seams_and_the_two_systems_side_by_side() -> None:
+    root = {p.name for p in CORE.iterdir() if p.name != "__pycache__"}
+    assert root == SEAMS | SYSTEM_PACKAGES, sorted(root ^ (SEAMS | SYSTEM_PACKAGES))
+    for system in SYSTEM_PACKAGES:
+        assert (CORE / system / "__init__.py").is_file()
+        assert sorted((CORE / system / "prompts").glob("*.j2")), f"{system}: no prompt templates of its own"
+        other = SYSTEM_PACKAGES - {system}
+        modules = [m for p in (CORE / system).rglob("*.py") for _, m in _imports(p)]
+        assert not [m for m in modules if m.split(".")[:2] in (["memory_core", o] for o in other)], system
+
+
+def test_the_seams_import_neither_system() -> None:
+    for name in SEAMS - {"py.typed"}:
+        modules = [m for _, m in _imports(CORE / name)]
+        assert not [m for m in modules if m.split(".")[:2] in (["memory_core", s] for s in SYSTEM_PACKAGES)], name
+
+
+def private_harness_imports(path: Path) -> list[str]:
+    """The private ``harness`` modules a file imports (a ``_name`` part anywhere in the dotted path)."""
+    return [f"{path.relative_to(REPO)}:{line} imports {m}" for line, m in _imports(path)
+            if m.split(".")[0] == "harness" and any(part.startswith("_") for part in m.split(".")[1:])]
+
+
+def test_the_shipped_adapters_import_only_public_harness_modules() -> None:
+    adapters = sorted((HARNESS / "systems").glob("*.py"))
+    assert {p.stem for p in adapters} >= {"__init__", "files", "sqlite", "sqlite_checks", "faulty_store"}
+    assert [edge for p in adapters for edge in private_harness_imports(p)] == []
+
+
+def test_the_protocol_loads_no_adapter_until_asked() -> None:
+    code = ("import sys, harness.system as s; print(sorted(m for m in sys.modules if m.startswith('harness.systems')));"
+            " print(s.ReferenceSystem.__module__, s.reference_factory.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.split("\n")[:2] == ["[]", "harness.systems.files harness.systems.files"]
+
+
+def test_the_private_import_check_can_fail(tmp_path: Path) -> None:
+    import tests.harness.test_architecture as me
+
+    fake = tmp_path / "harness" / "systems" / "mine.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("from harness.scenario._registry import RANKER_PLUGINS\nfrom harness.system import Capability\n")
+    original = me.REPO
+    me.REPO = tmp_path
+    try:
+        assert private_harness_imports(fake) == ["harness/systems/mine.py:1 imports harness.scenario._registry"]
+    finally:
+        me.REPO = original
 
 
 def test_the_example_system_imports_nothing_from_memory_core() -> None:

@@ -28,12 +28,12 @@ from harness.replay import (
     RecordEntry,
     RunConfig,
     Worker,
-    reference_factory,
     resolve_set,
     step_needs,
 )
-from harness.replay._sqlite import factory_for as sqlite_factory_for
 from harness.scenario import FaultStep, Scenario, load_all
+from harness.system import reference_factory
+from harness.systems.sqlite import factory_for as sqlite_factory_for
 from memory_core.events import NullSink
 from memory_core.model import Message, ModelRequest
 from tests.harness.conftest import SCENARIOS

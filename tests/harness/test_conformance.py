@@ -12,7 +12,7 @@ import pytest
 
 from harness.cli import main
 from harness.cli._conformance import conformance
-from harness.replay import reference_factory
+from harness.system import reference_factory
 from memory_core.events import NullSink
 from tests.harness.conftest import SCENARIOS
 

@@ -11,10 +11,11 @@ import pytest
 
 from harness.cli import main
 from harness.errors import ScenarioError
-from harness.replay import DESIGNS, ReferenceSystem, reference_factory, system_design, system_plan, target_problem
-from harness.replay._sqlite import SqliteSystem
-from harness.replay._suite import SHIPPED_DESIGNS
+from harness.replay import DESIGNS, system_design, system_plan, target_problem
 from harness.scenario import load_all, load_scenario
+from harness.system import ReferenceSystem, reference_factory
+from harness.systems import SHIPPED_DESIGNS
+from harness.systems.sqlite import SqliteSystem
 from tests.harness.conftest import SCENARIOS
 
 PORTABLE = SCENARIOS / "dream" / "portable-duplicate-records.yaml"

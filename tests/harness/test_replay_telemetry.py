@@ -170,7 +170,7 @@ def test_a_wrong_trailing_expectation_fails_with_what_ran(tmp_path: Path, otel: 
 
 
 def test_a_vanished_file_is_listed_but_gone(tmp_path: Path) -> None:
-    from harness.replay._faulty_store import FaultyStore
+    from harness.systems.faulty_store import FaultyStore
     from memory_core.files.store import FileStore
 
     store = FaultyStore(FileStore(tmp_path))
@@ -185,7 +185,7 @@ def test_a_vanished_file_is_listed_but_gone(tmp_path: Path) -> None:
 
 def _reference_without(*missing: str) -> Any:
     from harness.replay import Capability
-    from harness.replay._reference import factory_for
+    from harness.systems.files import factory_for
 
     base = factory_for()
 
@@ -221,7 +221,7 @@ def test_a_queue_is_skipped_whole_when_one_of_its_steps_needs_a_missing_capabili
 def test_records_are_listed_again_after_a_clock_advance(tmp_path: Path, otel: OTel) -> None:
     from datetime import timedelta
 
-    from harness.replay._reference import factory_for
+    from harness.systems.files import factory_for
 
     base = factory_for()
 

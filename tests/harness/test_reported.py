@@ -11,7 +11,7 @@ import pytest
 
 from harness.cli import main
 from harness.replay import Capability
-from harness.replay._faulty_store import FaultyStore
+from harness.systems.faulty_store import FaultyStore
 from memory_core.files.snapshot import RecallCache, cached_scan, plain_root
 from memory_core.files.store import FileStore
 from tests.example_system import ExampleSystem

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from harness.replay import reference_factory
+from harness.system import reference_factory
 
 SCENARIO = """\
 strategies: [heuristic]

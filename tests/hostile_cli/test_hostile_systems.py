@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.errors import SYSTEM_FAILED
-from harness.replay import reference_factory
+from harness.system import reference_factory
 from tests.harness.conftest import SCENARIOS
 from tests.helpers import examples
 
@@ -122,7 +122,7 @@ def test_a_call_that_hangs_is_cut_at_the_per_operation_timeout(tmp_path: Path) -
 
 def test_threads_left_running_do_not_keep_memharness_alive(tmp_path: Path) -> None:
     system = tmp_path / "leaky.py"
-    system.write_text("import threading\nfrom harness.replay import reference_factory\n"
+    system.write_text("import threading\nfrom harness.system import reference_factory\n"
                       "def factory(w, c, m, e):\n"
                       "    threading.Thread(target=threading.Event().wait, name='leaked', daemon=False).start()\n"
                       "    return reference_factory(w, c, m, e)\n")

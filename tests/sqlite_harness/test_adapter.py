@@ -10,8 +10,8 @@ import pytest
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.replay import Capability, load_factory
-from harness.replay._sqlite import INJECTED_MAX_CHARS, MEMORY_MD_ITEM_CHARS, RECALL_LIMIT, SqliteSystem
 from harness.scenario import SeedMemory
+from harness.systems.sqlite import INJECTED_MAX_CHARS, MEMORY_MD_ITEM_CHARS, RECALL_LIMIT, SqliteSystem
 from memory_core.clock import FixedClock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ def test_declares_its_name_capabilities_and_the_spec_limits(tmp_path: Path) -> N
 
 
 def test_the_adapter_imports_nothing_from_the_file_core() -> None:
-    source = (REPO / "harness" / "replay" / "_sqlite.py").read_text(encoding="utf-8")
+    source = (REPO / "harness" / "systems" / "sqlite.py").read_text(encoding="utf-8")
     imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
     assert not [line for line in imports if "memory_core" in line and "memory_core.sqlite" not in line]
     assert len(source.splitlines()) <= 200

@@ -12,8 +12,8 @@ import pytest
 
 from harness.cli import main
 from harness.replay import load_factory
-from harness.replay._sqlite import SqliteSystem
 from harness.scenario import SeedMemory
+from harness.systems.sqlite import SqliteSystem
 from memory_core.clock import FixedClock
 from memory_core.sqlite import SqliteMemoryError
 

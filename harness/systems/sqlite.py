@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness.errors import ScenarioInputError
-from harness.replay._protocol import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
 from harness.scenario import SeedMemory, Turn
+from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
 from memory_core.sqlite import Quirks, SqliteMemory
 
 RECALL_LIMIT: Final = 20
@@ -153,7 +153,7 @@ class SqliteSystem:
 
     def system_check(self, name: str, expected: str | int | float | bool) -> str | None:  # noqa: FBT001
         """None when the named check holds, else what is wrong (one line)."""
-        from harness.replay._sqlite_checks import CHECKS
+        from harness.systems.sqlite_checks import CHECKS
 
         check = CHECKS.get(name)
         if check is None:

@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.errors import HarnessError, ScenarioInputError
-from harness.replay._faulty_store import FaultyStore
-from harness.replay._protocol import (
+from harness.scenario import RANKED_STRATEGIES, SeedMemory, Turn, ranker_plugin, raw_text
+from harness.system import (
     ALL_CAPABILITIES,
     Capability,
     DreamResult,
@@ -27,8 +27,7 @@ from harness.replay._protocol import (
     RecallResult,
     RecordEntry,
 )
-from harness.scenario import RANKED_STRATEGIES, SeedMemory, Turn, raw_text
-from harness.scenario._registry import RANKER_PLUGINS
+from harness.systems.faulty_store import FaultyStore
 from memory_core.clock import FixedClock
 from memory_core.events import EventSink
 from memory_core.files.dream import DreamScheduler
@@ -227,7 +226,7 @@ class ReferenceSystem:
         if strategy not in RANKED_STRATEGIES:
             return None
         if strategy not in self._rankers:
-            plugin = RANKER_PLUGINS.get(strategy)
+            plugin = ranker_plugin(strategy)
             self._rankers[strategy] = make_ranker(strategy, dense=self.dense) if plugin is None \
                 else PluginRanker(strategy, plugin)
         return self._rankers[strategy]

@@ -8,7 +8,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, Final
 
-from harness.replay._sqlite import (
+from harness.systems.sqlite import (
     INJECTED_MAX_CHARS,
     MEMORY_MD_ITEM_CHARS,
     MEMORY_MD_ITEMS_PER_TYPE,

@@ -1,0 +1,24 @@
+"""The shipped memory systems, side by side, each adapted onto the protocol of ``harness.system``.
+
+    harness/systems/
+      files.py          the file-based system (``memory_core.files``, design ``qwen-file``): ``ReferenceSystem``
+      faulty_store.py   its store with injected I/O faults (a scenario's ``fault`` steps)
+      sqlite.py         the SQLite system (``memory_core.sqlite``, design ``s1-sqlite``): ``SqliteSystem``
+      sqlite_checks.py  the SQLite adapter's ``check: {system: {...}}`` keys
+
+Each adapter imports the public protocol (``harness.system``), public harness names (``harness.errors``,
+``harness.scenario``) and its own memory core, nothing private of the harness. ``memharness run --system NAME``
+resolves a shipped system by the name in ``SYSTEMS``; the adapters load only when a run asks for them.
+"""
+
+from __future__ import annotations
+
+SYSTEMS: dict[str, str] = {
+    "reference": "harness.systems.files:factory_for",
+    "sqlite": "harness.systems.sqlite:factory_for",
+}
+"""Built-in systems by name. ``NAME`` or ``NAME:VARIANT`` (e.g. ``sqlite:seed``); a built-in whose entry ends in
+``factory_for`` takes the variant (``factory_for(variant) -> factory``)."""
+SHIPPED_DESIGNS: dict[str, str] = {"reference": "qwen-file", "sqlite": "s1-sqlite"}  # = each one's ``design``
+
+__all__ = ["SHIPPED_DESIGNS", "SYSTEMS"]
