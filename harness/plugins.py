@@ -93,7 +93,7 @@ def ranker(name: str, *, description: str = "") -> Callable[[Callable[[str, Sequ
     """Register the decorated ``score(query, docs) -> one number per doc`` as recall strategy ``name``.
 
     A run names it like a built-in (``--strategy heuristic,NAME``, a scenario's ``strategies:``, a gate's
-    ``strategy``). ``docs`` are ``harness.replay.MemoryRecord`` (``id``, ``type``, ``title``, ``description``,
+    ``strategy``). ``docs`` are ``harness.system.MemoryRecord`` (``id``, ``type``, ``title``, ``description``,
     ``text``); a system that ranks with it (the reference: its topic files) recalls the docs scoring above 0, best
     first, ties in the order given, at most the recall limit; a system that declares ``strategies`` without it
     skips it, with the reason."""

@@ -1,6 +1,7 @@
-"""The reference core (``memory_core``) as a system under test: an adapter onto the harness protocol.
+"""The reference core (``memory_core.files``, the file system) as a system under test: an adapter onto the harness
+protocol.
 
-It is one implementation of ``harness.replay.MemorySystem`` among others (``--system package.module:factory``);
+It is one implementation of ``harness.system.MemorySystem`` among others (``--system package.module:factory``);
 see ``docs/system-protocol.md``.
 """
 

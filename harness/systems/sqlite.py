@@ -48,7 +48,7 @@ def _delta(value: object, field: str) -> timedelta:
 
 
 class SqliteSystem:
-    """``SqliteMemory`` behind ``harness.replay.MemorySystem`` (capabilities: dream, events, recall_options,
+    """``SqliteMemory`` behind ``harness.system.MemorySystem`` (capabilities: dream, events, recall_options,
     recall_prompt, system_checks)."""
 
     name = "sqlite"
