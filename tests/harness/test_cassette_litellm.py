@@ -93,7 +93,7 @@ def test_status_lists_entries_with_changed_prompts(tmp_path: Path) -> None:
     assert changes[0].startswith("recall_system@000000000000 -> recall_system@")
 
 
-def test_prompt_version_changes_with_the_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prompt_version_changes_with_the_template(tmp_path: Path) -> None:
     import memory_core.prompts as prompts
 
     before = prompts.prompt_version("recall_system")
@@ -102,12 +102,14 @@ def test_prompt_version_changes_with_the_template(tmp_path: Path, monkeypatch: p
     for p in prompts.PROMPT_DIR.glob("*.j2"):
         (copy / p.name).write_text(p.read_text())
     (copy / "recall_system.j2").write_text((copy / "recall_system.j2").read_text() + "\nBe brief.")
-    monkeypatch.setattr(prompts, "PROMPT_DIR", copy)
-    prompts._environment.cache_clear()
-    try:
-        assert prompts.prompt_version("recall_system") != before
-    finally:
-        prompts._environment.cache_clear()
+    changed = prompts.prompt_version("recall_system", copy)  # a system's own template directory
+    assert changed != before
+    assert changed.split("@")[0] == "recall_system"
+    rendered = prompts.render_prompt("recall_system", copy, limit=5)
+    assert rendered.version == changed
+    assert rendered.text.endswith("Be brief.")
+    assert prompts.all_prompt_versions(copy)["recall_system"] == changed
+    assert prompts.prompt_version("recall_system") == before  # the file system's directory is untouched
 
 
 @pytest.mark.slow
