@@ -85,7 +85,8 @@ def _rows(spec: str) -> dict[str, tuple[str, str]]:
     return {r.capability: (r.verdict, r.detail) for r in conformance(spec, [SCENARIOS], per_capability=8)}
 
 
-@pytest.mark.parametrize("system", ["reference", "sqlite", "tests.example_system:factory"])
+@pytest.mark.parametrize("system", ["reference", pytest.param("sqlite", marks=pytest.mark.slow),  # its cases include
+                                    "tests.example_system:factory"])  # a litellm transport fault: 3-4 s of import
 def test_the_shipped_systems_and_the_example_conform(system: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["conformance", str(SCENARIOS), "--system", system], environ={}) == 0
     out = capsys.readouterr().out
