@@ -11,6 +11,8 @@ model summary, a file name): one line per doc, one link, and that link stays ins
 from __future__ import annotations
 
 import contextlib
+import functools
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,6 +47,8 @@ _TEXT_MAP: Final = {ord("["): "(", ord("]"): ")", ord("`"): "'", ord("<"): "\u20
 _BIDI: Final = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A))
 _PATH_SAFE_PUNCT: Final = frozenset("-._~/!$&'*+,;=:@")
 _MAX_FIELD_CHARS: Final = 400
+_PLAIN_PATH: Final = re.compile(r"[A-Za-z0-9\-._~/!$&'*+,;=:@]*")
+"""ASCII letters, digits and ``_PATH_SAFE_PUNCT``: what ``index_target`` keeps as it is."""
 
 
 def _line_safe(text: str) -> str:
@@ -53,8 +57,11 @@ def _line_safe(text: str) -> str:
     Control characters and line/paragraph separators become spaces, ``[``/``]`` become ``(``/``)``, a backtick
     ``'``, ``<`` ``‹``; bidi overrides are dropped and lone surrogates become U+FFFD.
     """
+    text = text[:_MAX_FIELD_CHARS]
+    if text.isascii() and text.isprintable():  # no control, separator, bidi or surrogate character: nothing to drop
+        return text.translate(_TEXT_MAP)
     out: list[str] = []
-    for ch in text[:_MAX_FIELD_CHARS]:
+    for ch in text:
         cat = unicodedata.category(ch)
         if cat in ("Cc", "Zl", "Zp"):
             out.append(" ")
@@ -77,13 +84,12 @@ def index_target(relative_path: str) -> str:
     (whitespace, controls, brackets, parentheses, ``<>``, ``%#?``, backticks, backslashes, non-UTF-8 name bytes),
     dropping ``.``/``..``/empty segments (and so a leading ``/``), and prefixing a scheme-like first segment with
     ``./``: the target, percent-decoded or not, always names a path inside the root."""
-    out: list[str] = []
-    for ch in relative_path:
-        if ch in _PATH_SAFE_PUNCT or (ch.isalnum() and unicodedata.category(ch)[0] in "LN"):
-            out.append(ch)
-        else:
-            out.append(_encode_char(ch))
-    segments = [seg for seg in "".join(out).split("/") if seg not in ("", ".", "..")]
+    if _PLAIN_PATH.fullmatch(relative_path):  # every character is a plain path character: nothing to encode
+        encoded = relative_path
+    else:
+        encoded = "".join(ch if ch in _PATH_SAFE_PUNCT or (ch.isalnum() and unicodedata.category(ch)[0] in "LN")
+                          else _encode_char(ch) for ch in relative_path)
+    segments = [seg for seg in encoded.split("/") if seg not in ("", ".", "..")]
     target = "/".join(segments) or "MEMORY.md"
     if segments and ":" in segments[0]:
         return f"./{target}"  # ``javascript:x.md`` is a file here, never a URL scheme
@@ -96,9 +102,15 @@ def index_line(doc: TopicDoc) -> str:
     fix: spec §4.1 — the cap never cuts the link: when ``- [title](path)`` alone is over 149 units the title is
     shortened instead (and a path longer than the cap keeps the line over it, whole).
     """
-    title = _line_safe(doc.title).replace("\\", "\\\\")
-    rest = _line_safe(doc.description or doc.type)
-    target = index_target(doc.relative_path)
+    return _index_line(doc.title, doc.description or doc.type, doc.relative_path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _index_line(title_text: str, rest_text: str, relative_path: str) -> str:
+    """``index_line`` of its three inputs: the index is rebuilt after every write, mostly from unchanged docs."""
+    title = _line_safe(title_text).replace("\\", "\\\\")
+    rest = _line_safe(rest_text)
+    target = index_target(relative_path)
     line = f"- [{title}]({target}) \u2014 {rest}"
     if js_len(line) <= MAX_INDEX_LINE_CHARS:
         return line
