@@ -133,6 +133,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from harness.replay import (
         ModelSpec,
         RunConfig,
+        load_factory,
         nearest_cassettes,
         needs_cassette_model,
         plan_columns,
@@ -164,7 +165,8 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     shelf = args.cassettes or nearest_cassettes(paths[0]) or suite_dir / "cassettes"  # as `record` and the plugin
     cassettes = shelf
     model = None
-    if any(STRATEGIES[base_strategy(s)].uses_model for s in strategies if base_strategy(s) in STRATEGIES):
+    proxied = bool(args.system) and getattr(load_factory(args.system), "model_proxy", False)  # its own model client
+    if proxied or any(STRATEGIES[base_strategy(s)].uses_model for s in strategies if base_strategy(s) in STRATEGIES):
         cassettes = resolve_set(shelf)  # a shelf of sets (sets.toml): its default set; only a model run reads it
         mode: Mode = "record" if args.record else "live" if args.live else "replay"
         model = ModelSpec(cassettes, mode, args.model or environ.get("MEMHARNESS_MODEL"), args.api_base, args.timeout_scale,

@@ -19,7 +19,7 @@ from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, 
 from harness.replay._index import SPEC_LIMITS, IndexLimits, index_stats
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._needs import step_needs
-from harness.replay._proxy import PROXY_FILE, ModelProxy, ProxyCall, ProxyRecording, proxy_key
+from harness.replay._proxy import PROXY_FILE, PROXY_URL_ENV, ModelProxy, ProxyCall, ProxyRecording, proxy_key
 from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
 from harness.replay._replay import replay
 from harness.replay._suite import (
@@ -70,6 +70,7 @@ __all__ = [
     "DREAM_REASONS",
     "EXTRACT_REASONS",
     "PROXY_FILE",
+    "PROXY_URL_ENV",
     "SPEC_LIMITS",
     "Capability",
     "Cassette",

@@ -34,8 +34,11 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import HarnessError, one_line
+from harness.replay._cassette import resolve_set
 
 PROXY_FILE: Final = "proxy.jsonl"
+PROXY_URL_ENV: Final = "MEMHARNESS_MODEL_BASE_URL"
+"""Where ``memharness run`` tells a system behind the proxy (factory attribute ``model_proxy = True``) its base URL."""
 ENDPOINTS: Final = ("chat/completions", "embeddings")
 MAX_BODY_BYTES: Final = 32 * 1024 * 1024
 UPSTREAM_TIMEOUT_S: Final = 600.0
@@ -51,6 +54,11 @@ def proxy_key(endpoint: str, body: dict[str, Any]) -> str:
 @dataclass(frozen=True, slots=True)
 class ProxyCall:
     """One request the proxy answered (for telemetry and reports)."""
+
+    def describe(self) -> str:
+        """``step N: unrecorded model call …`` (a replay miss as the harness reports it)."""
+        return (f"step {self.step}: unrecorded model call {self.endpoint} (model {self.model or '?'}, key "
+                f"{self.key[:12]}) through the model proxy; record it with --record --api-base URL")
 
     endpoint: str
     model: str
@@ -114,13 +122,16 @@ class ModelProxy:
     """The proxy server: ``with ModelProxy(directory, mode) as proxy: system(base_url=proxy.base_url)``."""
 
     def __init__(self, directory: Path, mode: Mode = "replay", *, upstream: str | None = None,
-                 observer: Callable[[ProxyCall], None] | None = None) -> None:
+                 observer: Callable[[ProxyCall], None] | None = None,
+                 where: Callable[[], tuple[str, int | None]] | None = None) -> None:
         if mode != "replay" and not upstream:
-            raise HarnessError(f"the model proxy in {mode} mode needs an upstream OpenAI-compatible base URL")
+            raise HarnessError(f"the model proxy in {mode} mode needs an upstream OpenAI-compatible base URL "
+                               "(--api-base)")
         self.recording = ProxyRecording.open(directory)
         self.mode, self.upstream, self.observer = mode, (upstream or "").rstrip("/"), observer
         self.context: tuple[str, int | None] = ("", None)
-        """(scenario, step) the harness is replaying now: named in a miss."""
+        """(scenario, step) the harness is replaying now, named in a miss (``where``, when given, is asked instead)."""
+        self.where = where
         self.misses: list[ProxyCall] = []
         self.calls: list[ProxyCall] = []
         self._server: ThreadingHTTPServer | None = None
@@ -168,7 +179,7 @@ class ModelProxy:
         """The status and JSON body the proxy answers a request with (the HTTP layer's only call)."""
         t0 = time.perf_counter()
         key = proxy_key(endpoint, body)
-        scenario, step = self.context
+        scenario, step = self.where() if self.where is not None else self.context
         model = str(body.get("model", ""))
         recorded = self.recording.entries.get(key) if self.mode != "live" else None
         if recorded is not None:
@@ -216,6 +227,21 @@ class ModelProxy:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # a client with many threads must not meet a full listen backlog (reset connections)
+
+
+def proxy_for(factory: object, spec: Any, system: str | None, where: Callable[[], tuple[str, int | None]]) -> ModelProxy | None:
+    """The started proxy for a system whose factory says ``model_proxy = True`` (its base URL exported in
+    ``PROXY_URL_ENV`` for the factory to read), replaying from or recording into the run's cassette set
+    (``spec``: its ``ModelSpec``); None for any other system."""
+    if not getattr(factory, "model_proxy", False):
+        return None
+    if spec is None:
+        raise HarnessError(f"{system}: a system behind the model proxy needs a cassette set (--cassettes DIR) to "
+                           "replay from or record into")
+    proxy = ModelProxy(resolve_set(spec.cassettes), spec.mode, upstream=spec.api_base, where=where)
+    proxy.start()
+    os.environ[PROXY_URL_ENV] = proxy.base_url
+    return proxy
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from harness.errors import HarnessError
 from harness.replay import _side
 from harness.replay._cassette import Cassette, CassetteModel, ModelSpec
 from harness.replay._models import ProbeContext, scripted_model
+from harness.replay._proxy import PROXY_URL_ENV, ModelProxy, proxy_for
 from harness.replay._records import ScenarioResult
 from harness.replay._replay import replay
 from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario, base_strategy
@@ -224,6 +225,8 @@ class Worker:
         self.context = ProbeContext()
         self._models: dict[str, Model] = {}
         self.cassette: Cassette | None = None
+        self.proxy: ModelProxy | None = None
+        """The model proxy of a system whose factory says ``model_proxy = True`` (started on first use)."""
 
     @property
     def model(self) -> Model:
@@ -258,9 +261,18 @@ class Worker:
     def run_one(self, scenario: Scenario, strategy: str) -> ScenarioResult:
         """Replay ``scenario`` once with ``strategy`` (``model:SET`` replays as ``model``, labelled ``model:SET``)."""
         base = base_strategy(strategy)
+        proxy = self._proxy()
         result = replay(scenario, strategy=base, telemetry=self.setup.telemetry,
                         model=self.model_for(scenario, strategy), context=self.context, system_factory=self.factory)
+        if proxy is not None and (misses := proxy.take_misses()):  # like a cassette miss: the run is incomplete
+            result = replace(result, passed=False, error=f"{scenario.id} [{base}] {misses[0].describe()}")
         return result if base == strategy else relabel(result, strategy)
+
+    def _proxy(self) -> ModelProxy | None:
+        if self.proxy is None:
+            self.proxy = proxy_for(self.factory, self.config.model, self.config.system,
+                                   lambda: (self.context.scenario, self.context.step))
+        return self.proxy
 
     def run(self, scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
         """Every strategy of the run for ``scenario``, and the spans they produced."""
@@ -268,6 +280,10 @@ class Worker:
         return results, self.setup.jsonl.take()
 
     def shutdown(self) -> None:
+        if self.proxy is not None:
+            self.proxy.stop()
+            os.environ.pop(PROXY_URL_ENV, None)
+            self.proxy = None
         self.setup.shutdown()
 
 

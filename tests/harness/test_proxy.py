@@ -190,7 +190,7 @@ def test_a_damaged_recording_is_a_located_error(tmp_path: Path, line: str, where
 def test_record_and_live_need_an_upstream(tmp_path: Path) -> None:
     for mode in ("record", "live"):
         with pytest.raises(HarnessError, match="needs an upstream"):
-            ModelProxy(tmp_path, mode)  # type: ignore[arg-type]
+            ModelProxy(tmp_path, mode)
 
 
 def test_an_openai_client_gets_the_miss_at_once_without_retrying(tmp_path: Path) -> None:
