@@ -229,7 +229,8 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128  # a client with many threads must not meet a full listen backlog (reset connections)
 
 
-def proxy_for(factory: object, spec: Any, system: str | None, where: Callable[[], tuple[str, int | None]]) -> ModelProxy | None:
+def proxy_for(factory: object, spec: Any, system: str | None, where: Callable[[], tuple[str, int | None]],
+              observer: Callable[[ProxyCall], None] | None = None) -> ModelProxy | None:
     """The started proxy for a system whose factory says ``model_proxy = True`` (its base URL exported in
     ``PROXY_URL_ENV`` for the factory to read), replaying from or recording into the run's cassette set
     (``spec``: its ``ModelSpec``); None for any other system."""
@@ -238,7 +239,7 @@ def proxy_for(factory: object, spec: Any, system: str | None, where: Callable[[]
     if spec is None:
         raise HarnessError(f"{system}: a system behind the model proxy needs a cassette set (--cassettes DIR) to "
                            "replay from or record into")
-    proxy = ModelProxy(resolve_set(spec.cassettes), spec.mode, upstream=spec.api_base, where=where)
+    proxy = ModelProxy(resolve_set(spec.cassettes), spec.mode, upstream=spec.api_base, where=where, observer=observer)
     proxy.start()
     os.environ[PROXY_URL_ENV] = proxy.base_url
     return proxy

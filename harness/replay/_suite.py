@@ -23,7 +23,7 @@ from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenar
 from harness.system import SystemFactory
 from harness.systems import SHIPPED_DESIGNS, SYSTEMS
 from harness.systems.files import factory_for
-from harness.telemetry import TelemetrySetup, build_telemetry
+from harness.telemetry import TelemetrySetup, build_telemetry, proxied_call_span
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model
 
@@ -225,8 +225,7 @@ class Worker:
         self.context = ProbeContext()
         self._models: dict[str, Model] = {}
         self.cassette: Cassette | None = None
-        self.proxy: ModelProxy | None = None
-        """The model proxy of a system whose factory says ``model_proxy = True`` (started on first use)."""
+        self.proxy: ModelProxy | None = None  # a system whose factory says model_proxy = True: started on first use
 
     @property
     def model(self) -> Model:
@@ -271,7 +270,8 @@ class Worker:
     def _proxy(self) -> ModelProxy | None:
         if self.proxy is None:
             self.proxy = proxy_for(self.factory, self.config.model, self.config.system,
-                                   lambda: (self.context.scenario, self.context.step))
+                                   lambda: (self.context.scenario, self.context.step),
+                                   lambda call: proxied_call_span(self.setup.telemetry, call))
         return self.proxy
 
     def run(self, scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:

@@ -5,6 +5,7 @@ Used by replay; imports no other stage.
 
 from harness.telemetry import semconv
 from harness.telemetry._otlp_json import protobuf_otlp_json, spans_to_otlp_json
+from harness.telemetry._proxied import proxied_call_span
 from harness.telemetry._setup import (
     JsonLinesSpanExporter,
     TelemetrySetup,
@@ -28,6 +29,7 @@ __all__ = [
     "otlp_jsonl",
     "otlp_spans",
     "protobuf_otlp_json",
+    "proxied_call_span",
     "semconv",
     "span_to_otlp_json",
     "spans_to_otlp_json",

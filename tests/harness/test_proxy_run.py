@@ -81,6 +81,14 @@ def test_record_then_replay_offline_then_a_miss_names_the_step(tmp_path: Path, c
     assert len((suite / "cassettes" / PROXY_FILE).read_text().splitlines()) == 1
     assert _run(suite, tmp_path / "rep") == 0  # no upstream anywhere now
     assert _probes(tmp_path / "rep") == _probes(tmp_path / "rec")
+    spans = [s for line in (tmp_path / "rep" / "traces.jsonl").read_text().splitlines()
+             for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    by_id = {s["spanId"]: s for s in spans}
+    [chat] = [s for s in spans if s["name"] == "chat tiny"]  # the proxied call, inside the recall that made it
+    assert by_id[chat["parentSpanId"]]["name"] == "search_memory"  # the recall operation's span
+    attributes = {a["key"]: next(iter(a["value"].values())) for a in chat["attributes"]}
+    assert attributes["memory.proxy.outcome"] == "replayed"
+    assert attributes["gen_ai.usage.input_tokens"] in (7, "7")
     capsys.readouterr()
     _suite(tmp_path, "tabs or spaces, really")  # a request no one recorded
     assert _run(suite, tmp_path / "miss") == 2
