@@ -189,8 +189,8 @@ def split_equivalent(mutants: list[Mutant], equivalents: list[Equivalent],
     """(mutants to run, (equivalent mutant, reason) pairs). ``source(file)`` is the original module text, needed
     by entries that say ``within`` (without it such an entry matches nothing)."""
 
-    def enclosing(m: Mutant) -> str:
-        return enclosing_name(source(m.file), m.line) if source is not None else "\0"
+    def enclosing(m: Mutant) -> str:  # of the change's last line (a removed decorator starts at the blank before it)
+        return enclosing_name(source(m.file), m.line + m.before.count(" \u23ce ")) if source is not None else "\0"
 
     run: list[Mutant] = []
     left_out: list[tuple[Mutant, str]] = []
