@@ -122,15 +122,7 @@ class Cassette:
 
     def append(self, entry: dict[str, Any]) -> None:
         """Store an entry and append it to the file."""
-        with self._lock:
-            if entry["key"] in self.entries:
-                return
-            self.entries[entry["key"]] = entry
-            self.directory.mkdir(parents=True, exist_ok=True)
-            with (self.directory / CASSETTE_FILE).open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())  # a recording is paid for in minutes: an interrupt keeps every answer so far
+        append_entry(self.entries, self._lock, self.directory / CASSETTE_FILE, entry)
 
     def stale(self) -> Iterator[tuple[dict[str, Any], list[str]]]:
         """Entries recorded with a prompt template version that no longer matches the templates on disk."""
@@ -236,6 +228,20 @@ _KEY: Final = re.compile(r"[0-9a-f]{64}")
 MAX_TOKENS: Final = 2**53
 """Token counts of a cassette entry: integers from 0 below 2**53 (exact as a float in every summary)."""
 _TEXT_FIELDS: Final = ("model", "purpose", "prompt_version", "scenario")
+
+
+def append_entry(entries: dict[str, dict[str, Any]], lock: threading.Lock, path: Path, entry: dict[str, Any]) -> None:
+    """Keep a recorded entry by its key and append it to ``path`` (one JSON line, fsync'd: a recording is paid for
+    in minutes, so an interrupt keeps every answer so far); an entry already kept is not written twice."""
+    with lock:
+        if entry["key"] in entries:
+            return
+        entries[entry["key"]] = entry
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def _kind(value: object) -> str:

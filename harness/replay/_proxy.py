@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import HarnessError, one_line
-from harness.replay._cassette import resolve_set
+from harness.replay._cassette import append_entry, resolve_set
 
 PROXY_FILE: Final = "proxy.jsonl"
 PROXY_URL_ENV: Final = "MEMHARNESS_MODEL_BASE_URL"
@@ -107,15 +107,7 @@ class ProxyRecording:
         return recording
 
     def append(self, entry: dict[str, Any]) -> None:
-        with self.lock:
-            if entry["key"] in self.entries:
-                return
-            self.entries[entry["key"]] = entry
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+        append_entry(self.entries, self.lock, self.path, entry)
 
 
 class ModelProxy:

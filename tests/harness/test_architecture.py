@@ -67,18 +67,12 @@ def test_no_import_from_a_later_stage_into_an_earlier_one() -> None:
     assert backward_edges() == []
 
 
-def test_the_import_walk_catches_a_backward_edge(tmp_path: Path) -> None:
+def test_the_import_walk_catches_a_backward_edge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = tmp_path / "harness"
     (fake / "scenario").mkdir(parents=True)
     (fake / "scenario" / "_x.py").write_text("from harness.reporting import write_run\n")
-    import tests.harness.test_architecture as me
-
-    original = me.REPO
-    me.REPO = tmp_path
-    try:
-        assert backward_edges(fake) == ["harness/scenario/_x.py:1 imports harness.reporting (stage 4 > 0)"]
-    finally:
-        me.REPO = original
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert backward_edges(fake) == ["harness/scenario/_x.py:1 imports harness.reporting (stage 4 > 0)"]
 
 
 def test_harness_is_stage_packages_and_a_handful_of_modules() -> None:
@@ -130,18 +124,12 @@ def test_the_protocol_loads_no_adapter_until_asked() -> None:
     assert out.stdout.split("\n")[:2] == ["[]", "harness.systems.files harness.systems.files"]
 
 
-def test_the_private_import_check_can_fail(tmp_path: Path) -> None:
-    import tests.harness.test_architecture as me
-
+def test_the_private_import_check_can_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = tmp_path / "harness" / "systems" / "mine.py"
     fake.parent.mkdir(parents=True)
     fake.write_text("from harness.scenario._registry import RANKER_PLUGINS\nfrom harness.system import Capability\n")
-    original = me.REPO
-    me.REPO = tmp_path
-    try:
-        assert private_harness_imports(fake) == ["harness/systems/mine.py:1 imports harness.scenario._registry"]
-    finally:
-        me.REPO = original
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert private_harness_imports(fake) == ["harness/systems/mine.py:1 imports harness.scenario._registry"]
 
 
 def test_the_example_system_imports_nothing_from_memory_core() -> None:
