@@ -207,6 +207,7 @@ class ModelProxy:
                 data = json.loads(reply.read().decode("utf-8"))
                 status = reply.status
         except urllib.error.HTTPError as exc:
+            exc.close()  # its response holds the connection
             return exc.code, _error("upstream_error", f"upstream {self.upstream} answered {exc.code}"), "upstream_error"
         except (OSError, ValueError) as exc:
             return 502, _error("upstream_error", f"upstream {self.upstream}: {one_line(str(exc))}"), "upstream_error"
@@ -253,8 +254,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")  # no idle keep-alive socket outlives stop()
         self.end_headers()
         self.wfile.write(data)
+        self.close_connection = True
 
     def _unsupported(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

@@ -50,8 +50,10 @@ class _Upstream(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
+        self.close_connection = True
 
 
 @contextmanager
@@ -76,7 +78,8 @@ def post(url: str, body: object, *, raw: bytes | None = None, method: str = "POS
         with urllib.request.urlopen(request, timeout=10) as reply:
             return reply.status, json.loads(reply.read())
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+        with exc:  # its response holds the connection
+            return exc.code, json.loads(exc.read())
 
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hello"}], "temperature": 0.0,
@@ -196,9 +199,9 @@ def test_record_and_live_need_an_upstream(tmp_path: Path) -> None:
 def test_an_openai_client_gets_the_miss_at_once_without_retrying(tmp_path: Path) -> None:
     openai = pytest.importorskip("openai")
     with ModelProxy(tmp_path, "replay") as proxy:
-        client = openai.OpenAI(base_url=proxy.base_url, api_key="sk-none", timeout=10)
-        t0 = time.perf_counter()
-        with pytest.raises(openai.NotFoundError, match="unrecorded model call"):
-            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        with openai.OpenAI(base_url=proxy.base_url, api_key="sk-none", timeout=10) as client:
+            t0 = time.perf_counter()
+            with pytest.raises(openai.NotFoundError, match="unrecorded model call"):
+                client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
         assert time.perf_counter() - t0 < 5  # no retry back-off on a 404
         assert len(proxy.take_misses()) == 1

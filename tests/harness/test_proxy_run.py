@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.error
 import urllib.request
 from datetime import datetime
 from pathlib import Path
@@ -34,8 +35,12 @@ class ProxiedSystem(ExampleSystem):
                 "messages": [{"role": "user", "content": json.dumps({"query": query, "ids": list(ranked.selected)})}]}
         request = urllib.request.Request(f"{self.base_url}/chat/completions", data=json.dumps(body).encode(),
                                          headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=10) as reply:  # a 404 (unrecorded) raises: a system failure
-            answer = json.loads(json.loads(reply.read())["choices"][0]["message"]["content"])
+        try:
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                answer = json.loads(json.loads(reply.read())["choices"][0]["message"]["content"])
+        except urllib.error.HTTPError as exc:  # a 404 (unrecorded): the system fails, as a library's client would
+            with exc:
+                raise RuntimeError(f"model call failed: {exc.code}") from None
         kept = json.loads(answer["echo"])["ids"]
         return RecallResult(selected=tuple(kept), strategy="model")
 
