@@ -102,12 +102,13 @@ def index_line(doc: TopicDoc) -> str:
     fix: spec §4.1 — the cap never cuts the link: when ``- [title](path)`` alone is over 149 units the title is
     shortened instead (and a path longer than the cap keeps the line over it, whole).
     """
-    return _index_line(doc.title, doc.description or doc.type, doc.relative_path)
+    return _index_line(doc.title, doc.description or doc.type, doc.relative_path, MAX_INDEX_LINE_CHARS)
 
 
 @functools.lru_cache(maxsize=4096)
-def _index_line(title_text: str, rest_text: str, relative_path: str) -> str:
-    """``index_line`` of its three inputs: the index is rebuilt after every write, mostly from unchanged docs."""
+def _index_line(title_text: str, rest_text: str, relative_path: str, _cap: int) -> str:
+    """``index_line`` of its inputs, cached: the index is rebuilt after every write, mostly from unchanged docs.
+    ``_cap`` is the line cap as it is at the call, in the key only, so a changed cap never reuses a line."""
     title = _line_safe(title_text).replace("\\", "\\\\")
     rest = _line_safe(rest_text)
     target = index_target(relative_path)

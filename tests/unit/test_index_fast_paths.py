@@ -41,5 +41,5 @@ def test_fast_paths_agree_with_the_character_rules(title: str, description: str,
     target = "/".join(segments) or "MEMORY.md"
     assert index.index_target(path) == (f"./{target}" if segments and ":" in segments[0] else target)
     doc = TopicDoc(kind, path, title, description, "")  # type: ignore[arg-type]
-    assert index.index_line(doc) == index._index_line.__wrapped__(title, description or kind, path)
+    assert index.index_line(doc) == index._index_line.__wrapped__(title, description or kind, path, 150)
     assert index.index_line(doc) == index.index_line(doc)  # the cached line
