@@ -106,10 +106,7 @@ class Cassette:
         cassette = cls(directory)
         path = directory / CASSETTE_FILE
         if path.exists() or path.is_symlink():
-            lines = _read_text(path).split("\n")  # not splitlines(): U+2028 may be in a reply
-            if lines and lines[-1] == "":
-                lines.pop()  # the newline that ends the last line
-            for n, line in enumerate(lines, 1):
+            for n, line in enumerate(recording_lines(path), 1):
                 entry, problem = _parse_entry(line)
                 if problem is not None:
                     where, what = problem
@@ -301,6 +298,15 @@ def _check_fields(block: object, name: str, fields: dict[str, type]) -> tuple[st
         if want is float and (type(value) not in (int, float) or not math.isfinite(value) or value < 0):
             return where, f"expected a finite number >= 0, got {_kind(value)}"
     return None
+
+
+def recording_lines(path: Path) -> list[str]:
+    """The lines of a recording file (a cassette, the model proxy's): read as ``_read_text`` does, split on ``\\n``
+    only (not splitlines(): U+2028 may be in a reply), without the newline that ends the last line."""
+    lines = _read_text(path).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def _read_text(path: Path) -> str:

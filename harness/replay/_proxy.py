@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import HarnessError, one_line
-from harness.replay._cassette import append_entry, resolve_set
+from harness.replay._cassette import append_entry, recording_lines, resolve_set
 
 PROXY_FILE: Final = "proxy.jsonl"
 PROXY_URL_ENV: Final = "MEMHARNESS_MODEL_BASE_URL"
@@ -55,11 +55,6 @@ def proxy_key(endpoint: str, body: dict[str, Any]) -> str:
 class ProxyCall:
     """One request the proxy answered (for telemetry and reports)."""
 
-    def describe(self) -> str:
-        """``step N: unrecorded model call …`` (a replay miss as the harness reports it)."""
-        return (f"step {self.step}: unrecorded model call {self.endpoint} (model {self.model or '?'}, key "
-                f"{self.key[:12]}) through the model proxy; record it with --record --api-base URL")
-
     endpoint: str
     model: str
     key: str
@@ -71,6 +66,11 @@ class ProxyCall:
     output_tokens: int = 0
     scenario: str = ""
     step: int | None = None
+
+    def describe(self) -> str:
+        """``step N: unrecorded model call …``: a replay miss as the harness reports it and the proxy answers it."""
+        return (f"step {self.step}: unrecorded model call {self.endpoint} (model {self.model or '?'}, key "
+                f"{self.key[:12]}) through the model proxy; record it with --record --api-base URL")
 
 
 @dataclass
@@ -87,14 +87,7 @@ class ProxyRecording:
         recording = cls(directory / PROXY_FILE)
         if not recording.path.exists():
             return recording
-        try:
-            text = recording.path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise HarnessError(f"{recording.path}: cannot read the proxy recording ({one_line(str(exc))})") from None
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        for n, line in enumerate(lines, 1):
+        for n, line in enumerate(recording_lines(recording.path), 1):
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError as exc:
@@ -121,11 +114,9 @@ class ModelProxy:
                                "(--api-base)")
         self.recording = ProxyRecording.open(directory)
         self.mode, self.upstream, self.observer = mode, (upstream or "").rstrip("/"), observer
-        self.context: tuple[str, int | None] = ("", None)
-        """(scenario, step) the harness is replaying now, named in a miss (``where``, when given, is asked instead)."""
-        self.where = where
+        self.where = where or (lambda: ("", None))
+        """(scenario, step) the harness is replaying now, named in a miss."""
         self.misses: list[ProxyCall] = []
-        self.calls: list[ProxyCall] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -171,17 +162,15 @@ class ModelProxy:
         """The status and JSON body the proxy answers a request with (the HTTP layer's only call)."""
         t0 = time.perf_counter()
         key = proxy_key(endpoint, body)
-        scenario, step = self.where() if self.where is not None else self.context
+        scenario, step = self.where()
         model = str(body.get("model", ""))
         recorded = self.recording.entries.get(key) if self.mode != "live" else None
         if recorded is not None:
             status, response, outcome = int(recorded["status"]), dict(recorded["response"]), "replayed"
         elif self.mode == "replay":
-            where = f"scenario {scenario} step {step}" if scenario else "outside any scenario step"
+            miss = ProxyCall(endpoint, model, key, "unrecorded", 404, 0.0, scenario=scenario, step=step)
             status, outcome = 404, "unrecorded"
-            response = _error("unrecorded_call", f"memharness: unrecorded model call {endpoint} (model {model or '?'}, "
-                                                 f"key {key[:12]}) in {where}: record it with --record against a "
-                                                 "model server")
+            response = _error("unrecorded_call", f"memharness: {scenario or 'outside any scenario'} {miss.describe()}")
         else:
             status, response, outcome = self._forward(endpoint, body)
             if outcome == "recorded":
@@ -191,9 +180,8 @@ class ModelProxy:
         usage = response["usage"] if isinstance(response.get("usage"), dict) else {}
         call = ProxyCall(endpoint, model, key, outcome, status, (time.perf_counter() - t0) * 1000,
                          int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), scenario, step)
-        with self.recording.lock:
-            self.calls.append(call)
-            if outcome == "unrecorded":
+        if outcome == "unrecorded":
+            with self.recording.lock:
                 self.misses.append(call)
         if self.observer is not None:
             self.observer(call)

@@ -89,8 +89,8 @@ EMBED = {"model": "e", "input": ["one", "three"], "encoding_format": "float"}
 
 def test_record_then_replay_without_a_model(tmp_path: Path) -> None:
     seen: list[ProxyCall] = []
-    with upstream() as up, ModelProxy(tmp_path, "record", upstream=up, observer=seen.append) as proxy:
-        proxy.context = ("extract/preference", 2)
+    with upstream() as up, ModelProxy(tmp_path, "record", upstream=up, observer=seen.append,
+                                      where=lambda: ("extract/preference", 2)) as proxy:
         first = post(f"{proxy.base_url}/chat/completions", CHAT)
         again = post(f"{proxy.base_url}/chat/completions", CHAT)
         emb = post(f"{proxy.base_url}/embeddings", EMBED)
@@ -110,12 +110,11 @@ def test_record_then_replay_without_a_model(tmp_path: Path) -> None:
 
 
 def test_an_unrecorded_call_is_a_fast_404_naming_scenario_step_and_call(tmp_path: Path) -> None:
-    with ModelProxy(tmp_path, "replay") as proxy:
-        proxy.context = ("recall/paraphrase", 4)
+    with ModelProxy(tmp_path, "replay", where=lambda: ("recall/paraphrase", 4)) as proxy:
         status, body = post(f"{proxy.base_url}/chat/completions", {**CHAT, "temperature": 0.5})
         assert status == 404
         assert body["error"]["type"] == "unrecorded_call"
-        for part in ("recall/paraphrase step 4", "chat/completions", "model m"):
+        for part in ("recall/paraphrase step 4: unrecorded model call chat/completions", "model m"):
             assert part in body["error"]["message"]
         [miss] = proxy.take_misses()
         assert (miss.scenario, miss.step, miss.endpoint, miss.outcome) == ("recall/paraphrase", 4, "chat/completions",
