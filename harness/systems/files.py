@@ -49,6 +49,14 @@ from memory_core.files.topic import TopicDoc, render_topic
 from memory_core.model import Model
 
 DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
+
+
+def _stamp(path: str | Path, moment: datetime, *, follow_symlinks: bool = True) -> None:
+    """Give a file the harness clock's ``moment`` as its mtime (and atime), as a process at that time would have."""
+    ns = round(to_ms(moment) * 1e6)
+    os.utime(path, ns=(ns, ns), follow_symlinks=follow_symlinks)
+
+
 def session_uuid(session: str) -> str:
     """A stable UUID for a scenario session name, so session files match the scanner's pattern (spec §6.2)."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memharness:{session}"))
@@ -129,8 +137,7 @@ class ReferenceSystem:
             target = planted
         else:
             target.write_bytes(text.encode("utf-8"))
-        ns = round(to_ms(mtime) * 1e6)
-        os.utime(target, ns=(ns, ns), follow_symlinks=False)
+        _stamp(target, mtime, follow_symlinks=False)
 
     def _special(self, memory: SeedMemory, target: Path, data: bytes, mtime: datetime) -> Path | None:
         """What another program left where a topic file belongs: a FIFO (it must not hang a reader), a symbolic link
@@ -166,8 +173,7 @@ class ReferenceSystem:
         if not dest.exists():
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
-            ns = round(to_ms(mtime) * 1e6)
-            os.utime(dest, ns=(ns, ns))
+            _stamp(dest, mtime)
         os.symlink(dest, target)
         return target
 
@@ -196,8 +202,7 @@ class ReferenceSystem:
         with path.open("a", encoding="utf-8") as handle:
             for turn in turns:
                 handle.write(json.dumps({"type": turn.kind, "text": turn.text}) + "\n")
-        ns = int(to_ms(now) * 1e6)
-        os.utime(path, ns=(ns, ns))
+        _stamp(path, now)
 
     def extract(self, session_id: str, *, now: datetime, strategy: str, queued_behind: bool = False) -> ExtractResult:
         self._extract.model = self._model_for(strategy)
@@ -265,8 +270,7 @@ class ReferenceSystem:
                 path.mkdir()
             else:
                 path.write_bytes(b"\xff\xfe4242\n")
-            ns = round(to_ms(mtime) * 1e6)
-            os.utime(path, ns=(ns, ns))
+            _stamp(path, mtime)
             return
         self.store.write(LOCK_KEY, pid if pid.isdigit() else str(os.getpid() if pid == "live" else DEAD_PID))
         self.store.set_mtime(LOCK_KEY, to_ms(mtime))
