@@ -32,6 +32,7 @@ DEFAULT_SCENARIOS = Path("scenarios")
 if TYPE_CHECKING:
     from harness.evaluation import RunSummary
     from harness.replay import Mode, ScenarioResult
+    from harness.reporting import TraceSpool
 
 # pandas, scipy, OpenTelemetry and jinja2 are imported inside the commands that need them (each stage package is
 # imported lazily), so `memharness validate` and `--help` start fast.
@@ -56,14 +57,14 @@ def _meta(extra: Mapping[str, Any]) -> dict[str, Any]:
             "prompt_templates": {**all_prompt_versions(), **sqlite_prompt_versions()}, **extra}
 
 
-def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]],
+def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]] | TraceSpool,
                         strategies: Sequence[str], *, gates_path: Path | None, baseline_dir: Path | None,
                         meta: Mapping[str, Any], fuzz: Mapping[str, Any] | None = None,
                         bench: Mapping[str, Any] | None = None, run_id: str | None = None) -> RunSummary:
     """Evaluation (summary, baseline, gates) then reporting (every output file)."""
     from harness.evaluation import IncompleteComparison, compare_runs, evaluate_run, load_gates
     from harness.plugins import score_results
-    from harness.reporting import read_run, record_history, render_report, write_run
+    from harness.reporting import read_run, record_history, report_chunks, write_run
 
     results = score_results(results)  # every registered plugin metric, on every probe of its kind
     baseline = refused = None
@@ -83,7 +84,7 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
                            system=_system_name(meta.get("system")))
     history = record_history(out, summary)  # appends this run to the SQLite history; never fails the run
     write_run(out, summary=summary, results=results, spans=spans,
-              html=render_report(summary, results, spans, bench=bench, history=history))
+              html=report_chunks(summary, results, spans, bench=bench, history=history))
     if refused is not None:  # the outputs are written (marked incomplete); the comparison is what is refused
         raise refused
     return summary
@@ -145,7 +146,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         strategies_for,
         system_plan,
     )
-    from harness.reporting import prepare_report
+    from harness.reporting import TraceSpool, prepare_report
 
     paths = args.paths or [DEFAULT_SCENARIOS]
     scenarios = load_all(paths)
@@ -204,9 +205,10 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                        suite=suite_dir.resolve().name or "memharness")
     gc.freeze()  # what is loaded now lives for the run: the collector need not walk it again (~7% of a replay)
     advance, stop = _progress(total)
+    spool = TraceSpool()  # each scenario's spans go to disk as it finishes: a run's memory does not grow with them
     try:
         # the report template compiles while the run waits for its side process anyway
-        run = run_plan(plan, config, primary=primary, progress=advance, idle=prepare_report)
+        run = run_plan(plan, config, primary=primary, progress=advance, idle=prepare_report, traces=spool.add)
     finally:
         stop()
     meta = {"strategies": list(strategies), "scenarios": len(selected), "jobs": args.jobs,
@@ -227,9 +229,12 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             bench = json.loads(args.benchmark.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise HarnessError(f"{args.benchmark}: cannot read the benchmark file ({exc})") from None
-    summary = _evaluate_and_write(args.out, run.results, run.spans, strategies, gates_path=gates_path,
-                                  baseline_dir=args.baseline, meta=_meta(meta), fuzz=fuzz_report, bench=bench,
-                                  run_id=run_id)
+    try:
+        summary = _evaluate_and_write(args.out, run.results, spool, strategies, gates_path=gates_path,
+                                      baseline_dir=args.baseline, meta=_meta(meta), fuzz=fuzz_report, bench=bench,
+                                      run_id=run_id)
+    finally:
+        spool.close()
     code = _print_outcome(summary, args.out, run.results, print)
     return code if code or fuzz_report is None or fuzz_report["passed"] else 1
 

@@ -29,8 +29,7 @@ from memory_core.model import Model
 
 
 def strategies_for(scenario: Scenario, requested: Sequence[str] | None) -> list[str]:
-    """The strategies a scenario runs with: the requested ones it allows, or (nothing requested) its own list,
-    else ``heuristic``."""
+    """The strategies a scenario runs with: the requested ones it allows, or its own list, else ``heuristic``."""
     if requested is None:
         return list(scenario.strategies) or ["heuristic"]
     return [s for s in requested if not scenario.strategies or base_strategy(s) in scenario.strategies]
@@ -169,16 +168,16 @@ def plan_columns(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], req
 
 
 def run_plan(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], config: RunConfig, *, primary: str,
-             progress: Callable[[ScenarioResult], None] | None = None,
-             idle: Callable[[], None] | None = None) -> SuiteRun:
+             progress: Callable[[ScenarioResult], None] | None = None, idle: Callable[[], None] | None = None,
+             traces: Callable[[list[dict[str, Any]]], None] | None = None) -> SuiteRun:
     """Each system of ``plan`` in turn (``config`` with that system's ``--system``); the results of every system
-    but ``primary`` are relabelled ``strategy@system``."""
+    but ``primary`` are relabelled ``strategy@system``. ``traces``: as in :func:`run_suite`."""
     run = SuiteRun([], [])
     for name, spec, part in plan:
         label = _labeller(name, primary)
         tell = None if progress is None else _then(label, progress)
         one = run_suite(part, replace(config, system=spec, shard=None, column_system="" if name == primary else name),
-                        progress=tell, idle=idle)
+                        progress=tell, idle=idle, traces=traces)
         run.results += [label(r) for r in one.results]
         run.spans += one.spans
         run.cassette_entries = max(run.cassette_entries, one.cassette_entries)
@@ -199,8 +198,7 @@ def _then(label: Callable[[ScenarioResult], ScenarioResult],
 
 def relabel(result: ScenarioResult, label: str) -> ScenarioResult:
     """A result (and its probes) under its summary column's label (``heuristic@sqlite``)."""
-    return replace(result, strategy=label,
-                               probes=tuple(replace(p, strategy=label) for p in result.probes))
+    return replace(result, strategy=label, probes=tuple(replace(p, strategy=label) for p in result.probes))
 
 
 def select_shard(scenarios: Sequence[Scenario], shard: tuple[int, int] | None) -> list[Scenario]:
@@ -305,15 +303,17 @@ def _task(scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]
 
 
 def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
-              progress: Callable[[ScenarioResult], None] | None = None,
-              idle: Callable[[], None] | None = None) -> SuiteRun:
+              progress: Callable[[ScenarioResult], None] | None = None, idle: Callable[[], None] | None = None,
+              traces: Callable[[list[dict[str, Any]]], None] | None = None) -> SuiteRun:
     """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order.
-    ``idle`` is called when this process has nothing left to replay but the side process is still at work."""
+    ``idle`` is called when this process has nothing left to replay but the side process is still at work.
+    ``traces`` (if given) takes each scenario's spans in that order, else ``SuiteRun.spans`` keeps them."""
     for strategy in config.strategies or ():
         if base_strategy(strategy) not in STRATEGY_NAMES:
             raise HarnessError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGY_NAMES)}")
     selected = select_shard(scenarios, config.shard)
     run = SuiteRun([], [])
+    keep = traces or run.spans.extend
 
     def announce(out: list[ScenarioResult]) -> None:
         for r in out:
@@ -323,7 +323,7 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     def collect(outputs: Iterable[tuple[list[ScenarioResult], list[dict[str, Any]]]], *, announced: bool = False) -> None:
         for out, spans in outputs:
             run.results += out
-            run.spans += spans
+            keep(spans)
             if not announced:
                 announce(out)
 

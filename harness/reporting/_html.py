@@ -4,7 +4,7 @@ Writes nothing. Verdict first, then failures and flips, then charts, then the pe
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -17,6 +17,7 @@ from harness.reporting import _charts as charts
 from harness.reporting import _view as view
 from harness.reporting._history import TREND_METRICS, HistoryRun
 from harness.reporting._text import headline
+from harness.reporting._traces import TraceSpool, Waterfalls, spooled
 from harness.telemetry import otlp_spans
 
 TREND_CHART_METRICS = ("recall.f1", "recall.precision", "recall.recall")
@@ -95,22 +96,24 @@ def prepare_report() -> None:
     _env().get_template("report.html.j2")
 
 
-def render_report(summary: RunSummary, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]],
-                  *, bench: Mapping[str, Any] | None = None, history: Sequence[HistoryRun] = ()) -> str:
+def render_report(summary: RunSummary, results: Sequence[ScenarioResult],
+                  spans: Sequence[Mapping[str, Any]] | TraceSpool, *, bench: Mapping[str, Any] | None = None,
+                  history: Sequence[HistoryRun] = ()) -> str:
     """The whole report as one HTML string. ``history``: past runs (oldest first) for the trend chart and table."""
+    return "".join(report_chunks(summary, results, spans, bench=bench, history=history))
+
+
+def report_chunks(summary: RunSummary, results: Sequence[ScenarioResult],
+                  spans: Sequence[Mapping[str, Any]] | TraceSpool, *, bench: Mapping[str, Any] | None = None,
+                  history: Sequence[HistoryRun] = ()) -> Iterator[str]:
+    """The report in pieces as the template renders it (``write_run`` streams them to the file): each scenario's
+    probe views and waterfall are built when its section is reached, so no whole-run copy of them exists."""
     strategies = list(summary.strategies)
-    traces = flatten_spans(spans)
+    spool = spooled(spans)
     order = {"error": 0, "failed": 1, "skipped": 2, "passed": 3}
     ordered = sorted(results, key=lambda r: (order[r.status], r.scenario, r.strategy))
     calls = view.load_cassette_calls(summary.meta.get("cassettes"))
-    all_spans = [s for trace in traces.values() for s in trace]
-    candidates = view.candidate_counts(all_spans)
-    probe_views = {
-        (r.scenario, r.strategy): [
-            view.probe_view(p, calls.get((r.scenario, p.step), []) if p.tokens.calls or p.fallback_reason else [],
-                            candidates.get((r.trace_id, p.step)))
-            for p in r.probes]
-        for r in results}
+    probe_views = _ProbeViews(results, calls, spool.candidates)
     gates = sorted(summary.gates, key=lambda g: g.passed)
     prompt_versions = sorted({v for r in results for v in r.prompt_versions})
     fallbacks: dict[str, int] = {}
@@ -119,19 +122,44 @@ def render_report(summary: RunSummary, results: Sequence[ScenarioResult], spans:
             if p.fallback_reason:
                 fallbacks[p.fallback_reason] = fallbacks.get(p.fallback_reason, 0) + 1
     specs = _chart_specs(summary, results, history)
-    return _env().get_template("report.html.j2").render(
-        summary=summary, strategies=strategies, results=ordered, headline=headline(),
-        verdict=view.verdict(summary, results), cards=view.cards(summary), card_metrics=view.CARD_METRICS,
-        failed_gates=[g for g in gates if not g.passed],
-        passed_gates=[g for g in gates if g.passed and not g.skipped], skipped_gates=[g for g in gates if g.skipped],
-        failing=[r for r in ordered if r.status in ("failed", "error")],
-        flips=view.flips(results, strategies), suspicious=view.suspicious_passes(ordered),
-        comparisons=summary.comparisons, baseline=summary.baseline, effect_words=view.effect_words,
-        meta=summary.meta, prompt_versions=prompt_versions, fallbacks=fallbacks, fuzz=summary.fuzz, bench=bench,
-        probe_views=probe_views, chart_ids=list(specs), chart_data=_json_for_script(specs),
-        chartjs=Markup(charts.chartjs_source()), history=list(history), trend_metrics=TREND_METRICS,
-        waterfalls={r.trace_id: Markup(charts.waterfall(traces.get(r.trace_id, []))) for r in ordered},
-    )
+    try:
+        yield from _env().get_template("report.html.j2").generate(
+            summary=summary, strategies=strategies, results=ordered, headline=headline(),
+            verdict=view.verdict(summary, results), cards=view.cards(summary), card_metrics=view.CARD_METRICS,
+            failed_gates=[g for g in gates if not g.passed],
+            passed_gates=[g for g in gates if g.passed and not g.skipped], skipped_gates=[g for g in gates if g.skipped],
+            failing=[r for r in ordered if r.status in ("failed", "error")],
+            flips=view.flips(results, strategies), suspicious=view.suspicious_passes(ordered),
+            comparisons=summary.comparisons, baseline=summary.baseline, effect_words=view.effect_words,
+            meta=summary.meta, prompt_versions=prompt_versions, fallbacks=fallbacks, fuzz=summary.fuzz, bench=bench,
+            probe_views=probe_views, chart_ids=list(specs), chart_data=_json_for_script(specs),
+            chartjs=Markup(charts.chartjs_source()), history=list(history), trend_metrics=TREND_METRICS,
+            waterfalls=Waterfalls(spool),
+        )
+    finally:
+        if spool is not spans:
+            spool.close()
+
+
+class _ProbeViews(Mapping[tuple[str, str], list[view.ProbeView]]):
+    """``probe_views[(scenario, strategy)]`` of the template, built when asked."""
+
+    def __init__(self, results: Sequence[ScenarioResult], calls: Mapping[tuple[str, int], Any],
+                 candidates: Mapping[tuple[str, int], int]) -> None:
+        self._results = {(r.scenario, r.strategy): r for r in results}
+        self._calls = calls
+        self._candidates = candidates
+
+    def __getitem__(self, key: tuple[str, str]) -> list[view.ProbeView]:
+        r = self._results[key]
+        return [view.probe_view(p, self._calls.get((r.scenario, p.step), []) if p.tokens.calls or p.fallback_reason
+                                else [], self._candidates.get((r.trace_id, p.step))) for p in r.probes]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._results)
+
+    def __len__(self) -> int:
+        return len(self._results)
 
 
 def render_benchmark(bench: Mapping[str, Any]) -> str:

@@ -12,17 +12,18 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 from harness.errors import HarnessError
 from harness.evaluation import RunSummary
 from harness.replay import Probe, ScenarioResult
 from harness.reporting._text import junit_xml, summary_markdown
+from harness.reporting._traces import TraceSpool, spooled
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
-from harness.telemetry import finite_json, otlp_jsonl
+from harness.telemetry import finite_json
 from memory_core.files.lock import pid_alive
 
 
@@ -62,40 +63,78 @@ _AT_FDCWD: Final = -100
 
 
 def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResult],
-              spans: Sequence[Mapping[str, Any]], html: str) -> None:
-    """Write every output file of a run directory, whole or not at all: every text is rendered first, written
-    into a temporary sibling directory (each file fsynced) beside the entries of ``out`` the run does not write
-    (hard links), and swapped into place with one atomic rename (``renameat2(RENAME_EXCHANGE)`` on Linux). A run
+              spans: Sequence[Mapping[str, Any]] | TraceSpool, html: str | Iterable[str]) -> None:
+    """Write every output file of a run directory, whole or not at all: each file is streamed (the report as the
+    template renders it, the traces from their spool: no whole-run text is held in memory) into a temporary
+    sibling directory (each file fsynced) beside the entries of ``out`` the run does not write (hard links), and
+    the directory is swapped into place with one atomic rename (``renameat2(RENAME_EXCHANGE)`` on Linux). A run
     killed or failing at any point leaves the previous run directory or the new one, never a mix.
 
-    In place instead (each file still temp + fsync + ``os.replace``) when ``out`` holds the working directory, is
-    a mount point, or no sibling can be made or filled."""
-    texts = {"summary.json": json.dumps(finite_json(summary.to_dict()), indent=2, ensure_ascii=False) + "\n",
-             "probes.jsonl": jsonl(p.to_row() for r in results for p in r.probes),
-             "results.jsonl": jsonl(r.to_row() for r in results), "traces.jsonl": otlp_jsonl(spans),
-             "junit.xml": junit_xml(results, summary.gates), "summary.md": summary_markdown(summary, results),
-             "report.html": html}
-    target = Path(os.path.realpath(out)) if out.is_symlink() else out  # a symlinked run directory: its target
-    stage = _stage(target)
-    if stage is None:
-        target.mkdir(parents=True, exist_ok=True)
-        for name, text in texts.items():
-            atomic_write(target / name, text)
-        return
+    In place instead when ``out`` holds the working directory, is a mount point, or no sibling can be made or
+    filled: every file is written to a temporary file first, and only when all are written is each renamed over
+    its old version (``os.replace``)."""
+    spool = spooled(spans)
+    writers: dict[str, Callable[[IO[bytes]], None]] = {
+        "summary.json": _text(lambda: [json.dumps(finite_json(summary.to_dict()), indent=2, ensure_ascii=False) + "\n"]),
+        "probes.jsonl": _text(lambda: (jsonl([p.to_row()]) for r in results for p in r.probes)),
+        "results.jsonl": _text(lambda: (jsonl([r.to_row()]) for r in results)), "traces.jsonl": spool.copy_to,
+        "junit.xml": _text(lambda: [junit_xml(results, summary.gates)]),
+        "summary.md": _text(lambda: [summary_markdown(summary, results)]),
+        "report.html": _text(lambda: [html] if isinstance(html, str) else html)}
     try:
-        for name, text in texts.items():
-            _put(stage / name, text)
-        _fsync_dir(stage)
-        _swap(stage, target)
+        target = Path(os.path.realpath(out)) if out.is_symlink() else out  # a symlinked run directory: its target
+        stage = _stage(target)
+        if stage is None:
+            _in_place(target, writers)
+            return
+        try:
+            for name, write in writers.items():
+                _put(stage / name, write)
+            _fsync_dir(stage)
+            _swap(stage, target)
+        finally:
+            if stage.exists():
+                shutil.rmtree(stage, ignore_errors=True)
     finally:
-        if stage.exists():
-            shutil.rmtree(stage, ignore_errors=True)
+        if spool is not spans:
+            spool.close()
 
 
-def _put(path: Path, text: str) -> None:
+def _text(chunks: Callable[[], Iterable[str]]) -> Callable[[IO[bytes]], None]:
+    """A writer of the text pieces ``chunks()`` yields, UTF-8, in one buffered pass."""
+    def write(handle: IO[bytes]) -> None:
+        for chunk in chunks():
+            handle.write(chunk.encode())
+
+    return write
+
+
+def _in_place(target: Path, writers: Mapping[str, Callable[[IO[bytes]], None]]) -> None:
+    """Every file into a temp file of ``target`` (fsynced), then each renamed over its old version."""
+    target.mkdir(parents=True, exist_ok=True)
+    done: dict[str, str] = {}
+    try:
+        for name, write in writers.items():
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target)
+            done[name] = tmp
+            with os.fdopen(fd, "wb") as handle:
+                write(handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+        for name, tmp in list(done.items()):
+            os.replace(tmp, target / name)
+            del done[name]
+        _fsync_dir(target)
+    finally:
+        for tmp in done.values():
+            Path(tmp).unlink(missing_ok=True)
+
+
+def _put(path: Path, write: Callable[[IO[bytes]], None]) -> None:
     """One file of a staged run directory (new, so no temp file of its own): written and fsynced."""
-    with open(path, "x", encoding="utf-8") as handle:
-        handle.write(text)
+    with open(path, "xb") as handle:
+        write(handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.chmod(path, 0o666 & ~_umask())

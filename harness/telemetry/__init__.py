@@ -12,6 +12,7 @@ from harness.telemetry._setup import (
     build_telemetry,
     finite_json,
     otlp_jsonl,
+    otlp_line,
     otlp_spans,
     span_to_otlp_json,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "build_telemetry",
     "finite_json",
     "otlp_jsonl",
+    "otlp_line",
     "otlp_spans",
     "protobuf_otlp_json",
     "proxied_call_span",

@@ -55,13 +55,15 @@ def otlp_jsonl(requests: Iterable[Mapping[str, Any]]) -> str:
     OTLP/JSON uses). A request orjson refuses (an int past 64 bits or a lone surrogate, from a hand-edited run
     merged in) is written by the stdlib encoder with ASCII escapes instead, NaN and the infinities as null as orjson
     writes them."""
-    lines = []
-    for request in requests:
-        try:
-            lines.append(orjson.dumps(request).decode())
-        except (orjson.JSONEncodeError, TypeError):
-            lines.append(json.dumps(finite_json(request), separators=(",", ":")))
-    return "".join(line + "\n" for line in lines)
+    return "".join(otlp_line(request) + "\n" for request in requests)
+
+
+def otlp_line(request: Mapping[str, Any]) -> str:
+    """One ``traces.jsonl`` line (no newline), as :func:`otlp_jsonl` writes it."""
+    try:
+        return orjson.dumps(request).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(finite_json(request), separators=(",", ":"))
 
 
 def finite_json(value: Any) -> Any:

@@ -1,0 +1,100 @@
+"""A run's traces kept on disk as they arrive, not in memory: the spans are the biggest thing a run produces (about
+55 MB of OTLP-JSON per 1,000 scenarios × 2 systems), so a run that held them all grew with its suite (issue 34).
+
+:class:`TraceSpool` appends each OTLP-JSON request (one trace) to a temporary ``traces.jsonl`` the moment a scenario
+finishes and keeps only the little the report needs of it: where each trace's lines are, and its recall candidate
+counts. A waterfall is drawn when the report reaches its scenario, from the lines read back."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any
+
+import orjson
+from markupsafe import Markup
+
+from harness.reporting import _charts as charts
+from harness.reporting import _view as view
+from harness.telemetry import otlp_line, otlp_spans
+
+
+class TraceSpool:
+    """``traces.jsonl`` written as the run goes (a temporary file, removed by :meth:`close`), with each trace's
+    line offsets and recall candidate counts in memory. Iterating yields the requests back, in arrival order."""
+
+    def __init__(self, lines: Iterable[Mapping[str, Any]] = ()) -> None:
+        fd, self.path = tempfile.mkstemp(prefix="memharness-traces-", suffix=".jsonl")
+        self._file: IO[bytes] = os.fdopen(fd, "w+b")
+        os.unlink(self.path)  # nothing left behind whatever happens to the run: the open file is the spool
+        self._closer = weakref.finalize(self, self._file.close)  # a run that fails early closes it when dropped
+        self._where: dict[str, list[tuple[int, int]]] = {}
+        self.candidates: dict[tuple[str, int], int] = {}
+        """``memory.recall.candidates`` per (trace id, step)."""
+        self.count = 0
+        self.add(lines)
+
+    def add(self, lines: Iterable[Mapping[str, Any]]) -> None:
+        """Append OTLP-JSON requests (as ``traces.jsonl`` writes them) and note what the report needs of each."""
+        self._file.seek(0, os.SEEK_END)
+        for request in lines:
+            data = (otlp_line(request) + "\n").encode()
+            at = self._file.tell()
+            self._file.write(data)
+            spans = otlp_spans([request])
+            for trace_id in dict.fromkeys(str(s.get("traceId", "")) for s in spans):
+                self._where.setdefault(trace_id, []).append((at, len(data)))
+            self.candidates.update(view.candidate_counts(spans))
+            self.count += 1
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        self._file.flush()
+        self._file.seek(0)
+        for line in self._file:
+            yield orjson.loads(line)
+
+    def spans(self, trace_id: str) -> list[dict[str, Any]]:
+        """Every span of one trace, read back from the spool."""
+        out: list[dict[str, Any]] = []
+        self._file.flush()
+        for at, size in self._where.get(trace_id, ()):
+            self._file.seek(at)
+            request = orjson.loads(self._file.read(size))
+            out += [s for s in otlp_spans([request]) if str(s.get("traceId", "")) == trace_id]
+        return out
+
+    def copy_to(self, handle: IO[bytes]) -> None:
+        """The whole ``traces.jsonl`` into an open binary file."""
+        self._file.flush()
+        self._file.seek(0)
+        shutil.copyfileobj(self._file, handle, 1 << 20)
+
+    def close(self) -> None:
+        self._closer()
+
+
+def spooled(spans: Sequence[Mapping[str, Any]] | TraceSpool) -> TraceSpool:
+    """``spans`` as a spool (requests read back from a run directory, or none, become one)."""
+    return spans if isinstance(spans, TraceSpool) else TraceSpool(spans)
+
+
+class Waterfalls(Mapping[str, Markup]):
+    """The report's ``waterfalls[trace_id]``: each drawn when the template asks for it, never all held at once."""
+
+    def __init__(self, spool: TraceSpool) -> None:
+        self._spool = spool
+
+    def __getitem__(self, trace_id: str) -> Markup:
+        return Markup(charts.waterfall(self._spool.spans(trace_id)))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._spool._where)
+
+    def __len__(self) -> int:
+        return len(self._spool._where)
