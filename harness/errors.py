@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import signal
+import threading
 from typing import Any, Final
 
 _UNPRINTABLE: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
@@ -31,6 +33,21 @@ SYSTEM_FAILED: Final = "the system under test failed"
 class SystemFailure(HarnessError):
     """The system under test raised, exited, hung past the per-operation timeout or answered with the wrong type:
     its scenario run fails at the step that made the call, and the verdict says the system failed."""
+
+
+USER_INTERRUPT: Final = threading.Event()
+"""Set when SIGINT arrives (after :func:`watch_interrupts`): a ``KeyboardInterrupt`` while it is clear was raised by
+the system under test itself, which is that system's failure, not a Ctrl-C that stops the run."""
+
+
+def watch_interrupts() -> None:
+    """Install the SIGINT handler that sets ``USER_INTERRUPT`` before raising ``KeyboardInterrupt`` as Python's does."""
+    def on_sigint(signum: int, frame: Any) -> None:
+        USER_INTERRUPT.set()
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, on_sigint)
 
 
 class ScenarioInputError(HarnessError, ValueError):

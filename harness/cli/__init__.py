@@ -27,7 +27,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         with contextlib.suppress(HarnessError):  # a usage error is reported by the command line below, as always
             build_parser(command_of(args)).parse_args(args)  # prints and exits
     from harness.cli._commands import main as run
+    from harness.errors import watch_interrupts
 
+    watch_interrupts()  # a KeyboardInterrupt the system under test raises is its failure, not the user's Ctrl-C
     return run(argv, environ)
 
 

@@ -16,6 +16,7 @@ from harness.replay._cassette import (
     resolve_set,
 )
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
+from harness.replay._factory import load_factory
 from harness.replay._index import SPEC_LIMITS, IndexLimits, index_stats
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._needs import step_needs
@@ -28,7 +29,6 @@ from harness.replay._suite import (
     Worker,
     column_label,
     discard_side,
-    load_factory,
     needs_cassette_model,
     plan_columns,
     plan_primary,

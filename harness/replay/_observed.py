@@ -10,8 +10,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from harness.errors import SYSTEM_FAILED, HarnessError, SystemFailure
-from harness.system import DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
+from harness.errors import SYSTEM_FAILED, USER_INTERRUPT, HarnessError, SystemFailure, one_line
+from harness.replay._shapes import checked_records, checked_result
+from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult, capabilities_of
 from memory_core.errors import ReplayAborted
 
 READS: Final = frozenset({"documents", "index_text", "loaded_index", "stray_files", "lock_held", "system_check",
@@ -22,6 +23,22 @@ RESULT_TYPES: Final = {"recall": RecallResult, "extract": ExtractResult, "dream"
 OP_TIMEOUT_ENV: Final = "MEMHARNESS_OP_TIMEOUT"
 DEFAULT_OP_TIMEOUT_S: Final = 120.0
 """Seconds one call into the system under test may take (times a model's timeout scale); 0 turns it off."""
+MESSAGE_CHARS: Final = 500
+"""How much of what a system raised a failure quotes (one line)."""
+WATCH: Callable[[str | None, float], None] | None = None
+"""Told the name and timeout of each call into the system as it starts (and None as it ends): the watchdog of an
+isolated replay (``_isolated``), which kills a process whose call outlives its timeout however it hangs."""
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of what a system raised, on one line and at most ``MESSAGE_CHARS`` long, even when its
+    ``__str__`` itself raises or never ends (a hostile exception)."""
+    try:
+        text = str(exc)
+    except BaseException:  # a __str__ that raises: the type is all there is to say
+        text = "<its message could not be read>"
+    text = one_line(text[:MESSAGE_CHARS + 1])
+    if len(text) > MESSAGE_CHARS:
+        text = text[:MESSAGE_CHARS] + " …"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def op_timeout(model: Any = None, environ: Any = None) -> float:
@@ -48,17 +65,62 @@ def _contained(name: str, seconds: float) -> Iterator[None]:
     previous = signal.signal(signal.SIGALRM, expire) if armed else None
     if armed:
         signal.setitimer(signal.ITIMER_REAL, seconds)
+    if WATCH is not None:
+        WATCH(name, seconds)
     try:
         with contextlib.redirect_stdout(sys.stderr):
             yield
-    except (HarnessError, ReplayAborted, KeyboardInterrupt):
+    except (HarnessError, ReplayAborted):
         raise
+    except KeyboardInterrupt as exc:
+        if USER_INTERRUPT.is_set():  # Ctrl-C: the run stops
+            raise
+        raise SystemFailure(f"{SYSTEM_FAILED}: {name}() raised {describe(exc)}") from None
     except BaseException as exc:  # SystemExit and GeneratorExit included: the run goes on and writes every output
-        raise SystemFailure(f"{SYSTEM_FAILED}: {name}() raised {type(exc).__name__}: {exc}") from None
+        raise SystemFailure(f"{SYSTEM_FAILED}: {name}() raised {describe(exc)}") from None
     finally:
+        if WATCH is not None:
+            WATCH(None, 0.0)
         if armed:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+
+
+def open_system(build: Callable[[], Any], timeout: float) -> tuple[Any, frozenset[Capability], bool]:
+    """(system, its capabilities, False), the factory's call contained like every other call; when the factory or
+    the capabilities it declares fail, (a stand-in whose every call fails with that message, every capability,
+    True): the replay then fails at its first call into the system instead of skipping or erroring."""
+    try:
+        with _contained("factory", timeout):
+            system = build()
+        try:
+            return system, capabilities_of(system), False
+        except Exception as exc:
+            raise SystemFailure(f"{SYSTEM_FAILED}: its capabilities are not what the protocol allows: "
+                                f"{describe(exc)}") from None
+    except SystemFailure as exc:
+        return _Unbuilt(str(exc)), frozenset(Capability), True
+
+
+class _Unbuilt:
+    """A system its factory could not build: every call fails with the factory's failure."""
+
+    def __init__(self, failure: str) -> None:
+        self.failure = failure
+
+    def close(self) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in _DECLARED:
+            raise AttributeError(name)  # declares nothing: the defaults apply
+
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise SystemFailure(self.failure)
+        return fail
+
+
+_DECLARED: Final = frozenset({"name", "design", "variant", "strategies", "recall_limit", "capabilities", "model_proxy"})
 
 
 class Observed:
@@ -91,7 +153,7 @@ class Observed:
     def documents(self) -> list[MemoryRecord]:
         if self._docs is None:
             with _contained("documents", self._timeout):
-                self._docs = list(self._system.documents())
+                self._docs = checked_records(self._system.documents())
         return self._docs
 
     def __getattr__(self, name: str) -> Any:
@@ -119,7 +181,7 @@ class Observed:
             if expected is not None and not isinstance(result, expected):
                 raise SystemFailure(f"{SYSTEM_FAILED}: {name}() returned {type(result).__name__}, expected "
                                     f"{expected.__name__} (docs/system-protocol.md)")
-            return result
+            return checked_result(name, result) if expected is not None else result
         return call
 
 

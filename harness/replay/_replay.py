@@ -21,7 +21,7 @@ from harness.replay._expect import FaultingModel, RecordingSink, check_outcome
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
 from harness.replay._needs import PROBE_KIND, scenario_needs
-from harness.replay._observed import Observed, close_system, op_timeout
+from harness.replay._observed import Observed, close_system, op_timeout, open_system
 from harness.replay._quality import recall_verdict
 from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult
 from harness.scenario import (
@@ -42,7 +42,6 @@ from harness.system import (
     Capability,
     MemorySystem,
     SystemFactory,
-    capabilities_of,
     declared_recall_limit,
     strategy_problem,
     target_problem,
@@ -352,13 +351,13 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
     with telemetry.scenario(case=scenario.id, strategy=strategy, digest=scenario.digest, start=scenario.clock) as root, \
             tempfile.TemporaryDirectory(prefix="memharness-") as tmp:
         trace_id = f"{root.get_span_context().trace_id:032x}"
-        system = variant_factory(scenario, system_factory)(Path(tmp), clock, counter, sink)
-        caps = capabilities_of(system)
+        system, caps, broken = open_system(lambda: variant_factory(scenario, system_factory)(Path(tmp), clock, counter,
+                                                                                             sink), op_timeout(model))
         observed = cast(MemorySystem, Observed(system, op_timeout(model)))  # records listed once per store state
         run = _Run(scenario, strategy, observed, clock, telemetry, counter, context, caps, sink, faulting)
         error = None
         try:
-            skipped = target_problem(scenario, system) or strategy_problem(system, strategy)
+            skipped = None if broken else (target_problem(scenario, system) or strategy_problem(system, strategy))
             if skipped is None and any(m.raw is not None for m in scenario.memories) \
                     and Capability.RAW_FILES not in caps:
                 skipped = f"seeds raw file text: needs capability {Capability.RAW_FILES.value}"

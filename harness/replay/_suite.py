@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import atexit
-import importlib
 import multiprocessing.util as mp_util
 import os
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -15,14 +13,14 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.replay import _side
 from harness.replay._cassette import Cassette, CassetteModel, ModelSpec
+from harness.replay._factory import load_factory, shipped
+from harness.replay._isolated import run_isolated
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._proxy import PROXY_URL_ENV, ModelProxy, proxy_for
 from harness.replay._records import ScenarioResult
 from harness.replay._replay import replay
 from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario, base_strategy
-from harness.system import SystemFactory
 from harness.systems import SHIPPED_DESIGNS, SYSTEMS
-from harness.systems.files import factory_for
 from harness.telemetry import TelemetrySetup, build_telemetry, proxied_call_span
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model
@@ -65,48 +63,6 @@ class SuiteRun:
     results: list[ScenarioResult]
     spans: list[dict[str, Any]]
     cassette_entries: int = 0
-
-
-def load_factory(spec: str | None) -> SystemFactory:
-    """The system factory: a built-in name (``reference``, ``sqlite``, ``sqlite:seed``) or ``module:attr`` of your
-    own (default: the reference core)."""
-    if not spec:
-        return factory_for()
-    name, _, variant = spec.partition(":")
-    if name in SYSTEMS:
-        target = _import(SYSTEMS[name], spec)
-        if SYSTEMS[name].endswith(":factory_for"):
-            try:
-                return target(variant)  # type: ignore[no-any-return]
-            except ValueError as exc:
-                raise HarnessError(f"--system {spec}: {exc}") from None
-        if variant:
-            raise HarnessError(f"--system {spec}: {name} has no variants")
-        return target  # type: ignore[no-any-return]
-    return _checked(_import(spec, spec), spec)
-
-
-def _checked(factory: Any, spec: str) -> SystemFactory:
-    """A factory must be callable as ``factory(workdir, clock, model, events)``."""
-    import inspect
-
-    try:
-        inspect.signature(factory).bind(None, None, None, None)
-    except (TypeError, ValueError):
-        raise HarnessError(f"--system {spec}: expected a factory(workdir, clock, model, events) -> MemorySystem, "
-                           f"got {type(factory).__name__} {getattr(factory, '__name__', '')}".rstrip()) from None
-    return factory  # type: ignore[no-any-return]
-
-
-def _import(target: str, spec: str) -> Any:
-    module, _, attr = target.partition(":")
-    if os.getcwd() not in sys.path:  # `--system pkg.mod:factory` names a module of the current project, as `python -m`
-        sys.path.insert(0, os.getcwd())
-    try:
-        factory = getattr(importlib.import_module(module), attr or "factory")
-    except Exception as exc:
-        raise HarnessError(f"--system {spec}: cannot import ({exc})") from None
-    return factory
 
 
 def system_plan(spec: str | None, selected: Sequence[Scenario]) -> list[tuple[str, str | None, list[Scenario]]]:
@@ -330,6 +286,12 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     jobs = 1 if config.model is not None and config.model.mode == "record" else max(1, config.jobs)
     global _SUITES_RUN
     _SUITES_RUN += 1
+    if not shipped(config.system):  # a plug-in system: in child processes the harness can kill
+        _side.discard()
+        done = dict(run_isolated(selected, config, jobs))
+        collect(done[i] for i in range(len(selected)))
+        run.cassette_entries = len(Cassette.open(config.model.cassettes)) if config.model is not None else 0
+        return run
     if jobs == 1:
         side = _side_indices(selected, config) if _SUITES_RUN == 1 else []
         if not side:

@@ -1,0 +1,220 @@
+"""Replays of a system the harness did not ship run in child processes the harness can kill (issue 33).
+
+In the harness's own process a plug-in system could end the run: ``os._exit(0)`` left no output and exit code 0 (a
+green CI build), a call that ignores or swallows the per-operation timeout (``SIGALRM`` set to ignore, ``except
+BaseException`` around a sleep) hung it for ever. Here each scenario of a ``--system module:factory`` replays in a
+child; the child reports each call into the system as it starts (its step and timeout, in shared memory), and the
+parent kills a child whose call outlives its timeout by ``KILL_GRACE_S``. A child that dies or is killed fails that
+scenario — the system's failure, naming the step and call — and a new child replays the rest. Raw writes to file
+descriptor 1 land on stderr (the harness's stdout stays its own), and each child's temporary directories are
+removed after it, however it ended. The shipped systems replay in-process as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from multiprocessing.connection import Connection, wait
+from typing import TYPE_CHECKING, Any, Final
+
+from harness.errors import SYSTEM_FAILED, HarnessError
+
+if TYPE_CHECKING:
+    from harness.replay._records import ScenarioResult
+    from harness.replay._suite import RunConfig
+    from harness.scenario import Scenario
+
+Output = tuple[list["ScenarioResult"], list[dict[str, Any]]]
+KILL_GRACE_S: Final = 10.0
+"""How long past its own timeout a call may run (time to raise, unwind and report) before its process is killed."""
+_NAME_BYTES: Final = 64
+FLUSH_TIMEOUT_S: Final = 30.0
+"""How long a child may take to flush its exporters and say goodbye when the run is done with it."""
+
+
+class _Child:
+    """One child process replaying one scenario at a time, with its watchdog state in shared memory."""
+
+    def __init__(self, config: RunConfig) -> None:
+        ctx = mp.get_context()
+        self.started = ctx.RawArray("d", 2)  # [monotonic start of the call in progress (0: none), its timeout]
+        self.step = ctx.RawValue("i", -1)
+        self.call = ctx.RawArray("c", _NAME_BYTES)
+        self.tmp = tempfile.mkdtemp(prefix="memharness-isolated-")
+        self.conn, theirs = ctx.Pipe()
+        self.process = ctx.Process(target=_main, daemon=True, name="memharness-isolated",
+                                   args=(theirs, self.conn, config, self.started, self.step, self.call, self.tmp))
+        self.process.start()
+        theirs.close()
+        self.job: tuple[int, Scenario, float] | None = None  # (index, scenario, when it was handed over)
+
+    def overdue(self) -> bool:
+        """The call in progress has outlived its timeout by ``KILL_GRACE_S`` (its timeout was on)."""
+        began, limit = float(self.started[0]), float(self.started[1])
+        return began > 0 and limit > 0 and time.monotonic() - began > limit + KILL_GRACE_S
+
+    def where(self) -> str:
+        call = self.call.value.decode("utf-8", "replace") or "the system"
+        step = self.step.value
+        return f"step {step}, in {call}()" if step >= 0 else f"before step 0, in {call}()"
+
+    def stop(self, *, kill: bool = False) -> None:
+        with contextlib.suppress(OSError, EOFError):
+            if not kill:
+                self.conn.send(None)  # leave: flush exporters, shut the worker down
+                if self.conn.poll(FLUSH_TIMEOUT_S):
+                    _, left = self.conn.recv()
+                    if left:
+                        print(f"note: {len(left)} thread(s) the system under test started were still running when its "
+                              f"replay process ended ({', '.join(map(str, left[:3]))}{', …' if len(left) > 3 else ''}):"
+                              " it was stopped without waiting for them", file=sys.stderr)
+        self.conn.close()
+        if kill and self.process.is_alive():
+            self.process.kill()
+        self.process.join(5.0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) -> Iterator[tuple[int, Output]]:
+    """(index, (results, spans)) of each scenario as it finishes, in up to ``jobs`` children."""
+    pending = deque(enumerate(scenarios))
+    children: list[_Child] = []
+    try:
+        while pending or any(c.job for c in children):
+            while pending and len(children) < max(1, jobs):
+                children.append(_Child(config))
+            for child in children:
+                if child.job is None and pending:
+                    index, scenario = pending.popleft()
+                    child.job = (index, scenario, time.monotonic())
+                    with contextlib.suppress(OSError):  # it died already: its sentinel says so below
+                        child.conn.send(scenario)
+            busy = [c for c in children if c.job is not None]
+            ready = wait([c.conn for c in busy] + [c.process.sentinel for c in busy], timeout=0.25)
+            for child in busy:
+                assert child.job is not None
+                index, scenario, since = child.job
+                if child.conn in ready:
+                    try:
+                        kind, payload = child.conn.recv()
+                    except (EOFError, OSError):
+                        kind, payload = "died", None
+                    except Exception as exc:  # the child's answer does not unpickle here
+                        raise HarnessError(f"{scenario.id}: the isolated replay's answer could not be read ({exc})") \
+                            from None
+                    if kind == "ok":
+                        child.job = None
+                        yield index, payload
+                        continue
+                    if kind == "error":
+                        raise payload
+                    if kind == "unsendable":
+                        child.job = None
+                        yield index, (_failed(scenario, config, payload, time.monotonic() - since), [])
+                        continue
+                elif child.process.sentinel not in ready and not child.overdue():
+                    continue
+                overdue = child.overdue()
+                where = child.where()
+                child.stop(kill=True)
+                children.remove(child)
+                code = child.process.exitcode
+                why = (f"{where} did not return within its timeout ({child.started[1]:g} s) and could not be "
+                       f"interrupted: its process was killed after {KILL_GRACE_S:g} s more") if overdue else \
+                    (f"the process replaying it ended abruptly ({_exit_text(code)}) {where}")
+                yield index, (_failed(scenario, config, f"{SYSTEM_FAILED}: {why}", time.monotonic() - since), [])
+    finally:
+        for child in children:
+            child.stop(kill=child.job is not None)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}: os._exit() or a crash"
+
+
+def _failed(scenario: Scenario, config: RunConfig, message: str, seconds: float) -> list[ScenarioResult]:
+    """Every strategy of ``scenario`` failed with ``message`` (what the dead process replayed is lost with it)."""
+    from harness.replay._records import ScenarioResult
+    from harness.replay._suite import strategies_for
+
+    return [ScenarioResult(scenario=scenario.id, strategy=s, passed=False, failures=(message,), probes=(), trace_id="",
+                           duration_ms=seconds * 1000, description=scenario.description, tags=scenario.tags,
+                           path=str(scenario.path)) for s in strategies_for(scenario, config.strategies)]
+
+
+def _main(conn: Connection, parents_end: Connection, config: RunConfig, started: Any, step: Any, call: Any,
+          tmp: str) -> None:
+    parents_end.close()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops this process
+    os.dup2(2, 1)  # a system's raw writes to file descriptor 1 go to stderr, never into the harness's stdout
+    os.environ["TMPDIR"] = tempfile.tempdir = tmp  # the parent removes it after this process, however it ends
+    from harness.replay import _observed
+    from harness.replay._suite import Worker
+
+    worker = Worker(config)
+
+    def watch(name: str | None, seconds: float) -> None:
+        if name is None:
+            started[0] = 0.0
+            return
+        call.value = name.encode("utf-8", "replace")[:_NAME_BYTES - 1]
+        step.value = worker.context.step
+        started[1] = seconds
+        started[0] = time.monotonic()
+
+    _observed.WATCH = watch
+    try:
+        while True:
+            try:
+                scenario = conn.recv()
+            except (EOFError, OSError):
+                return
+            if scenario is None:
+                return
+            step.value = -1
+            try:
+                message: tuple[str, Any] = ("ok", worker.run(scenario))
+            except BaseException as exc:  # the harness's own failure: the parent raises it
+                message = ("error", exc if _round_trips(exc) else HarnessError(f"{type(exc).__name__}: {exc}"))
+            try:
+                conn.send(message)
+            except OSError:
+                return  # the parent is gone
+            except Exception as exc:  # e.g. a result's details holding what does not pickle: the system's doing
+                conn.send(("unsendable", f"{SYSTEM_FAILED}: its results could not be passed back from the isolated "
+                                         f"replay ({type(exc).__name__}: {exc})"))
+    finally:
+        worker.shutdown()  # exporters flushed; then out at once, not waiting for threads the system left running
+        left = [t.name for t in threading.enumerate()
+                if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+        with contextlib.suppress(Exception):
+            conn.send(("left", left))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _round_trips(exc: BaseException) -> bool:
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return False
+    return True

@@ -1,0 +1,102 @@
+"""What a system returns must have the protocol's shape (docs/system-protocol.md): every field of a result or a
+record is checked against its annotation when it crosses into the harness, so a system answering ``selected=5`` or
+``strategy=5`` fails its scenario with a message naming the call and the field, instead of crashing the harness
+later (a harness error) or passing unnoticed."""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import fields
+from datetime import datetime
+from typing import Any, Final
+
+from harness.errors import SYSTEM_FAILED, SystemFailure
+from harness.system import DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult, RecordEntry
+
+Check = Callable[[Any], bool]
+
+
+def _check(hint: Any) -> Check:
+    """A predicate for one annotation: classes, ``X | None``, ``tuple[X, ...]`` (a list is accepted too: the shipped
+    adapters build either), ``Mapping[...]`` and ``Any``."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return lambda _v: True
+    if origin in (types.UnionType, typing.Union):
+        parts = [_check(a) for a in typing.get_args(hint)]
+        return lambda v: any(p(v) for p in parts)
+    if hint is type(None):
+        return lambda v: v is None
+    if origin is tuple:
+        item = _check(typing.get_args(hint)[0])
+        return lambda v: isinstance(v, (tuple, list)) and all(item(x) for x in v)
+    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
+        return lambda v: isinstance(v, Mapping)
+    if hint is float:
+        return lambda v: isinstance(v, (int, float))
+    if isinstance(hint, type):
+        return lambda v: isinstance(v, hint)
+    raise TypeError(f"no shape check for {hint!r}")  # a new protocol field of a new kind: teach _check
+
+
+def _checks(cls: type) -> tuple[tuple[str, Check, str], ...]:
+    hints = typing.get_type_hints(cls, {"datetime": datetime, "RecordEntry": RecordEntry, "Mapping": Mapping, "Any": Any})
+    return tuple((f.name, _check(hints[f.name]), _name(hints[f.name])) for f in fields(cls))
+
+
+def _name(hint: Any) -> str:
+    if isinstance(hint, type):
+        return hint.__name__
+    return str(hint).replace("typing.", "").replace("collections.abc.", "").replace("harness.system.", "") \
+        .replace("datetime.datetime", "datetime")
+
+
+SHAPES: Final = {cls: _checks(cls) for cls in (RecallResult, ExtractResult, DreamResult, ForgetResult, MemoryRecord,
+                                                RecordEntry)}
+
+
+def shape_problem(value: Any) -> str | None:
+    """The first field of a protocol dataclass whose value has the wrong type (one line), or None."""
+    for name, ok, wanted in SHAPES.get(type(value), ()):
+        got = getattr(value, name, None)
+        if not ok(got):
+            return f"{name}={_short(got)} ({type(got).__name__}), expected {wanted}"
+        if name == "entries" and got:
+            for entry in got:
+                if (problem := shape_problem(entry)) is not None:
+                    return f"entries: {problem}"
+    return None
+
+
+def _short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = "<unprintable>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def checked_result(call: str, result: Any) -> Any:
+    """``result`` of operation ``call`` if its fields have the protocol's shape, else the system's failure."""
+    if (problem := shape_problem(result)) is not None:
+        raise SystemFailure(f"{SYSTEM_FAILED}: {call}() returned a {type(result).__name__} with {problem} "
+                            "(docs/system-protocol.md)")
+    return result
+
+
+def checked_records(result: Any) -> list[MemoryRecord]:
+    """``documents()``'s answer as a list of well-formed ``MemoryRecord`` objects, else the system's failure."""
+    if isinstance(result, (str, bytes, Mapping)) or not hasattr(result, "__iter__"):
+        raise SystemFailure(f"{SYSTEM_FAILED}: documents() returned {type(result).__name__}, expected a list of "
+                            "MemoryRecord (docs/system-protocol.md)")
+    records = list(result)
+    for i, record in enumerate(records):
+        if type(record) is not MemoryRecord and not isinstance(record, MemoryRecord):
+            raise SystemFailure(f"{SYSTEM_FAILED}: documents() item {i} is {type(record).__name__}, expected "
+                                "MemoryRecord (docs/system-protocol.md)")
+        if (problem := shape_problem(record)) is not None:
+            raise SystemFailure(f"{SYSTEM_FAILED}: documents() item {i} is a MemoryRecord with {problem} "
+                                "(docs/system-protocol.md)")
+    return records
