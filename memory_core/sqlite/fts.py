@@ -70,6 +70,39 @@ def build_match(db: Database, text: str, *, join: str = "OR") -> tuple[str | Non
     return (f" {join} ".join(_quote(t) for t in fts) if fts else None), like
 
 
+WORD_POOL: Final = 8
+"""With the trigram index, how many times the usual rows are asked of SQLite before the whole-word filter."""
+FTS_COLUMNS: Final = ("content", "subject", "predicate", "tags")
+
+
+def _word_filter(db: Database, text: str) -> tuple[tuple[frozenset[str], ...], tuple[str, ...]]:
+    """(the query's non-CJK words, its CJK terms) when the trigram index would match those words as substrings
+    (fixed mode), else (none, none): no filter."""
+    if db.quirks.q2_fts_sanitiser or db.tokenizer != "trigram":
+        return (), ()
+    terms = query_terms(text, trigram=True)[0]
+    return tuple(stems(t) for t in terms if not is_cjk(t)), tuple(t for t in terms if is_cjk(t))
+
+
+_SUFFIXES: Final = ("ing", "ed", "es", "s")
+
+
+def stems(word: str) -> frozenset[str]:
+    """``word`` and ``word`` less each inflection it ends with (-ing, -ed, -es, -s) when at least 3 characters
+    remain: 'likes' and 'like' share one, 'category' and 'cat' share none."""
+    return frozenset([word, *(word[: -len(x)] for x in _SUFFIXES if word.endswith(x) and len(word) - len(x) >= TRIGRAM)])
+
+
+def _has_words(row: dict[str, Any], words: tuple[frozenset[str], ...], cjk: tuple[str, ...], join: str) -> bool:
+    """Whether a trigram hit holds the query's words as whole words (up to an inflection, :func:`stems`): every word
+    (AND: the CJK terms are substrings by the MATCH itself), or any word or any CJK term (OR; CJK has no spaces)."""
+    text = " ".join(str(row.get(c) or "") for c in FTS_COLUMNS).lower()
+    found = {s for word in _WORD.findall(text) for part in _SEGMENT.findall(word) for s in stems(part)}
+    if join == "AND":
+        return all(w & found for w in words)
+    return any(w & found for w in words) or any(t in text for t in cjk)
+
+
 def score_of(rank: float, *, inverted: bool) -> float:
     """The backend score: the seed's ``1/(1+|rank|)`` (1.0 at rank 0), inverted (Q4); fixed: ``|rank|/(1+|rank|)``."""
     if inverted:
@@ -81,7 +114,10 @@ def search_semantic(db: Database, text: str, limit: int, filter_type: str | None
                     join: str = "OR") -> list[Hit]:
     """``FTS5Backend.search``: ask SQLite for 2×limit rows, filter by type, keep ``limit``, attach the score."""
     match, like = build_match(db, text, join=join)
-    rows = db.search_fts(match, limit * 2) if match else []
+    words, cjk = _word_filter(db, text)
+    rows = db.search_fts(match, limit * 2 if not words else max(limit * 2 * WORD_POOL, 64)) if match else []
+    if words:  # fix: the trigram index matches inside words ('cat' in 'communicated'): keep whole-word hits only
+        rows = [(row, rank) for row, rank in rows if _has_words(row, words, cjk, join)][: limit * 2]
     hits = [Hit(row, rank, score_of(rank, inverted=db.quirks.q4_inverted_score)) for row, rank in rows]
     if like and join == "AND":  # every term must occur: filter FTS hits, or select by LIKE when FTS had no terms
         pool = hits if match else [Hit(r, 0.0, 0.5) for r in db.search_like(like, limit * 2, escape=True)]

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from memory_core.clock import FixedClock
@@ -115,3 +115,29 @@ def test_every_like_search_takes_a_keyword_at_and_past_sqlites_like_limit(size: 
         assert [r["content"] for r in search_turns(mem.db, keyword)] == [f"said {keyword} once"[:500]]
         assert len(search_episodes(mem.db, keyword)) == 1
         assert search_episodes(mem.db, keyword + "z") == []
+
+
+@bounded
+@given(word=words, hosts=st.lists(st.tuples(words, words), min_size=1, max_size=6), data=st.data())
+def test_forget_and_recall_never_match_inside_another_word(word: str, hosts: list[tuple[str, str]],
+                                                           data: st.DataObject) -> None:
+    """The trigram index (spec §7 Q3's fix) matches substrings: 'cat' inside 'communicated'. Generated memories hold
+    the query word inside longer words (before, after, around it) and some hold it whole, maybe inflected: forget
+    removes exactly the whole-word ones and recall's semantic path selects no other (no lost rows)."""
+    from memory_core.sqlite.fts import stems
+    from memory_core.sqlite.memory import FORGET_WORDS
+    from memory_core.sqlite.retrieval import decompose_rules
+
+    assume(word not in ("note", "end") and word not in FORGET_WORDS and tuple(decompose_rules(word).keywords) == (word,))
+    with _memory("fixed") as mem:
+        rows = []
+        for head, tail in hosts:
+            embedded = data.draw(st.sampled_from([head + word, word + tail, head + word + tail]), label="embedded")
+            rows.append(embedded)
+            if data.draw(st.booleans(), label="whole"):
+                rows.append(data.draw(st.sampled_from([word, word + "s", word + "ing"]), label="inflected"))
+        ids = mem.seed([{"content": f"note {text} end"} for text in rows])
+        whole = {i for i, text in zip(ids, rows, strict=True) if stems(word) & stems(text)}
+        hits = {c.memory_id for c in mem.recall(word, 50, path="candidates").items}
+        assert hits <= whole, (word, rows)
+        assert set(mem.forget(f"forget {word}").removed) == whole, (word, rows)
