@@ -164,11 +164,25 @@ MAX_REPLY_PAD: Final = 8 * 1024 * 1024
 _KIND_TAGS: Final = {"a list": {"seq", "omap", "pairs"}, "a mapping": {"map", "set"}, "text": set()}
 
 
-def check_tag(tag: str | None, kind: str, where: str, line: int) -> None:
-    """An explicit standard collection tag naming another kind of node (``!!map`` on a list, ``!!seq`` on text) is a
-    located error, never read as the node it sits on."""
-    name = tag.rsplit(":", 1)[-1] if tag and tag.startswith("tag:yaml.org,2002:") else None
-    if name in {"map", "set", "seq", "omap", "pairs"} and name not in _KIND_TAGS[kind]:
-        from harness.errors import ScenarioError
+def check_tag(tag: str | None, kind: str, where: str, line: int, value: str | None = None) -> None:
+    """Tags that would be read as something else, or not read at all, are located errors: a standard collection tag
+    naming another kind of node (``!!map`` on a list, ``!!seq`` on text); any tag on a mapping or a list but its
+    own plain one (``!!set``, ``!!omap``, ``!foo``, ``!!python/...``: a scenario's collections take no tags; before,
+    the tag was dropped and the node read as plain); ``!!null`` on a value that is not a null (``!!null garbage``
+    read as null)."""
+    from harness.errors import ScenarioError, one_line
 
+    name = tag.removeprefix("tag:yaml.org,2002:") if tag and tag.startswith("tag:yaml.org,2002:") else None
+    if name in {"map", "set", "seq", "omap", "pairs"} and name not in _KIND_TAGS[kind]:
         raise ScenarioError(f"{where}:{line}: yaml: tag !!{name} on {kind}")
+    shown = one_line(f"!!{name}" if name else str(tag))[:80]
+    if kind in _PLAIN_TAG and tag not in (None, "!", _PLAIN_TAG[kind]):
+        raise ScenarioError(f"{where}:{line}: yaml: tag {shown} on {kind} (a scenario's mappings and lists take no "
+                            "tags)")
+    if name == "null" and value is not None and value not in _NULLS:
+        raise ScenarioError(f"{where}:{line}: yaml: tag !!null on {one_line(value)[:60]!r} (only an empty value, ~ or "
+                            "null is null)")
+
+
+_PLAIN_TAG: Final = {"a list": "tag:yaml.org,2002:seq", "a mapping": "tag:yaml.org,2002:map"}
+_NULLS: Final = frozenset({"", "~", "null", "Null", "NULL"})

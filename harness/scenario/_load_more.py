@@ -174,10 +174,12 @@ def system_fields(ctx: NodeReader, node: yaml.Node, field: str) -> dict[str, str
     """A mapping of names to scalars, passed to the system under test untouched."""
     out: dict[str, str | int | float | bool] = {}
     for key, value in ctx.mapping(node, field, None).items():
+        if problem := lim.bad_char(key, allow_newlines=False):
+            raise ctx.fail(node, f"{field}.{key}", f"{problem} in a key")
         scalar = ctx.scalar(value, f"{field}.{key}")
         if not isinstance(scalar, (str, int, float, bool)):
             raise ctx.fail(value, f"{field}.{key}", f"expected text, a number or true/false, got {scalar!r}")
-        out[key] = scalar
+        out[key] = ctx.text(value, f"{field}.{key}") if isinstance(scalar, str) else scalar  # control characters
     return out
 
 

@@ -31,6 +31,7 @@ except ImportError:  # pragma: no cover - libyaml missing: the pure-Python parse
 
 T = TypeVar("T")
 STR_TAG: Final = "tag:yaml.org,2002:str"
+MERGE_TAG: Final = "tag:yaml.org,2002:merge"
 _SCALAR_ERRORS: Final = (ValueError, TypeError, OverflowError, ArithmeticError, LookupError, AttributeError,
                           yaml.YAMLError)
 """What a safe tag's constructor raises on a value it cannot read (``!!bool maybe``: KeyError; ``!!timestamp junk``:
@@ -157,7 +158,7 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
                     if tag is None:
                         tag = resolved[key] = loader.resolve(  # type: ignore[no-untyped-call]
                             yaml.ScalarNode, event.value, event.implicit)
-                lim.check_tag(event.tag, "text", where, start.line + 1)
+                lim.check_tag(event.tag, "text", where, start.line + 1, event.value)
                 node = yaml.ScalarNode(tag, event.value, start, end, style=event.style)
                 if event.anchor is not None:
                     anchors[event.anchor] = (node, 1)
@@ -241,6 +242,8 @@ class NodeReader:
                 raise self.fail(key_node, field or "key", f"expected a plain key, got {_kind(key_node)} as a key")
             key = key_node.value
             here = f"{field}.{key}" if field else key
+            if key_node.tag == MERGE_TAG:  # never merged: read as a literal key '<<', it failed later, unlocated
+                raise self.fail(key_node, here, "merge keys (<<) are not read; write the keys out")
             if allowed_set is not None and key not in allowed_set:
                 raise self.fail(key_node, here, f"unknown key; expected one of {', '.join(sorted(allowed_set))}")
             if key in out:
@@ -393,8 +396,5 @@ def _tag_name(tag: str) -> str:
 
 
 def _kind(node: yaml.Node) -> str:
-    if isinstance(node, yaml.MappingNode):
-        return "a mapping"
-    if isinstance(node, yaml.SequenceNode):
-        return "a list"
-    return repr(node.value[:60])
+    return "a mapping" if isinstance(node, yaml.MappingNode) else "a list" if isinstance(node, yaml.SequenceNode) \
+        else repr(node.value[:60])

@@ -209,3 +209,80 @@ def test_documented_readings_of_turn_text(tmp_path: Path, written: str, read: st
     path.write_text(f"steps:\n  - session: s1\n    turns:\n      - user: {written}\n", encoding="utf-8")
     step = load_scenario(path).steps[0]
     assert step.turns[0].text == read  # type: ignore[attr-defined]
+
+
+TAG_NAMES = st.one_of(
+    st.sampled_from(["!!set", "!!omap", "!!pairs", "!!binary", "!!str", "!!int", "!!python/object/apply:os.system",
+                     "!!python/name:os.getcwd", "!!python/tuple", "!"]),
+    st.text("abcdefghijklmnopqrstuvwxyz/_.-", min_size=1, max_size=12).map(lambda t: "!" + t),
+    st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8).map(lambda t: "!!" + t))
+
+
+def _collection_spots(lines: list[str]) -> list[int]:
+    """Lines whose value is a flow mapping or list (``key: {...}`` / ``key: [...]``, or ``- {...}``)."""
+    return [i for i, line in enumerate(lines) if re.match(r"^\s*(?:- )?(?:[a-z_]+: )?[\[{]", line)]
+
+
+@SETTINGS
+@given(TAG_NAMES, st.integers(0, 10_000))
+def test_a_tag_on_a_mapping_or_list_is_a_located_error_never_dropped(tmp_path_factory: Any, tag: str,
+                                                                     where: int) -> None:
+    """Issue 33 (round 4): a tag on a mapping or a list (``steps: !!python/object/apply:os.system``, ``!foo {...}``,
+    ``!!set {a, b}`` in a scripted reply) was dropped and the node read as plain. Any tag but the node's own plain
+    ``!!map`` / ``!!seq`` (or the non-specific ``!``) is now a located error on that line."""
+    lines = yaml.safe_dump(BASE, sort_keys=False, default_flow_style=None, width=1000).splitlines()
+    spots = _collection_spots(lines)
+    i = spots[where % len(spots)]
+    found = re.match(r"^(\s*(?:- )?(?:[a-z_]+: )?)(.*)$", lines[i])
+    assert found is not None
+    lines[i] = f"{found.group(1)}{tag} {found.group(2)}"
+    path = tmp_path_factory.mktemp("tag") / "x.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if tag == "!":
+        _check(path)  # non-specific: the plain node
+        return
+    with pytest.raises(ScenarioError, match=rf"x\.yaml:{i + 1}: yaml: tag "):
+        load_scenario(path)
+
+
+FREE_MAPS = [("check", {"facts_absent": ["terse"], "system": {"k": "{v}"}}),
+             ("recall", {"query": "terse", "expect_event": {"k": "{v}"}}),
+             ("recall", {"query": "terse", "expect_details": {"k": "{v}"}}),
+             ("memory", {"system": {"k": "{v}"}})]
+
+
+@SETTINGS
+@given(st.sampled_from(FREE_MAPS),
+       st.characters(max_codepoint=0x9F).filter(lambda c: not c.isprintable() and c not in "\t\n\r\x85"),
+       st.booleans(), st.sampled_from(["value", "key", "merge"]))
+def test_free_form_maps_refuse_control_characters_and_merge_keys(tmp_path_factory: Any, spot: tuple[str, Any],
+                                                               char: str, inside: bool, what: str) -> None:
+    """Issue 33 (round 4): the maps a scenario passes to the system untouched (``check.system``, ``expect_event``,
+    ``expect_details``, a memory's ``system``) took control characters and a merge key ``<<`` silently (the key then
+    failed at run time with no line). Both are located errors at load time now."""
+    kind, body = spot
+    text = f"a{char}b" if inside else char
+    doc = copy.deepcopy(BASE)
+    free = copy.deepcopy(body)
+    target = free["system"] if kind in ("check", "memory") and "system" in free else \
+        free.get("expect_event") or free.get("expect_details")
+    del target["k"]
+    if what == "value":
+        target["k"] = text
+    elif what == "key":
+        target[text] = "v"
+    else:
+        target["<<"] = {"k": "v"}
+    if kind == "memory":
+        doc["memories"][0]["system"] = free["system"]
+    else:
+        doc["steps"].append({kind: free})
+    path = tmp_path_factory.mktemp("free") / "x.yaml"
+    text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=False, width=1000)
+    path.write_text(text.replace("'<<'", "<<"), encoding="utf-8")  # a real merge key: the dumper quotes it
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    message = str(caught.value)
+    assert LOCATED.match(message), message
+    assert message.isprintable(), message
+    assert ("merge keys" in message) if what == "merge" else ("control character" in message), message

@@ -80,14 +80,14 @@ CASES: list[tuple[str, str, str, int | None]] = [
     ("raw-bel-byte", "description: a\x07b\n" + STEP, "yaml", 1),
     # YAML tags and values
     ("int-tag-abc", _recall("k: !!int abc"), "steps[0].recall.k", 2),
-    ("python-tag", "description: !!python/object/apply:os.system [echo hi]\n" + STEP, "description", 1),
+    ("python-tag", "description: !!python/object/apply:os.system [echo hi]\n" + STEP, "yaml", 1),
     ("python-name-tag", "description: !!python/name:os.system ''\n" + STEP, "description", 1),
     ("float-tag", "description: !!float xyz\n" + STEP, "description", 1),
     ("binary-tag", "description: !!binary '%%%'\n" + STEP, "description", 1),
     ("unknown-local-tag", "description: !custom x\n" + STEP, "description", 1),
     ("int-5000-digits", _recall("k: " + "7" * 5000), "steps[0].recall.k", 2),
     ("k-huge", _recall("k: 99999999999999999999"), "steps[0].recall.k", 2),
-    ("set-as-text", "description: !!set {a: null}\n" + STEP, "description", 1),
+    ("set-as-text", "description: !!set {a: null}\n" + STEP, "yaml", 1),
     # keys
     ("list-as-key", "? [a, b]\n: 1\n" + STEP, "key", 1),
     ("mapping-as-key", "facts:\n  ? {a: 1}\n  : {type: user, match: [x]}\n" + STEP, "facts", 2),
