@@ -206,5 +206,6 @@ def record_history(out: Path, summary: RunSummary, *, limit: int = 20,
     db = history_path(out, environ)
     if (summary.meta or {}).get("shard"):
         return read_history(db, limit=limit, key=run_key(summary), warn=lambda *_: None)
-    append_run(db, summary, out_dir=out)
+    if not append_run(db, summary, out_dir=out):  # already warned: the read would fail the same way, say it once
+        return read_history(db, limit=limit, key=run_key(summary), warn=lambda *_: None)
     return read_history(db, limit=limit, key=run_key(summary))

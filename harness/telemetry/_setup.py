@@ -186,9 +186,22 @@ def otlp_timeout(environ: Mapping[str, str], signal: str = "traces") -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
-        log.warning("telemetry: %s=%r is not a positive number of seconds; using %g", name, raw[:40], OTLP_TIMEOUT_S)
+        _warn_once(name, raw, "telemetry: %s=%r is not a positive number of seconds; using %g", OTLP_TIMEOUT_S)
         return OTLP_TIMEOUT_S
+    if value > MAX_OTLP_TIMEOUT_S:  # e.g. milliseconds meant: say so, an endpoint that never answers costs this much
+        _warn_once(name, raw, "telemetry: %s=%r is above the %g s the harness waits for OTLP at most; using %g",
+                   MAX_OTLP_TIMEOUT_S, MAX_OTLP_TIMEOUT_S)
     return min(value, MAX_OTLP_TIMEOUT_S)
+
+
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _warn_once(name: str, raw: str, message: str, *values: float) -> None:
+    """One warning per variable and value, not one per signal reading it (traces, metrics and logs)."""
+    if (name, raw) not in _WARNED:
+        _WARNED.add((name, raw))
+        log.warning(message, name, raw[:40], *values)
 
 
 def _otlp_kwargs(environ: Mapping[str, str], signal: str) -> dict[str, Any]:

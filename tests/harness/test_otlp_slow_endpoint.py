@@ -7,6 +7,7 @@ run is timed against the same run exporting to an endpoint that answers at once.
 
 from __future__ import annotations
 
+import logging
 import math
 import socket
 import threading
@@ -166,3 +167,20 @@ def test_any_timeout_setting_is_a_positive_finite_bound(raw: str) -> None:
     assert 0 < value <= MAX_OTLP_TIMEOUT_S
     assert otlp_timeout({"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": raw, "OTEL_EXPORTER_OTLP_TIMEOUT": "2"}) == (
         value if raw else 2.0)
+
+
+@pytest.mark.parametrize(("raw", "said"), [("1e9", "above the 60 s"), ("10000", "above the 60 s"),
+                                           ("abc", "not a positive number"), ("-1", "not a positive number")])
+def test_a_timeout_setting_that_is_not_used_as_written_is_said_once(raw: str, said: str,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """Hostile probe, round 4: 1e9 (or milliseconds meant) was capped at 60 s without a word, and a bad value was
+    warned about three times (once per signal reading the variable)."""
+    from harness.telemetry import _setup
+
+    _setup._WARNED.discard(("OTEL_EXPORTER_OTLP_TIMEOUT", raw))
+    environ = {"OTEL_EXPORTER_OTLP_TIMEOUT": raw}
+    with caplog.at_level(logging.WARNING):
+        values = {otlp_timeout(environ, signal) for signal in ("traces", "metrics", "logs")}
+    assert len(values) == 1
+    assert [r.getMessage() for r in caplog.records if said in r.getMessage()] == [caplog.records[0].getMessage()]
+    assert len(caplog.records) == 1
