@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
-import pickle
 import shutil
 import signal
 import sys
@@ -28,6 +27,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import SYSTEM_FAILED, HarnessError
+from harness.replay._side import round_trips
 
 if TYPE_CHECKING:
     from harness.replay._records import ScenarioResult
@@ -193,7 +193,7 @@ def _main(conn: Connection, parents_end: Connection, config: RunConfig, started:
             try:
                 message: tuple[str, Any] = ("ok", worker.run(scenario))
             except BaseException as exc:  # the harness's own failure: the parent raises it
-                message = ("error", exc if _round_trips(exc) else HarnessError(f"{type(exc).__name__}: {exc}"))
+                message = ("error", exc if round_trips(exc) else HarnessError(f"{type(exc).__name__}: {exc}"))
             try:
                 conn.send(message)
             except OSError:
@@ -210,11 +210,3 @@ def _main(conn: Connection, parents_end: Connection, config: RunConfig, started:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
-
-
-def _round_trips(exc: BaseException) -> bool:
-    try:
-        pickle.loads(pickle.dumps(exc))
-    except Exception:
-        return False
-    return True
