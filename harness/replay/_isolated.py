@@ -94,8 +94,10 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
     children: list[_Child] = []
     try:
         while pending or any(c.job for c in children):
-            while pending and len(children) < max(1, jobs):
+            idle = sum(c.job is None for c in children)
+            while idle < len(pending) and len(children) < max(1, jobs):  # no more children than work for them
                 children.append(_Child(config))
+                idle += 1
             for child in children:
                 if child.job is None and pending:
                     index, scenario = pending.popleft()

@@ -288,8 +288,11 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     _SUITES_RUN += 1
     if not shipped(config.system):  # a plug-in system: in child processes the harness can kill
         _side.discard()
-        done = dict(run_isolated(selected, config, jobs))
-        collect(done[i] for i in range(len(selected)))
+        done: dict[int, tuple[list[ScenarioResult], list[dict[str, Any]]]] = {}
+        for i, output in run_isolated(selected, config, jobs):
+            done[i] = output
+            announce(output[0])  # the progress bar moves as each finishes
+        collect((done[i] for i in range(len(selected))), announced=True)
         run.cassette_entries = len(Cassette.open(config.model.cassettes)) if config.model is not None else 0
         return run
     if jobs == 1:
