@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -25,6 +26,8 @@ DEFAULT_OP_TIMEOUT_S: Final = 120.0
 """Seconds one call into the system under test may take (times a model's timeout scale); 0 turns it off."""
 MESSAGE_CHARS: Final = 500
 """How much of what a system raised a failure quotes (one line)."""
+SPENT: Final = [0.0]
+"""Seconds spent inside calls into the system under test since the replay began (``replay`` resets and reads it)."""
 WATCH: Callable[[str | None, float], None] | None = None
 """Told the name and timeout of each call into the system as it starts (and None as it ends): the watchdog of an
 isolated replay (``_isolated``), which kills a process whose call outlives its timeout however it hangs."""
@@ -67,6 +70,7 @@ def _contained(name: str, seconds: float) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, seconds)
     if WATCH is not None:
         WATCH(name, seconds)
+    began = time.perf_counter()
     try:
         with contextlib.redirect_stdout(sys.stderr):
             yield
@@ -79,6 +83,7 @@ def _contained(name: str, seconds: float) -> Iterator[None]:
     except BaseException as exc:  # SystemExit and GeneratorExit included: the run goes on and writes every output
         raise SystemFailure(f"{SYSTEM_FAILED}: {name}() raised {describe(exc)}") from None
     finally:
+        SPENT[0] += time.perf_counter() - began
         if WATCH is not None:
             WATCH(None, 0.0)
         if armed:

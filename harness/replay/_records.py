@@ -153,6 +153,9 @@ class ScenarioResult:
     """The scenario file (for annotations)."""
     skipped: str | None = None
     """Why the whole scenario did not run (e.g. it seeds raw files and the system cannot)."""
+    system_ms: float | None = None
+    """Milliseconds spent inside calls into the system under test (its construction, seeds, operations, reads,
+    ``close``): the rest of ``duration_ms`` is the harness's own work. None in runs from before it was measured."""
 
     @property
     def status(self) -> ScenarioStatus:
@@ -177,6 +180,8 @@ class ScenarioResult:
             row["path"] = self.path
         if self.skipped:
             row["skipped"] = self.skipped
+        if self.system_ms is not None:
+            row["system_ms"] = round(self.system_ms, 3)
         return row
 
     @classmethod
@@ -187,5 +192,5 @@ class ScenarioResult:
             error=row.get("error"), duration_ms=float(row.get("duration_ms", 0.0)),
             description=row.get("description", ""), tags=tuple(row.get("tags", ())),
             prompt_versions=tuple(row.get("prompt_versions", ())), path=row.get("path", ""),
-            skipped=row.get("skipped"),
+            skipped=row.get("skipped"), system_ms=float(row["system_ms"]) if row.get("system_ms") is not None else None,
         )

@@ -21,7 +21,7 @@ from harness.replay._expect import FaultingModel, RecordingSink, check_outcome
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
 from harness.replay._needs import PROBE_KIND, scenario_needs
-from harness.replay._observed import Observed, close_system, op_timeout, open_system
+from harness.replay._observed import SPENT, Observed, close_system, op_timeout, open_system
 from harness.replay._quality import recall_verdict
 from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult
 from harness.scenario import (
@@ -345,7 +345,7 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
     faulting = FaultingModel(model) if model is not None else None
     counter = CountingModel(telemetry.traced(faulting)) if faulting is not None else None
     sink = RecordingSink(telemetry)
-    t0 = monotonic_ms()
+    t0, SPENT[0] = monotonic_ms(), 0.0
     skipped: str | None = None
     # the root span covers the whole replay, the temporary directory's creation and removal included
     with telemetry.scenario(case=scenario.id, strategy=strategy, digest=scenario.digest, start=scenario.clock) as root, \
@@ -383,7 +383,7 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
         probes=tuple(run.probes), trace_id=trace_id, error=error, duration_ms=monotonic_ms() - t0,
         description=scenario.description, tags=scenario.tags,
         prompt_versions=tuple(sorted(counter.prompt_versions)) if counter else (), path=str(scenario.path),
-        skipped=skipped,
+        skipped=skipped, system_ms=SPENT[0] * 1000,
     )
 
 

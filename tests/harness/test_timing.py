@@ -66,3 +66,32 @@ def test_replay_from_cassettes_does_not_import_litellm(tmp_path: Path) -> None:
             "print(rc, 'litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split()[-2:] == ["0", "False"]
+
+
+class SlowToBuild(ExampleSystem):
+    """Its construction and each seed take time: the system's work, which the harness must not bill to itself."""
+
+    def __init__(self) -> None:
+        time.sleep(SLEEP_S)
+        super().__init__()
+
+    def seed(self, memory: Any, *, mtime: datetime) -> None:
+        time.sleep(SLEEP_S)
+        super().seed(memory, mtime=mtime)
+
+
+def test_system_time_counts_every_call_into_the_system_not_only_operations(otel: OTel) -> None:
+    from harness.evaluation._summary import overhead
+
+    scenario = load_scenario(SCENARIOS / "recall" / "multi-fact.yaml")
+    result = replay(scenario, strategy="heuristic", telemetry=otel.telemetry,
+                    system_factory=lambda w, c, m, e: SlowToBuild())
+    seeds = len(scenario.memories)
+    assert result.system_ms is not None
+    assert result.system_ms >= 1000 * SLEEP_S * (1 + seeds)  # the factory and every seed
+    assert result.system_ms <= result.duration_ms
+    graded = sum(p.duration_ms for p in result.probes if p.graded)
+    assert result.system_ms > graded + 1000 * SLEEP_S * seeds * 0.9  # more than the graded operations alone
+    split = overhead([result])
+    assert split["harness.system_ms"] == round(result.system_ms, 3)
+    assert split["harness.overhead_ms"] == round(result.duration_ms - result.system_ms, 3)
