@@ -68,7 +68,7 @@ REGISTRY: dict[str, MetricPlugin] = {}
 def metric(name: str, *, lower_is_better: bool = False,
            description: str = "") -> Callable[[Callable[[Probe], float | None]], Callable[[Probe], float | None]]:
     """Register the decorated function as metric ``name`` (``<kind>.<snake_case>``, kind from the name)."""
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise HarnessError(f"plugin metric {name!r}: expected '<kind>.<snake_case>' with kind one of {', '.join(KINDS)}")
     kind, short = name.split(".", 1)
     if short in _BUILTIN_KEYS:
@@ -99,7 +99,7 @@ def ranker(name: str, *, description: str = "") -> Callable[[Callable[[str, Sequ
     skips it, with the reason."""
     from harness.scenario._registry import BUILTIN_STRATEGIES, RANKER_PLUGINS, register_ranker
 
-    if not _RANKER_NAME.match(name) or name == "none":
+    if not _RANKER_NAME.fullmatch(name) or name == "none":
         raise HarnessError(f"plugin strategy {name!r}: expected a name of lower-case letters, digits, '_' or '-' "
                            "(at most 40, starting with a letter)")
     if name in BUILTIN_STRATEGIES:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
-import json
 import os
 import platform
 import subprocess
@@ -21,7 +20,7 @@ from harness.cli._init import cmd_init
 from harness.cli._parser import build_parser, command_of
 from harness.cli._progress import progress_bar as _progress
 from harness.cli._record import cmd_record
-from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate, trace_url
+from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate, read_benchmark, trace_url
 from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_github, cmd_import, cmd_traces, run_fuzz
 from harness.errors import HarnessError, one_line
@@ -192,6 +191,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     elif not args.no_gates:  # said, never silent: a single file's folder often has no gates.toml
         print(f"note: no gates file ({suite_dir / 'gates.toml'} does not exist; --gates FILE to use one): only a "
               "failed scenario fails this run", file=sys.stderr)
+    bench = read_benchmark(args.benchmark) if args.benchmark else None  # fail fast, before replaying anything
     run_id = environ.get("MEMHARNESS_RUN_ID") or uuid.uuid4().hex[:12]  # fixed: reproducible trace ids
     env = {**environ, "MEMHARNESS_GIT_COMMIT": environ.get("MEMHARNESS_GIT_COMMIT") or _git_commit()}
     plan = system_plan(args.system, selected)
@@ -223,12 +223,6 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.fuzz_examples > 0:
         fuzz_report = run_fuzz(system=args.system, max_examples=args.fuzz_examples, seed=0,
                                regressions=args.out / "regressions", database=None)
-    bench = None
-    if args.benchmark:
-        try:
-            bench = json.loads(args.benchmark.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise HarnessError(f"{args.benchmark}: cannot read the benchmark file ({exc})") from None
     try:
         summary = _evaluate_and_write(args.out, run.results, spool, strategies, gates_path=gates_path,
                                       baseline_dir=args.baseline, meta=_meta(meta), fuzz=fuzz_report, bench=bench,

@@ -40,6 +40,7 @@ def _shard(text: str) -> tuple[int, int]:
 
 _rate = bounded(float, lambda v: 0.0 <= v <= 1.0, "a number between 0 and 1")
 _positive = bounded(int, lambda v: v >= 1, "a positive integer")
+_drop = bounded(float, lambda v: 0.0 <= v <= 1.0, "a drop from 0 to 1 (recall.f1 is a number from 0 to 1)")
 _count = bounded(int, lambda v: 0 <= v <= 1_000_000, "a whole number from 0 to 1000000")
 """Example budgets and limits."""
 _scale = bounded(float, lambda v: 0 < v < 1e6, "a number above 0")
@@ -147,7 +148,7 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     cmp_.add_argument("base", type=path, help="the baseline run directory")
     cmp_.add_argument("cand", type=path, help="the candidate run directory, compared probe by probe with BASE")
     cmp_.add_argument("--gates", type=path, help="gates TOML; its max_drop gates with vs = \"baseline\" decide the exit code")
-    cmp_.add_argument("--max-drop", type=float, default=None, help="fail when any recall.f1 CI lies below -MAX_DROP")
+    cmp_.add_argument("--max-drop", type=_drop, default=None, help="fail when any recall.f1 CI lies below -MAX_DROP")
     mer = sub.add_parser("merge", help="merge shard run directories into one")
     mer.add_argument("out", type=path, help="the merged run directory to write")
     mer.add_argument("shards", nargs="+", type=path, help="the shard run directories (from run --shard I/N)")

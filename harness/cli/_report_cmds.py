@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -209,3 +210,19 @@ def trace_url(environ: Mapping[str, str]) -> str | None:
         return None
     base = endpoint.rstrip("/").removesuffix("/v1/traces")
     return f"{base}/redirects/traces/{{trace_id}}"
+
+
+def read_benchmark(path: Path) -> dict[str, Any]:
+    """A ``memharness bench`` JSON file for the report: a regular UTF-8 file holding an object, or a one-line error
+    (a FIFO or a device is refused without blocking)."""
+    from harness.scenario._limits import MAX_RUN_FILE_BYTES
+    from harness.scenario._yaml import decode_utf8, read_regular
+
+    text = decode_utf8(read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError), path, HarnessError)
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise HarnessError(f"{path}: cannot read the benchmark file ({getattr(exc, 'msg', exc)})") from None
+    if not isinstance(data, dict):
+        raise HarnessError(f"{path}: cannot read the benchmark file (expected a JSON object, got {type(data).__name__})")
+    return data

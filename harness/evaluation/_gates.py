@@ -101,12 +101,16 @@ class GateResult:
         return cls(gate, bool(d.get("passed", False)), d.get("value"), d.get("detail", ""), bool(d.get("skipped", False)))
 
 
+MAX_GATES_BYTES: Final = 1024 * 1024
+
+
 def load_gates(path: Path) -> list[Gate]:
     """Parse a gates TOML file (``[[gate]]`` tables); errors name the file and the gate."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise GateFileError(f"{path}: cannot read gates file ({exc.strerror})") from None
+    from harness.scenario._yaml import decode_utf8, read_regular
+
+    try:  # a FIFO or a device is refused without blocking, as every file the harness reads
+        data = tomllib.loads(decode_utf8(read_regular(path, limit=MAX_GATES_BYTES, error=GateFileError), path,
+                                         GateFileError))
     except tomllib.TOMLDecodeError as exc:
         raise GateFileError(f"{path}: invalid TOML ({exc})") from None
     unknown = set(data) - {"gate"}

@@ -27,6 +27,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import SYSTEM_FAILED, HarnessError
+from harness.replay._observed import describe
 from harness.replay._side import round_trips
 
 if TYPE_CHECKING:
@@ -56,12 +57,17 @@ class _Child:
                                    args=(theirs, self.conn, config, self.started, self.step, self.call, self.tmp))
         self.process.start()
         theirs.close()
-        self.job: tuple[int, Scenario, float] | None = None  # (index, scenario, when it was handed over)
+        self.job: tuple[int, Scenario, float, float] | None = None  # (index, scenario, handed over at, budget s)
 
     def overdue(self) -> bool:
         """The call in progress has outlived its timeout by ``KILL_GRACE_S`` (its timeout was on)."""
         began, limit = float(self.started[0]), float(self.started[1])
         return began > 0 and limit > 0 and time.monotonic() - began > limit + KILL_GRACE_S
+
+    def out_of_time(self) -> bool:
+        """The scenario in progress has run past its budget (``_budget``) whatever it was doing: a hang outside any
+        call into the system (harness code the system patched in this process, say)."""
+        return self.job is not None and self.job[3] > 0 and time.monotonic() - self.job[2] > self.job[3]
 
     def where(self) -> str:
         call = self.call.value.decode("utf-8", "replace") or "the system"
@@ -101,14 +107,14 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
             for child in children:
                 if child.job is None and pending:
                     index, scenario = pending.popleft()
-                    child.job = (index, scenario, time.monotonic())
+                    child.job = (index, scenario, time.monotonic(), _budget(scenario, config))
                     with contextlib.suppress(OSError):  # it died already: its sentinel says so below
                         child.conn.send(scenario)
             busy = [c for c in children if c.job is not None]
             ready = wait([c.conn for c in busy] + [c.process.sentinel for c in busy], timeout=0.25)
             for child in busy:
                 assert child.job is not None
-                index, scenario, since = child.job
+                index, scenario, since, budget = child.job
                 if child.conn in ready:
                     try:
                         kind, payload = child.conn.recv()
@@ -121,26 +127,44 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
                         child.job = None
                         yield index, payload
                         continue
-                    if kind == "error":
-                        raise payload
+                    if kind == "error":  # the replay itself failed in a process the system's code ran in (it may
+                        # have patched what the harness uses there): that scenario fails, a fresh child goes on
+                        child.stop(kill=True)
+                        children.remove(child)
+                        why = f"{SYSTEM_FAILED}: the replay failed in the process the system ran in ({describe(payload)})"
+                        yield index, (_failed(scenario, config, why, time.monotonic() - since), [])
+                        continue
                     if kind == "unsendable":
                         child.job = None
                         yield index, (_failed(scenario, config, payload, time.monotonic() - since), [])
                         continue
-                elif child.process.sentinel not in ready and not child.overdue():
+                elif child.process.sentinel not in ready and not child.overdue() and not child.out_of_time():
                     continue
-                overdue = child.overdue()
+                overdue, spent = child.overdue(), child.out_of_time()
                 where = child.where()
                 child.stop(kill=True)
                 children.remove(child)
                 code = child.process.exitcode
                 why = (f"{where} did not return within its timeout ({child.started[1]:g} s) and could not be "
                        f"interrupted: its process was killed after {KILL_GRACE_S:g} s more") if overdue else \
+                    (f"the scenario did not finish within {budget:g} s (the per-operation timeout for each of its "
+                     f"seeds and steps, and ten more), last {where}: its process was killed") if spent else \
                     (f"the process replaying it ended abruptly ({_exit_text(code)}) {where}")
                 yield index, (_failed(scenario, config, f"{SYSTEM_FAILED}: {why}", time.monotonic() - since), [])
     finally:
         for child in children:
             child.stop(kill=child.job is not None)
+
+
+def _budget(scenario: Scenario, config: RunConfig) -> float:
+    """Seconds a whole scenario may take in a child (0: no limit, the per-operation timeout is off): the
+    per-operation timeout for each strategy's seeds and steps, ten calls more, and the kill grace."""
+    from harness.replay._observed import op_timeout
+    from harness.replay._suite import strategies_for
+
+    each = op_timeout(config.model)  # as the child reads it: $MEMHARNESS_OP_TIMEOUT, the model's timeout scale
+    calls = (len(scenario.memories) + len(scenario.steps) + 10) * max(1, len(strategies_for(scenario, config.strategies)))
+    return each * calls + KILL_GRACE_S if each > 0 else 0.0
 
 
 def _exit_text(code: int | None) -> str:

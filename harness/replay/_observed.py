@@ -74,6 +74,9 @@ def _contained(name: str, seconds: float) -> Iterator[None]:
     try:
         with contextlib.redirect_stdout(sys.stderr):
             yield
+        if seconds > 0 and (late := time.perf_counter() - began) > seconds:  # the signal was blocked or ignored
+            raise SystemFailure(f"{SYSTEM_FAILED}: {name}() did not return within {seconds:g} s (it returned after "
+                                f"{late:.3g} s; the per-operation timeout, ${OP_TIMEOUT_ENV})")
     except (HarnessError, ReplayAborted):
         raise
     except KeyboardInterrupt as exc:
@@ -98,11 +101,8 @@ def open_system(build: Callable[[], Any], timeout: float) -> tuple[Any, frozense
     try:
         with _contained("factory", timeout):
             system = build()
-        try:
+        with _contained("capabilities", timeout):  # a property that raises, hangs or names no capability
             return system, capabilities_of(system), False
-        except Exception as exc:
-            raise SystemFailure(f"{SYSTEM_FAILED}: its capabilities are not what the protocol allows: "
-                                f"{describe(exc)}") from None
     except SystemFailure as exc:
         return _Unbuilt(str(exc)), frozenset(Capability), True
 
@@ -125,6 +125,7 @@ class _Unbuilt:
         return fail
 
 
+_MISSING: Final = object()
 _DECLARED: Final = frozenset({"name", "design", "variant", "strategies", "recall_limit", "capabilities", "model_proxy"})
 
 
@@ -162,7 +163,10 @@ class Observed:
         return self._docs
 
     def __getattr__(self, name: str) -> Any:
-        value = getattr(self._system, name)
+        with _contained(name, self._timeout):  # a property is the system's code too: it may raise or hang
+            value = getattr(self._system, name, _MISSING)
+        if value is _MISSING:
+            raise AttributeError(name)
         if not callable(value):
             return value
         return self._reading(name, value) if name in READS else self._changing(name, value)

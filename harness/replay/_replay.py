@@ -357,7 +357,7 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
         run = _Run(scenario, strategy, observed, clock, telemetry, counter, context, caps, sink, faulting)
         error = None
         try:
-            skipped = None if broken else (target_problem(scenario, system) or strategy_problem(system, strategy))
+            skipped = None if broken else (target_problem(scenario, observed) or strategy_problem(observed, strategy))
             if skipped is None and any(m.raw is not None for m in scenario.memories) \
                     and Capability.RAW_FILES not in caps:
                 skipped = f"seeds raw file text: needs capability {Capability.RAW_FILES.value}"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line
 from harness.evaluation import RunSummary
 from harness.replay import Probe, ScenarioResult
 from harness.reporting._text import junit_xml, summary_markdown
@@ -251,6 +251,11 @@ def _read_text(path: Path) -> str:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [row for _, row in numbered_jsonl(path)]
+
+
+def numbered_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each non-blank line of a JSON-lines run file."""
     rows = []
     # "\n" only: str.splitlines() also breaks at U+2028, U+0085, form feed and more, which the writers leave
     # unescaped inside strings (ensure_ascii off), so a query holding one made the run unreadable
@@ -264,12 +269,32 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
                 raise HarnessError(f"{path}:{n}: invalid JSON (nested too deeply)") from None
             if not isinstance(row, dict):
                 raise HarnessError(f"{path}:{n}: expected a JSON object per line, got {type(row).__name__}")
-            rows.append(row)
+            rows.append((n, row))
     return rows
 
 
+_ROW_TYPES: Final[dict[str, dict[str, tuple[type, ...]]]] = {
+    "results.jsonl": {"scenario": (str,), "strategy": (str,), "passed": (bool,), "failures": (list,),
+                      "trace_id": (str,), "duration_ms": (int, float)},
+    "probes.jsonl": {"scenario": (str,), "strategy": (str,), "step": (int,), "kind": (str,), "passed": (bool,),
+                     "metrics": (dict,), "duration_ms": (int, float)},
+}
+"""The fields a run file's row must have, with their JSON types (true is no number here, nor "yes" a bool)."""
+
+
+def _typed(path: Path, n: int, row: dict[str, Any]) -> dict[str, Any]:
+    for name, kinds in _ROW_TYPES[path.name].items():
+        if name not in row:
+            raise HarnessError(f"{path}:{n}: {name}: missing")
+        value = row[name]
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise HarnessError(f"{path}:{n}: {name}: expected {' or '.join(k.__name__ for k in kinds)}, "
+                               f"got {one_line(json.dumps(value, ensure_ascii=False))[:60]}")
+    return row
+
+
 def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict[str, Any]]]:
-    """(summary, results with their probes, spans) of a run directory."""
+    """(summary, results with their probes, spans) of a run directory; a file, line and field in every error."""
     summary_path = run_dir / "summary.json"
     try:
         data = json.loads(_read_text(summary_path))
@@ -277,16 +302,24 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
         raise HarnessError(f"{summary_path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
     except RecursionError:
         raise HarnessError(f"{summary_path}: invalid JSON (nested too deeply)") from None
+    if not isinstance(data, dict) or not isinstance(data.get("passed"), bool):
+        raise HarnessError(f"{summary_path}: passed: expected true or false (not a summary of this version)")
+    where = summary_path
     try:
         summary = RunSummary.from_dict(data)
         by_key: dict[tuple[str, str], list[Probe]] = {}
-        for row in read_jsonl(run_dir / "probes.jsonl"):
-            probe = Probe.from_row(row)
+        where = run_dir / "probes.jsonl"
+        for n, row in numbered_jsonl(where):
+            where = run_dir / f"probes.jsonl:{n}"
+            probe = Probe.from_row(_typed(run_dir / "probes.jsonl", n, row))
             by_key.setdefault((probe.scenario, probe.strategy), []).append(probe)
-        results = [ScenarioResult.from_row(row, tuple(by_key.get((row["scenario"], row["strategy"]), [])))
-                   for row in read_jsonl(run_dir / "results.jsonl")]
+        results = []
+        for n, row in numbered_jsonl(run_dir / "results.jsonl"):
+            where = run_dir / f"results.jsonl:{n}"
+            row = _typed(run_dir / "results.jsonl", n, row)
+            results.append(ScenarioResult.from_row(row, tuple(by_key.get((row["scenario"], row["strategy"]), []))))
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
-        raise HarnessError(f"{run_dir}: not a memharness run directory of this version ({type(exc).__name__}: {exc})") \
-            from None
+        field = f"{exc.args[0]}: missing" if isinstance(exc, KeyError) and exc.args else f"{type(exc).__name__}: {exc}"
+        raise HarnessError(f"{where}: not a memharness run file of this version ({one_line(field)[:200]})") from None
     spans = read_jsonl(run_dir / "traces.jsonl") if (run_dir / "traces.jsonl").exists() else []
     return summary, results, spans

@@ -54,7 +54,7 @@ MAX_RUN_FILE_BYTES: Final = 512 * 1024 * 1024
 """A run-directory file (summary.json, *.jsonl) or a cassette file read back by ``report``/``compare``/``merge``/
 replay: at most 512 MiB, a regular file (never a FIFO or a device), JSON nested within Python's recursion limit."""
 
-_DURATION: Final = re.compile(r"^(\d{1,12}(?:\.\d{1,9})?)([smhd])$")
+_DURATION: Final = re.compile(r"(\d{1,12}(?:\.\d{1,9})?)([smhd])", re.ASCII)  # ASCII digits, whole string (fullmatch)
 _UNIT_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 _WINDOWS_RESERVED: Final = frozenset(
     ["CON", "PRN", "AUX", "NUL"] + [f"COM{i}" for i in range(1, 10)] + [f"LPT{i}" for i in range(1, 10)])
@@ -87,7 +87,7 @@ def bad_char(text: str, *, allow_newlines: bool = True) -> str | None:
 
 def duration(raw: str) -> timedelta | str:
     """A duration, or why it is refused."""
-    m = _DURATION.match(raw)
+    m = _DURATION.fullmatch(raw)
     if m is None:
         return f"expected a duration like 30s, 10m, 25h or 3d, got {raw!r:.60}"
     seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]

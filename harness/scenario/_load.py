@@ -312,7 +312,7 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
     overrides: dict[int, str] = {}
     if "strategy_overrides" in top:
         for key, value in ctx.mapping(top["strategy_overrides"], "strategy_overrides", None).items():
-            if not _STEP_INDEX.match(key) or int(key) >= len(steps):
+            if not _STEP_INDEX.fullmatch(key) or int(key) >= len(steps):
                 raise ctx.fail(value, f"strategy_overrides.{key}", f"expected a step index 0..{len(steps) - 1}")
             overrides[int(key)] = ctx.string(value, f"strategy_overrides.{key}", choices=STRATEGIES)
     tags_node = top.get("tags")

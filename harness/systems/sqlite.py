@@ -35,13 +35,13 @@ INJECTED_MAX_CHARS: Final = 900
 """Spec §4.7: ``min(1500 // 2, 300) * 3`` characters injected."""
 SEED_FIELDS: Final = frozenset({"importance", "subject", "predicate", "priority", "duration", "expires_in", "id", "via",
                                 "queue"})
-_DELTA: Final = re.compile(r"^(-?\d+(?:\.\d+)?)([smhd])$")
+_DELTA: Final = re.compile(r"(-?\d+(?:\.\d+)?)([smhd])", re.ASCII)
 _UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 _STRATEGIES: Final = {"heuristic": "heuristic", "model": "model", "bm25": "bm25"}
 
 
 def _delta(value: object, field: str) -> timedelta:
-    m = _DELTA.match(str(value))
+    m = _DELTA.fullmatch(str(value))
     if m is None:
         raise ScenarioInputError(f"{field}: expected a signed duration like -1h, 30m or 3d, got {value!r}")
     return timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})

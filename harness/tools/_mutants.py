@@ -192,7 +192,7 @@ def load_catalogue(path: Path, target: Target) -> list[Mutant]:
         line = _entry_line(text, entry.get("name"), i)
         name = entry.get("name")
         where = f"{path}:{line}: mutant {name!r}" if isinstance(name, str) else f"{path}:{line}: mutant #{i + 1}"
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise HarnessError(f"{where}: name: expected letters, digits and '-' (e.g. recall-limit-4)")
         if name in seen:
             raise HarnessError(f"{where}: name: duplicate of the mutant on line {seen[name]}")
