@@ -9,6 +9,7 @@ leaves the previous complete run or the new complete one.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -104,12 +105,14 @@ def test_a_run_directory_is_the_previous_one_or_the_new_one(
         elif kind == "put":
             put = _rundir._put
 
-            def failing_put(path: Path, text: str) -> None:
+            def failing_put(path: Path, write: Any) -> None:
                 if calls["put"] == k:
-                    path.write_text(text[: len(text) // 2])  # half a file, then the failure
+                    whole = io.BytesIO()
+                    write(whole)  # the file's streamed bytes: half of them written, then the failure
+                    path.write_bytes(whole.getvalue()[: len(whole.getvalue()) // 2])
                     raise Boom()
                 calls["put"] += 1
-                put(path, text)
+                put(path, write)
 
             patch.setattr(_rundir, "_put", failing_put)
         elif kind == "link":
