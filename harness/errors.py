@@ -40,6 +40,11 @@ USER_INTERRUPT: Final = threading.Event()
 the system under test itself, which is that system's failure, not a Ctrl-C that stops the run."""
 
 
+INTERRUPTS_WATCHED: Final = threading.Event()
+"""Set once :func:`watch_interrupts` is installed: without it a ``KeyboardInterrupt`` may be the user's (a library
+caller, the pytest plugin), so it is never taken for the system's."""
+
+
 def watch_interrupts() -> None:
     """Install the SIGINT handler that sets ``USER_INTERRUPT`` before raising ``KeyboardInterrupt`` as Python's does."""
     def on_sigint(signum: int, frame: Any) -> None:
@@ -48,6 +53,7 @@ def watch_interrupts() -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, on_sigint)
+        INTERRUPTS_WATCHED.set()
 
 
 class ScenarioInputError(HarnessError, ValueError):

@@ -13,6 +13,7 @@ removed after it, however it ended. The shipped systems replay in-process as bef
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing as mp
 import os
 import shutil
@@ -26,9 +27,8 @@ from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.errors import SYSTEM_FAILED, HarnessError
+from harness.errors import SYSTEM_FAILED
 from harness.replay._observed import describe
-from harness.replay._side import round_trips
 
 if TYPE_CHECKING:
     from harness.replay._records import ScenarioResult
@@ -55,8 +55,14 @@ class _Child:
         self.conn, theirs = ctx.Pipe()
         self.process = ctx.Process(target=_main, daemon=True, name="memharness-isolated",
                                    args=(theirs, self.conn, config, self.started, self.step, self.call, self.tmp))
-        self.process.start()
-        theirs.close()
+        try:
+            self.process.start()
+        except BaseException:
+            self.conn.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
         self.job: tuple[int, Scenario, float, float] | None = None  # (index, scenario, handed over at, budget s)
 
     def overdue(self) -> bool:
@@ -70,17 +76,18 @@ class _Child:
         return self.job is not None and self.job[3] > 0 and time.monotonic() - self.job[2] > self.job[3]
 
     def where(self) -> str:
-        call = self.call.value.decode("utf-8", "replace") or "the system"
+        call = self.call.value.decode("utf-8", "replace")
         step = self.step.value
-        return f"step {step}, in {call}()" if step >= 0 else f"before step 0, in {call}()"
+        at = f"step {step}" if step >= 0 else "before step 0"
+        return f"{at}, in {call}()" if call and self.started[0] > 0 else f"{at}, between calls into the system"
 
     def stop(self, *, kill: bool = False) -> None:
         with contextlib.suppress(OSError, EOFError):
             if not kill:
                 self.conn.send(None)  # leave: flush exporters, shut the worker down
                 if self.conn.poll(FLUSH_TIMEOUT_S):
-                    _, left = self.conn.recv()
-                    if left:
+                    kind, left = _receive(self.conn)
+                    if kind == "left" and left:
                         print(f"note: {len(left)} thread(s) the system under test started were still running when its "
                               f"replay process ended ({', '.join(map(str, left[:3]))}{', …' if len(left) > 3 else ''}):"
                               " it was stopped without waiting for them", file=sys.stderr)
@@ -104,10 +111,15 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
             while idle < len(pending) and len(children) < max(1, jobs):  # no more children than work for them
                 children.append(_Child(config))
                 idle += 1
-            for child in children:
+            for child in list(children):
+                if child.job is None and not child.process.is_alive():  # it died between scenarios (a thread
+                    child.stop(kill=True)  # the system left behind?): no scenario of its is to blame; a new one
+                    children.remove(child)
+                    continue
                 if child.job is None and pending:
                     index, scenario = pending.popleft()
                     child.job = (index, scenario, time.monotonic(), _budget(scenario, config))
+                    child.step.value, child.call.value, child.started[0] = -1, b"", 0.0
                     with contextlib.suppress(OSError):  # it died already: its sentinel says so below
                         child.conn.send(scenario)
             busy = [c for c in children if c.job is not None]
@@ -116,22 +128,17 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
                 assert child.job is not None
                 index, scenario, since, budget = child.job
                 if child.conn in ready:
-                    try:
-                        kind, payload = child.conn.recv()
-                    except (EOFError, OSError):
-                        kind, payload = "died", None
-                    except Exception as exc:  # the child's answer does not unpickle here
-                        raise HarnessError(f"{scenario.id}: the isolated replay's answer could not be read ({exc})") \
-                            from None
+                    kind, payload = _receive(child.conn)
                     if kind == "ok":
                         child.job = None
                         yield index, payload
                         continue
-                    if kind == "error":  # the replay itself failed in a process the system's code ran in (it may
-                        # have patched what the harness uses there): that scenario fails, a fresh child goes on
+                    if kind in ("error", "unreadable"):  # the replay itself failed in a process the system's code
+                        # ran in (it may have patched what the harness uses there), or its answer was not what
+                        # the harness sends: that scenario fails, a fresh child goes on
                         child.stop(kill=True)
                         children.remove(child)
-                        why = f"{SYSTEM_FAILED}: the replay failed in the process the system ran in ({describe(payload)})"
+                        why = f"{SYSTEM_FAILED}: the replay failed in the process the system ran in ({payload})"
                         yield index, (_failed(scenario, config, why, time.monotonic() - since), [])
                         continue
                     if kind == "unsendable":
@@ -167,6 +174,32 @@ def _budget(scenario: Scenario, config: RunConfig) -> float:
     return each * calls + KILL_GRACE_S if each > 0 else 0.0
 
 
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _receive(conn: Connection) -> tuple[str, Any]:
+    """(kind, payload) of a child's message: JSON only, results rebuilt with ``from_row`` (a value the system built
+    never runs code here); ("died", None) at EOF, ("unreadable", why) for anything else."""
+    from harness.replay._records import Probe, ScenarioResult
+
+    try:
+        message = json.loads(conn.recv_bytes().decode("utf-8", "surrogatepass"))
+    except (EOFError, OSError):
+        return "died", None
+    except (ValueError, RecursionError) as exc:
+        return "unreadable", f"its answer is not JSON: {type(exc).__name__}"
+    try:
+        kind = message[0]
+        if kind == "ok":
+            results = [ScenarioResult.from_row(row, tuple(Probe.from_row(p) for p in probes))
+                       for row, probes in message[1]]
+            return "ok", (results, [s for s in message[2] if isinstance(s, dict)])
+        return str(kind), message[1]
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        return "unreadable", f"its answer is not what a replay sends: {type(exc).__name__}"
+
+
 def _exit_text(code: int | None) -> str:
     if code is None:
         return "no exit code"
@@ -183,7 +216,8 @@ def _failed(scenario: Scenario, config: RunConfig, message: str, seconds: float)
 
     return [ScenarioResult(scenario=scenario.id, strategy=s, passed=False, failures=(message,), probes=(), trace_id="",
                            duration_ms=seconds * 1000, description=scenario.description, tags=scenario.tags,
-                           path=str(scenario.path)) for s in strategies_for(scenario, config.strategies)]
+                           path=str(scenario.path), system_ms=seconds * 1000)  # the time went to the system
+            for s in strategies_for(scenario, config.strategies)]
 
 
 def _main(conn: Connection, parents_end: Connection, config: RunConfig, started: Any, step: Any, call: Any,
@@ -217,22 +251,25 @@ def _main(conn: Connection, parents_end: Connection, config: RunConfig, started:
                 return
             step.value = -1
             try:
-                message: tuple[str, Any] = ("ok", worker.run(scenario))
-            except BaseException as exc:  # the harness's own failure: the parent raises it
-                message = ("error", exc if round_trips(exc) else HarnessError(f"{type(exc).__name__}: {exc}"))
+                results, spans = worker.run(scenario)
+                message: list[Any] = ["ok", [[r.to_row(), [p.to_row() for p in r.probes]] for r in results], spans]
+            except BaseException as exc:  # the replay failed here: the parent fails the scenario
+                message = ["error", describe(exc)]
+            try:  # plain JSON, never a pickle: unpickling what the system built could run its code in the parent
+                data = json.dumps(message, default=_refuse).encode("utf-8", "surrogatepass")
+            except Exception as exc:  # a value of the system's that is no JSON: the system's doing
+                data = json.dumps(["unsendable", f"{SYSTEM_FAILED}: its results could not be passed back from the "
+                                                 f"isolated replay ({describe(exc)})"]).encode()
             try:
-                conn.send(message)
+                conn.send_bytes(data)
             except OSError:
                 return  # the parent is gone
-            except Exception as exc:  # e.g. a result's details holding what does not pickle: the system's doing
-                conn.send(("unsendable", f"{SYSTEM_FAILED}: its results could not be passed back from the isolated "
-                                         f"replay ({type(exc).__name__}: {exc})"))
     finally:
         worker.shutdown()  # exporters flushed; then out at once, not waiting for threads the system left running
         left = [t.name for t in threading.enumerate()
                 if t is not threading.main_thread() and not t.daemon and t.is_alive()]
         with contextlib.suppress(Exception):
-            conn.send(("left", left))
+            conn.send_bytes(json.dumps(["left", [str(n) for n in left]]).encode("utf-8", "replace"))
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from harness.errors import SYSTEM_FAILED, USER_INTERRUPT, HarnessError, SystemFailure, one_line
+from harness.errors import INTERRUPTS_WATCHED, SYSTEM_FAILED, USER_INTERRUPT, HarnessError, SystemFailure, one_line
 from harness.replay._shapes import checked_records, checked_result
 from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult, capabilities_of
 from memory_core.errors import ReplayAborted
@@ -68,10 +68,10 @@ def _contained(name: str, seconds: float) -> Iterator[None]:
     previous = signal.signal(signal.SIGALRM, expire) if armed else None
     if armed:
         signal.setitimer(signal.ITIMER_REAL, seconds)
-    if WATCH is not None:
-        WATCH(name, seconds)
     began = time.perf_counter()
     try:
+        if WATCH is not None:
+            WATCH(name, seconds)
         with contextlib.redirect_stdout(sys.stderr):
             yield
         if seconds > 0 and (late := time.perf_counter() - began) > seconds:  # the signal was blocked or ignored
@@ -80,7 +80,7 @@ def _contained(name: str, seconds: float) -> Iterator[None]:
     except (HarnessError, ReplayAborted):
         raise
     except KeyboardInterrupt as exc:
-        if USER_INTERRUPT.is_set():  # Ctrl-C: the run stops
+        if USER_INTERRUPT.is_set() or not INTERRUPTS_WATCHED.is_set():  # Ctrl-C (or no way to tell): it stops
             raise
         raise SystemFailure(f"{SYSTEM_FAILED}: {name}() raised {describe(exc)}") from None
     except BaseException as exc:  # SystemExit and GeneratorExit included: the run goes on and writes every output

@@ -53,13 +53,14 @@ def _name(hint: Any) -> str:
         .replace("datetime.datetime", "datetime")
 
 
-SHAPES: Final = {cls: _checks(cls) for cls in (RecallResult, ExtractResult, DreamResult, ForgetResult, MemoryRecord,
-                                                RecordEntry)}
+SHAPES: Final[dict[type, tuple[tuple[str, Check, str], ...]]] = {
+    cls: _checks(cls) for cls in (RecallResult, ExtractResult, DreamResult, ForgetResult, MemoryRecord, RecordEntry)}
 
 
 def shape_problem(value: Any) -> str | None:
     """The first field of a protocol dataclass whose value has the wrong type (one line), or None."""
-    for name, ok, wanted in SHAPES.get(type(value), ()):
+    checks = next((c for k in type(value).__mro__ if (c := SHAPES.get(k)) is not None), ())  # subclasses too
+    for name, ok, wanted in checks:
         got = getattr(value, name, None)
         if not ok(got):
             return f"{name}={_short(got)} ({type(got).__name__}), expected {wanted}"

@@ -72,6 +72,8 @@ def build_match(db: Database, text: str, *, join: str = "OR") -> tuple[str | Non
 
 WORD_POOL: Final = 8
 """With the trigram index, how many times the usual rows are asked of SQLite before the whole-word filter."""
+MAX_WORD_POOL: Final = 65_536
+"""The most rows one whole-word search asks of SQLite (a store whose matches are nearly all inside other words)."""
 FTS_COLUMNS: Final = ("content", "subject", "predicate", "tags")
 
 
@@ -84,13 +86,24 @@ def _word_filter(db: Database, text: str) -> tuple[tuple[frozenset[str], ...], t
     return tuple(stems(t) for t in terms if not is_cjk(t)), tuple(t for t in terms if is_cjk(t))
 
 
-_SUFFIXES: Final = ("ing", "ed", "es", "s")
+_SUFFIXES: Final = ("ing", "ed", "es", "s", "d")
+_VOWELS: Final = frozenset("aeiouy")
 
 
 def stems(word: str) -> frozenset[str]:
-    """``word`` and ``word`` less each inflection it ends with (-ing, -ed, -es, -s) when at least 3 characters
-    remain: 'likes' and 'like' share one, 'category' and 'cat' share none."""
-    return frozenset([word, *(word[: -len(x)] for x in _SUFFIXES if word.endswith(x) and len(word) - len(x) >= TRIGRAM)])
+    """``word`` and the base forms it may inflect (one of -ing, -ed, -es, -s, -d taken off while at least 3
+    characters remain; then also a doubled final consonant undone and, after -ing/-ed, an ``e`` put back): 'liked',
+    'liking' and 'likes' share 'like' with it, 'running' 'run', 'used' 'use'; 'category' and 'cat' share none."""
+    out = {word}
+    for suffix in _SUFFIXES:
+        rest = word[: -len(suffix)]
+        if word.endswith(suffix) and len(rest) >= TRIGRAM:
+            out.add(rest)
+            if len(rest) > TRIGRAM and rest[-1] == rest[-2] and rest[-1] not in _VOWELS:
+                out.add(rest[:-1])  # running → run, stopped → stop
+            if suffix in ("ing", "ed"):
+                out.add(rest + "e")  # liking → like
+    return frozenset(out)
 
 
 def _has_words(row: dict[str, Any], words: tuple[frozenset[str], ...], cjk: tuple[str, ...], join: str) -> bool:
@@ -115,9 +128,15 @@ def search_semantic(db: Database, text: str, limit: int, filter_type: str | None
     """``FTS5Backend.search``: ask SQLite for 2×limit rows, filter by type, keep ``limit``, attach the score."""
     match, like = build_match(db, text, join=join)
     words, cjk = _word_filter(db, text)
-    rows = db.search_fts(match, limit * 2 if not words else max(limit * 2 * WORD_POOL, 64)) if match else []
-    if words:  # fix: the trigram index matches inside words ('cat' in 'communicated'): keep whole-word hits only
-        rows = [(row, rank) for row, rank in rows if _has_words(row, words, cjk, join)][: limit * 2]
+    asked = limit * 2 if not words else max(limit * 2 * WORD_POOL, 64)
+    rows = db.search_fts(match, asked) if match else []
+    if words and match:  # fix: the trigram index matches inside words ('cat' in 'communicated'): whole words only
+        kept = [(row, rank) for row, rank in rows if _has_words(row, words, cjk, join)]
+        while len(kept) < limit * 2 and len(rows) == asked and asked < MAX_WORD_POOL:  # more inside-word hits than
+            asked *= 4  # the rows asked for held: ask for more, in bm25 order, until enough whole words or no more
+            rows = db.search_fts(match, asked)
+            kept = [(row, rank) for row, rank in rows if _has_words(row, words, cjk, join)]
+        rows = kept[: limit * 2]
     hits = [Hit(row, rank, score_of(rank, inverted=db.quirks.q4_inverted_score)) for row, rank in rows]
     if like and join == "AND":  # every term must occur: filter FTS hits, or select by LIKE when FTS had no terms
         pool = hits if match else [Hit(r, 0.0, 0.5) for r in db.search_like(like, limit * 2, escape=True)]

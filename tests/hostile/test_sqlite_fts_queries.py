@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -146,3 +147,29 @@ def test_forget_and_recall_never_match_inside_another_word(word: str, hosts: lis
         hits = {c.memory_id for c in mem.recall(word, 50, path="candidates").items}
         assert hits <= whole, (word, rows)
         assert set(mem.forget(f"forget {word}").removed) == whole, (word, rows)
+
+
+@pytest.mark.parametrize(("query", "text", "found"), [
+    ("like", "The user liked jazz", True), ("like", "likes tea", True), ("make", "it makes sense", True),
+    ("run", "enjoys running marathons", True), ("stop", "stopped smoking", True), ("use", "used vim", True),
+    ("cat", "a category label", False), ("cat", "notes are communicated", False), ("cat", "two cats", True),
+])
+def test_whole_words_up_to_an_inflection(query: str, text: str, found: bool) -> None:
+    """The whole-word filter takes a word and its inflections ('liked', 'running', 'used' for 'like', 'run',
+    'use': c513dce's substring matching found them, the first filter lost them) but never another word. The query
+    word itself must occur (the trigram MATCH comes first), so 'like' finds 'liked' but not 'liking'."""
+    from memory_core.sqlite.fts import search_semantic
+
+    with _memory("fixed") as mem:
+        (mid,) = mem.seed([{"content": text}])
+        assert (mid in [h.row["id"] for h in search_semantic(mem.db, query, 10)]) is found
+
+
+def test_whole_word_hits_crowded_out_by_inside_word_ones_are_still_found() -> None:
+    """300 rows hold 'cat' only inside 'communicated', ranked first by bm25: the search asks SQLite for more rows
+    until it has enough whole-word hits, so the one real 'cat' is found by recall and forget alike."""
+    with _memory("fixed") as mem:
+        mem.seed([{"content": " ".join(["communicated"] * 20) + f" {i}"} for i in range(300)])
+        (mid,) = mem.seed([{"content": "a cat sat on the long mat " + " ".join(f"filler{i}" for i in range(60))}])
+        assert mid in {c.memory_id for c in mem.recall("cat", 10, path="candidates").items}
+        assert mem.forget("forget cat").removed == (mid,)

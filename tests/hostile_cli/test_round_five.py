@@ -44,6 +44,21 @@ class Hostile(ExampleSystem):
         return ""
 
     def recall(self, *args, **kwargs):
+        if HOW in ("evil_reduce", "subclass"):
+            import dataclasses, os
+            from harness.system import RecallResult
+
+            class Evil(str):  # unpickling this in the harness's process would end it with exit code 0
+                def __reduce__(self):
+                    return (os._exit, (0,))
+
+            class Sub(RecallResult):
+                __slots__ = ()
+
+            real = super().recall(*args, **kwargs)
+            if HOW == "subclass":
+                return Sub(selected=5)
+            return dataclasses.replace(real, strategy=Evil(real.strategy))
         if HOW == "late":  # the timeout's signal ignored: returns 2.5 s later, within the kill grace
             signal.signal(signal.SIGALRM, signal.SIG_IGN)
             time.sleep(2.5)
@@ -80,6 +95,41 @@ def test_the_system_fails_not_the_harness(tmp_path: Path, how: str, said: str) -
     assert said in done.stdout, done.stdout[-1500:]
     assert "internal error" not in done.stderr
     assert all((out / name).is_file() for name in OUTPUTS)
+
+
+def test_what_a_child_sends_back_is_data_never_code(tmp_path: Path) -> None:
+    """Review of the isolation: the child's answer was a pickle, so a str subclass whose ``__reduce__`` is
+    ``os._exit(0)`` ended the harness with exit 0 and no output when the parent unpickled it. Answers are JSON now:
+    the value arrives as the text it holds and the run finishes normally."""
+    done, out = _run(tmp_path, "evil_reduce")
+    assert done.returncode == 0, done.stdout[-1500:] + done.stderr[-1500:]
+    assert "PASSED" in done.stdout
+    assert all((out / name).is_file() for name in OUTPUTS)
+
+
+def test_a_result_subclass_is_shape_checked_too(tmp_path: Path) -> None:
+    done, _ = _run(tmp_path, "subclass")
+    assert done.returncode == 1, done.stdout[-1500:] + done.stderr[-1500:]
+    assert "recall() returned a Sub with selected=5 (int), expected tuple[str, ...]" in done.stdout
+
+
+def test_a_keyboard_interrupt_is_the_users_unless_the_harness_can_tell() -> None:
+    """Without the CLI's SIGINT watcher (a library caller, the pytest plugin) a KeyboardInterrupt during a call
+    into the system stops the caller, as Ctrl-C should; with it, only one the user sent does."""
+    from harness.errors import INTERRUPTS_WATCHED, USER_INTERRUPT
+    from harness.replay._observed import _contained
+
+    watched = INTERRUPTS_WATCHED.is_set()
+    INTERRUPTS_WATCHED.clear()
+    try:
+        with pytest.raises(KeyboardInterrupt), _contained("recall", 5):
+            raise KeyboardInterrupt
+        INTERRUPTS_WATCHED.set()
+        USER_INTERRUPT.clear()
+        with pytest.raises(HarnessError, match=r"recall\(\) raised KeyboardInterrupt"), _contained("recall", 5):
+            raise KeyboardInterrupt
+    finally:
+        (INTERRUPTS_WATCHED.set if watched else INTERRUPTS_WATCHED.clear)()
 
 
 def test_a_system_that_breaks_the_harness_in_its_process_costs_its_scenario_not_the_run(tmp_path: Path) -> None:
