@@ -116,14 +116,14 @@ def _main(conn: Connection, parents_end: Connection) -> None:
     try:
         outputs = [worker.run(s) for s in scenarios]
     except BaseException as exc:  # handed to the parent, which raises it
-        _send(conn, ("error", exc if round_trips(exc) else HarnessError(f"{type(exc).__name__}: {exc}")))
+        _send(conn, ("error", exc if _round_trips(exc) else HarnessError(f"{type(exc).__name__}: {exc}")))
     else:
         _send(conn, ("ok", outputs))
     finally:
         worker.shutdown()  # flush OTLP exporters before the forked process leaves through os._exit
 
 
-def round_trips(exc: BaseException) -> bool:
+def _round_trips(exc: BaseException) -> bool:
     """Whether an exception survives pickling (to be sent from a child process to its parent as it is)."""
     try:
         pickle.loads(pickle.dumps(exc))

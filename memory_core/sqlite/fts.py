@@ -62,12 +62,13 @@ def query_terms(text: str, *, trigram: bool) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(fts)), list(dict.fromkeys(like))
 
 
-def build_match(db: Database, text: str, *, join: str = "OR") -> tuple[str | None, list[str]]:
-    """The MATCH expression for ``text`` (None when nothing can match) and any LIKE-only terms."""
+def build_match(db: Database, text: str, *, join: str = "OR") -> tuple[str | None, list[str], list[str]]:
+    """The MATCH expression for ``text`` (None when nothing can match), any LIKE-only terms, and the MATCH's terms
+    (none in seed mode, whose sanitiser keeps the text whole)."""
     if db.quirks.q2_fts_sanitiser:
-        return seed_sanitise(text), []
+        return seed_sanitise(text), [], []
     fts, like = query_terms(text, trigram=db.tokenizer == "trigram")
-    return (f" {join} ".join(_quote(t) for t in fts) if fts else None), like
+    return (f" {join} ".join(_quote(t) for t in fts) if fts else None), like, fts
 
 
 WORD_POOL: Final = 8
@@ -77,12 +78,11 @@ MAX_WORD_POOL: Final = 65_536
 FTS_COLUMNS: Final = ("content", "subject", "predicate", "tags")
 
 
-def _word_filter(db: Database, text: str) -> tuple[tuple[frozenset[str], ...], tuple[str, ...]]:
-    """(the query's non-CJK words, its CJK terms) when the trigram index would match those words as substrings
+def _word_filter(db: Database, terms: list[str]) -> tuple[tuple[frozenset[str], ...], tuple[str, ...]]:
+    """(the MATCH terms' non-CJK words, its CJK terms) when the trigram index would match those words as substrings
     (fixed mode), else (none, none): no filter."""
     if db.quirks.q2_fts_sanitiser or db.tokenizer != "trigram":
         return (), ()
-    terms = query_terms(text, trigram=True)[0]
     return tuple(stems(t) for t in terms if not is_cjk(t)), tuple(t for t in terms if is_cjk(t))
 
 
@@ -126,17 +126,17 @@ def score_of(rank: float, *, inverted: bool) -> float:
 def search_semantic(db: Database, text: str, limit: int, filter_type: str | None = None, *,
                     join: str = "OR") -> list[Hit]:
     """``FTS5Backend.search``: ask SQLite for 2×limit rows, filter by type, keep ``limit``, attach the score."""
-    match, like = build_match(db, text, join=join)
-    words, cjk = _word_filter(db, text)
+    match, like, terms = build_match(db, text, join=join)
+    words, cjk = _word_filter(db, terms)
     asked = limit * 2 if not words else max(limit * 2 * WORD_POOL, 64)
     rows = db.search_fts(match, asked) if match else []
-    if words and match:  # fix: the trigram index matches inside words ('cat' in 'communicated'): whole words only
+    while words and match:  # fix: the trigram index matches inside words ('cat' in 'communicated'): whole words only
         kept = [(row, rank) for row, rank in rows if _has_words(row, words, cjk, join)]
-        while len(kept) < limit * 2 and len(rows) == asked and asked < MAX_WORD_POOL:  # more inside-word hits than
-            asked *= 4  # the rows asked for held: ask for more, in bm25 order, until enough whole words or no more
-            rows = db.search_fts(match, asked)
-            kept = [(row, rank) for row, rank in rows if _has_words(row, words, cjk, join)]
-        rows = kept[: limit * 2]
+        if len(kept) >= limit * 2 or len(rows) < asked or asked >= MAX_WORD_POOL:
+            rows = kept[: limit * 2]
+            break
+        asked *= 4  # more inside-word hits than the rows asked for held: ask for more, in bm25 order
+        rows = db.search_fts(match, asked)
     hits = [Hit(row, rank, score_of(rank, inverted=db.quirks.q4_inverted_score)) for row, rank in rows]
     if like and join == "AND":  # every term must occur: filter FTS hits, or select by LIKE when FTS had no terms
         pool = hits if match else [Hit(r, 0.0, 0.5) for r in db.search_like(like, limit * 2, escape=True)]
