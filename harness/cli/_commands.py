@@ -138,10 +138,12 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         needs_cassette_model,
         plan_columns,
         plan_primary,
+        plugin_traits,
         read_meta,
         resolve_set,
         run_plan,
         select_shard,
+        shipped,
         strategies_for,
         system_plan,
     )
@@ -165,7 +167,9 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     shelf = args.cassettes or nearest_cassettes(paths[0]) or suite_dir / "cassettes"  # as `record` and the plugin
     cassettes = shelf
     model = None
-    proxied = bool(args.system) and getattr(load_factory(args.system), "model_proxy", False)  # its own model client
+    # its own model client? A plug-in's module is imported in a child process only (harness.replay.plugin_traits)
+    proxied = bool(args.system) and (getattr(load_factory(args.system), "model_proxy", False) if shipped(args.system)
+                                     else plugin_traits(args.system).model_proxy)
     if proxied or any(STRATEGIES[base_strategy(s)].uses_model for s in strategies if base_strategy(s) in STRATEGIES):
         cassettes = resolve_set(shelf)  # a shelf of sets (sets.toml): its default set; only a model run reads it
         mode: Mode = "record" if args.record else "live" if args.live else "replay"

@@ -12,7 +12,6 @@ missing method. It takes seconds, not a suite run.
 from __future__ import annotations
 
 import argparse
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,32 +47,18 @@ class Row:
     """Cases that ran and passed (a skipped case proves nothing)."""
 
 
-def _probe_system(factory: Any) -> Any:
-    """One instance, to read what it declares (name, design, capabilities)."""
-    from datetime import UTC, datetime
-
-    from memory_core.clock import FixedClock
-    from memory_core.events import NullSink
-
-    with tempfile.TemporaryDirectory(prefix="memharness-conformance-") as tmp:
-        system = factory(Path(tmp), FixedClock(datetime(2026, 1, 1, tzinfo=UTC)), None, NullSink())
-        try:
-            return (getattr(system, "name", ""), getattr(system, "design", ""), getattr(system, "strategies", None),
-                    frozenset(str(c) for c in getattr(system, "capabilities", frozenset())),
-                    {m for methods in METHODS.values() for m in methods if callable(getattr(system, m, None))})
-        finally:
-            close = getattr(system, "close", None)
-            if callable(close):
-                close()
-
-
 def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes: list[str] | None = None) -> list[Row]:
     """The table rows for system ``spec`` over the scenarios under ``paths`` (what else to say goes to ``notes``)."""
-    from harness.replay import ModelSpec, RunConfig, Worker, load_factory, resolve_set, step_needs, target_problem
+    from harness.errors import SystemFailure
+    from harness.replay import ModelSpec, plugin_traits, resolve_set, step_needs, target_problem
     from harness.scenario import load_all
 
-    factory = load_factory(spec)
-    name, design, strategies, declared, methods = _probe_system(factory)
+    try:  # in a child process: the plug-in's import and construction never run in this one
+        traits = plugin_traits(spec, methods=[m for methods in METHODS.values() for m in methods], instance=True)
+    except SystemFailure as exc:
+        return [Row("core (the portable operations its cases call)", "wrong", str(exc))]
+    name, design, strategies, declared, methods = (traits.name, traits.design, traits.strategies, traits.capabilities,
+                                                    traits.methods)
 
     class _Declared:  # what target_problem reads
         pass
@@ -90,7 +75,7 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes
                      "specifications says so with a `design` attribute (docs/system-protocol.md#name-and-design)")
     roots = [p if p.is_dir() else p.parent for p in paths]
     shelf = next((r for r in roots if (r / "cassettes").is_dir()), roots[0])  # the first path with a cassette shelf
-    worker = Worker(RunConfig(None, ModelSpec(resolve_set(shelf / "cassettes")), system=spec))
+    model = ModelSpec(resolve_set(shelf / "cassettes"))
     needs = {s.id: {c.value for step in s.steps for c, _ in step_needs(step)}
              | ({"raw_files"} if any(m.raw is not None for m in s.memories) else set()) for s in suite}
     uses_model = {s.id: "model" in (s.strategies or ("heuristic",)) for s in suite}
@@ -115,27 +100,48 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes
         else:
             rows[capability] = Row(label, "ok", cases=len(picked))
             plan.append((capability, label, picked))
-    results: dict[tuple[str, str], Any] = {}
-    try:
-        for capability, _, picked in plan:
-            row = rows[capability]
-            for scenario in picked:
-                strategy = "model" if capability == MODEL_PATH else (scenario.strategies or ("heuristic",))[0]
-                if (scenario.id, strategy) not in results:
-                    results[(scenario.id, strategy)] = worker.run_one(scenario, strategy)
-                result = results[(scenario.id, strategy)]
-                if result.status == "passed":
-                    row.ran += 1
-                if result.status not in ("failed", "error"):
-                    continue
-                if row.verdict == "ok":  # the first difference, where it is
-                    row.verdict, row.detail = "wrong", f"{scenario.id}: {(result.failures or (result.error or '',))[0]}"
-    finally:
-        worker.shutdown()
+    runs = {(s.id, "model" if capability == MODEL_PATH else (s.strategies or ("heuristic",))[0]): s
+            for capability, _, picked in plan for s in picked}
+    results = _replay_cases(spec, model, runs)
+    for capability, _, picked in plan:
+        row = rows[capability]
+        for scenario in picked:
+            strategy = "model" if capability == MODEL_PATH else (scenario.strategies or ("heuristic",))[0]
+            result = results.get((scenario.id, strategy))
+            if result is None:
+                continue
+            if result.status == "passed":
+                row.ran += 1
+            if result.status not in ("failed", "error"):
+                continue
+            if row.verdict == "ok":  # the first difference, where it is
+                row.verdict, row.detail = "wrong", f"{scenario.id}: {(result.failures or (result.error or '',))[0]}"
     for row in rows.values():  # a capability whose every case was skipped was never exercised: not ok
         if row.verdict == "ok" and row.cases and not row.ran:
             row.verdict, row.detail = "untested", "every case was skipped (a strategy or capability it lacks)"
     return list(rows.values())
+
+
+def _replay_cases(spec: str, model: Any, runs: dict[tuple[str, str], Any]) -> dict[tuple[str, str], Any]:
+    """The result of each (scenario id, strategy): a shipped system replays in this process, a plug-in in child
+    processes the harness can kill (``harness.replay.run_isolated``: a hang, an exit or a crash fails that case)."""
+    from harness.replay import RunConfig, Worker, shipped
+    from harness.replay._isolated import run_isolated
+
+    results: dict[tuple[str, str], Any] = {}
+    if shipped(spec):
+        worker = Worker(RunConfig(None, model, system=spec))
+        try:
+            for (sid, strategy), scenario in runs.items():
+                results[(sid, strategy)] = worker.run_one(scenario, strategy)
+        finally:
+            worker.shutdown()
+        return results
+    for strategy in dict.fromkeys(s for _, s in runs):
+        cases = [scenario for (_, s), scenario in runs.items() if s == strategy]
+        for i, (out, _) in run_isolated(cases, RunConfig((strategy,), model, system=spec), 1):
+            results.update(((cases[i].id, r.strategy), r) for r in out)
+    return results
 
 
 def _spread(cases: Sequence[Any], n: int) -> list[Any]:

@@ -16,8 +16,9 @@ from harness.replay._cassette import (
     resolve_set,
 )
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
-from harness.replay._factory import load_factory
+from harness.replay._factory import load_factory, shipped
 from harness.replay._index import SPEC_LIMITS, IndexLimits, index_stats
+from harness.replay._inspect import INSPECT_TIMEOUT_S, Traits, plugin_traits
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._needs import step_needs
 from harness.replay._proxy import PROXY_FILE, PROXY_URL_ENV, ModelProxy, ProxyCall, ProxyRecording, proxy_key
@@ -69,6 +70,7 @@ __all__ = [
     "DESIGNS",
     "DREAM_REASONS",
     "EXTRACT_REASONS",
+    "INSPECT_TIMEOUT_S",
     "PROXY_FILE",
     "PROXY_URL_ENV",
     "SPEC_LIMITS",
@@ -98,6 +100,7 @@ __all__ = [
     "SystemChecks",
     "SystemFactory",
     "TokenUsage",
+    "Traits",
     "Worker",
     "capabilities_of",
     "column_label",
@@ -111,6 +114,7 @@ __all__ = [
     "needs_cassette_model",
     "plan_columns",
     "plan_primary",
+    "plugin_traits",
     "prestart_side",
     "proxy_key",
     "read_meta",
@@ -123,6 +127,7 @@ __all__ = [
     "run_suite",
     "scripted_model",
     "select_shard",
+    "shipped",
     "split_column",
     "step_needs",
     "strategies_for",

@@ -39,6 +39,8 @@ Output = tuple[list["ScenarioResult"], list[dict[str, Any]]]
 KILL_GRACE_S: Final = 10.0
 """How long past its own timeout a call may run (time to raise, unwind and report) before its process is killed."""
 _NAME_BYTES: Final = 64
+MAX_IDLE_DEATHS: Final = 3
+"""Children in a row that may end between scenarios (no scenario to blame) before the scenarios left fail."""
 FLUSH_TIMEOUT_S: Final = 30.0
 """How long a child may take to flush its exporters and say goodbye when the run is done with it."""
 
@@ -105,6 +107,7 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
     """(index, (results, spans)) of each scenario as it finishes, in up to ``jobs`` children."""
     pending = deque(enumerate(scenarios))
     children: list[_Child] = []
+    died_idle = 0  # children in a row that ended between scenarios
     try:
         while pending or any(c.job for c in children):
             idle = sum(c.job is None for c in children)
@@ -115,6 +118,13 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
                 if child.job is None and not child.process.is_alive():  # it died between scenarios (a thread
                     child.stop(kill=True)  # the system left behind?): no scenario of its is to blame; a new one
                     children.remove(child)
+                    died_idle += 1
+                    if died_idle >= MAX_IDLE_DEATHS:  # never a loop: the scenarios left fail, saying why
+                        why = (f"{SYSTEM_FAILED}: {died_idle} processes in a row that were to replay it ended before "
+                               f"their scenario began (the last: {_exit_text(child.process.exitcode)})")
+                        while pending:
+                            index, scenario = pending.popleft()
+                            yield index, (_failed(scenario, config, why, 0.0), [])
                     continue
                 if child.job is None and pending:
                     index, scenario = pending.popleft()
@@ -130,7 +140,7 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
                 if child.conn in ready:
                     kind, payload = _receive(child.conn)
                     if kind == "ok":
-                        child.job = None
+                        child.job, died_idle = None, 0
                         yield index, payload
                         continue
                     if kind in ("error", "unreadable"):  # the replay itself failed in a process the system's code
@@ -224,12 +234,20 @@ def _main(conn: Connection, parents_end: Connection, config: RunConfig, started:
           tmp: str) -> None:
     parents_end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops this process
-    os.dup2(2, 1)  # a system's raw writes to file descriptor 1 go to stderr, never into the harness's stdout
+    os.dup2(2, 1)  # a system's raw writes to file descriptor 1 and its print()s go to stderr, never into the
+    sys.stdout = sys.stderr  # harness's stdout, whatever sys.stdout was (a library caller's, a test's)
     os.environ["TMPDIR"] = tempfile.tempdir = tmp  # the parent removes it after this process, however it ends
     from harness.replay import _observed
     from harness.replay._suite import Worker
 
-    worker = Worker(config)
+    try:
+        worker = Worker(config)
+    except BaseException as exc:  # the plug-in's import or factory failed here: the scenario sent fails with it
+        with contextlib.suppress(Exception):
+            conn.send_bytes(json.dumps(["error", f"loading the system raised {describe(exc)}"]).encode("utf-8",
+                                                                                                      "replace"))
+            sys.stderr.flush()
+        os._exit(0)
 
     def watch(name: str | None, seconds: float) -> None:
         if name is None:
