@@ -17,7 +17,7 @@ def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: P
              only: Sequence[str] | None = None, min_precision: float = 0.0, min_recall: float = 1.0,
              derandomize: bool = False, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the property suite and return its report as a dict."""
-    from harness.replay import load_factory
+    from harness.replay import load_factory, plugin_traits, shipped
     from harness.tools import Thresholds, default_properties, fuzz
 
     props = default_properties(Thresholds(min_precision, min_recall))
@@ -26,8 +26,20 @@ def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: P
         if unknown:
             raise HarnessError(f"unknown property {unknown[0]!r}; expected one of {', '.join(p.name for p in props)}")
         props = [p for p in props if p.name in only]
-    report = fuzz(props, factory=load_factory(system), system_name=system or "reference", max_examples=max_examples,
-                  seed_value=seed, regressions=regressions, database=database, derandomize=derandomize)
+    options: dict[str, Any] = {"max_examples": max_examples, "seed_value": seed, "regressions": regressions,
+                               "database": database, "derandomize": derandomize}
+    if shipped(system):
+        report = fuzz(props, factory=load_factory(system), system_name=system or "reference", **options)
+    else:  # a plug-in system: each property in a child process the harness can kill; its module never imported here
+        from harness.tools._fuzz import FuzzReport
+        from harness.tools._fuzz_isolated import run_property_isolated
+
+        assert system is not None
+        plugin_traits(system)  # an import that exits, raises or hangs: one line, before any property
+        report = FuzzReport(system, max_examples, seed)
+        for prop in props:
+            report.properties.append(run_property_isolated(prop.name, prop.description, system=system,
+                                                           thresholds=Thresholds(min_precision, min_recall), **options))
     for p in report.properties:
         status = "held" if p.passed else "FAILED"
         echo(f"{status:6} {p.name:28} {p.examples:4} examples {p.seconds:6.1f}s"
