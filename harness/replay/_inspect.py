@@ -11,13 +11,6 @@ located error (exit 2), and the harness's own process never imports the plug-in 
 from __future__ import annotations
 
 import contextlib
-import json
-import multiprocessing as mp
-import os
-import shutil
-import signal
-import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -25,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness.errors import SYSTEM_FAILED, HarnessError, SystemFailure
+from harness.replay._child import ChildGone, ask, enter_child, leave
 
 INSPECT_TIMEOUT_S: Final = 120.0
 """How long importing a plug-in system's module, checking its factory and building one instance may take."""
@@ -47,37 +41,12 @@ def plugin_traits(spec: str, *, methods: Sequence[str] = (), instance: bool = Fa
                   timeout: float | None = None) -> Traits:
     """``spec``'s traits, read in a child process. Raises ``HarnessError`` (the module cannot be imported, its factory
     is no factory, the child ended or was killed) or ``SystemFailure`` (building or reading the instance failed)."""
-    from harness.replay._isolated import _exit_text
-
-    timeout = INSPECT_TIMEOUT_S if timeout is None else timeout
-    ctx = mp.get_context()
-    tmp = tempfile.mkdtemp(prefix="memharness-inspect-")
-    ours, theirs = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_main, args=(theirs, spec, tuple(methods), instance, tmp), daemon=True,
-                          name="memharness-inspect")
     what = "importing its module" + (", building one instance and reading what it declares" if instance else "")
     try:
-        process.start()
-        theirs.close()
-        if not ours.poll(timeout):
-            process.kill()
-            raise HarnessError(f"--system {spec}: {what} did not finish within {timeout:g} s: its process was killed")
-        try:
-            answer = json.loads(ours.recv_bytes().decode("utf-8", "surrogatepass"))
-        except (EOFError, OSError):
-            process.join(5.0)
-            raise HarnessError(f"--system {spec}: {what} ended its process ({_exit_text(process.exitcode)}) before it "
-                               "answered") from None
-        except (ValueError, RecursionError):  # the process's own answer is JSON; a system that wrote into the pipe
-            raise HarnessError(f"--system {spec}: {what} did not answer in JSON") from None
-    finally:
-        ours.close()
-        if process.pid is not None:
-            process.join(5.0)
-            if process.is_alive():
-                process.kill()
-                process.join()
-        shutil.rmtree(tmp, ignore_errors=True)
+        answer = ask(_main, (spec, tuple(methods), instance), name="memharness-inspect",
+                     timeout=INSPECT_TIMEOUT_S if timeout is None else timeout)
+    except ChildGone as exc:
+        raise HarnessError(f"--system {spec}: {what} {exc}") from None
     return _answer(spec, answer)
 
 
@@ -100,26 +69,15 @@ def _answer(spec: str, answer: Any) -> Traits:
 def _main(conn: Connection, spec: str, methods: tuple[str, ...], instance: bool, tmp: str) -> None:  # noqa: FBT001
     from harness.replay._observed import describe
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops this process
-    os.dup2(2, 1)  # what the module prints goes to stderr, never into the harness's stdout: its raw writes to file
-    sys.stdout = sys.stderr  # descriptor 1 and its print()s, whatever sys.stdout was (a library caller's, a test's)
-    os.environ["TMPDIR"] = tempfile.tempdir = tmp  # removed by the parent however this process ends
-    answer: list[Any]
+    enter_child(tmp)
     try:
-        answer = ["ok", _read(spec, methods, Path(tmp), instance=instance)]
-        data = json.dumps(answer).encode("utf-8", "surrogatepass")
+        leave(conn, ["ok", _read(spec, methods, Path(tmp), instance=instance)])
     except HarnessError as exc:
-        data = json.dumps(["usage", str(exc)]).encode("utf-8", "replace")
+        leave(conn, ["usage", str(exc)])
     except _Failed as exc:
-        data = json.dumps(["failed", str(exc)]).encode("utf-8", "replace")
-    except BaseException as exc:  # its import raised SystemExit, or its answer is no JSON
-        data = json.dumps(["failed", f"loading it raised {describe(exc)}"]).encode("utf-8", "replace")
-    with contextlib.suppress(OSError):
-        conn.send_bytes(data)
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(0)
+        leave(conn, ["failed", str(exc)])
+    except BaseException as exc:  # its import raised SystemExit
+        leave(conn, ["failed", f"loading it raised {describe(exc)}"])
 
 
 def _read(spec: str, methods: tuple[str, ...], tmp: Path, *, instance: bool) -> dict[str, Any]:

@@ -17,7 +17,6 @@ import json
 import multiprocessing as mp
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -28,6 +27,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import SYSTEM_FAILED
+from harness.replay._child import CallWatch, enter_child, exit_text, leave
 from harness.replay._observed import describe
 
 if TYPE_CHECKING:
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 Output = tuple[list["ScenarioResult"], list[dict[str, Any]]]
 KILL_GRACE_S: Final = 10.0
 """How long past its own timeout a call may run (time to raise, unwind and report) before its process is killed."""
-_NAME_BYTES: Final = 64
 MAX_IDLE_DEATHS: Final = 3
 """Children in a row that may end between scenarios (no scenario to blame) before the scenarios left fail."""
 FLUSH_TIMEOUT_S: Final = 30.0
@@ -50,13 +49,11 @@ class _Child:
 
     def __init__(self, config: RunConfig) -> None:
         ctx = mp.get_context()
-        self.started = ctx.RawArray("d", 2)  # [monotonic start of the call in progress (0: none), its timeout]
-        self.step = ctx.RawValue("i", -1)
-        self.call = ctx.RawArray("c", _NAME_BYTES)
+        self.watch = CallWatch()
         self.tmp = tempfile.mkdtemp(prefix="memharness-isolated-")
         self.conn, theirs = ctx.Pipe()
         self.process = ctx.Process(target=_main, daemon=True, name="memharness-isolated",
-                                   args=(theirs, self.conn, config, self.started, self.step, self.call, self.tmp))
+                                   args=(theirs, self.conn, config, self.watch, self.tmp))
         try:
             self.process.start()
         except BaseException:
@@ -69,8 +66,7 @@ class _Child:
 
     def overdue(self) -> bool:
         """The call in progress has outlived its timeout by ``KILL_GRACE_S`` (its timeout was on)."""
-        began, limit = float(self.started[0]), float(self.started[1])
-        return began > 0 and limit > 0 and time.monotonic() - began > limit + KILL_GRACE_S
+        return self.watch.overdue(KILL_GRACE_S)
 
     def out_of_time(self) -> bool:
         """The scenario in progress has run past its budget (``_budget``) whatever it was doing: a hang outside any
@@ -78,10 +74,9 @@ class _Child:
         return self.job is not None and self.job[3] > 0 and time.monotonic() - self.job[2] > self.job[3]
 
     def where(self) -> str:
-        call = self.call.value.decode("utf-8", "replace")
-        step = self.step.value
+        call, step = self.watch.calling(), self.watch.step.value
         at = f"step {step}" if step >= 0 else "before step 0"
-        return f"{at}, in {call}()" if call and self.started[0] > 0 else f"{at}, between calls into the system"
+        return f"{at}, in {call}()" if call else f"{at}, between calls into the system"
 
     def stop(self, *, kill: bool = False) -> None:
         with contextlib.suppress(OSError, EOFError):
@@ -121,7 +116,7 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
                     died_idle += 1
                     if died_idle >= MAX_IDLE_DEATHS:  # never a loop: the scenarios left fail, saying why
                         why = (f"{SYSTEM_FAILED}: {died_idle} processes in a row that were to replay it ended before "
-                               f"their scenario began (the last: {_exit_text(child.process.exitcode)})")
+                               f"their scenario began (the last: {exit_text(child.process.exitcode)})")
                         while pending:
                             index, scenario = pending.popleft()
                             yield index, (_failed(scenario, config, why, 0.0), [])
@@ -129,7 +124,7 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
                 if child.job is None and pending:
                     index, scenario = pending.popleft()
                     child.job = (index, scenario, time.monotonic(), _budget(scenario, config))
-                    child.step.value, child.call.value, child.started[0] = -1, b"", 0.0
+                    child.watch.reset()
                     with contextlib.suppress(OSError):  # it died already: its sentinel says so below
                         child.conn.send(scenario)
             busy = [c for c in children if c.job is not None]
@@ -162,11 +157,11 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
                 child.stop(kill=True)
                 children.remove(child)
                 code = child.process.exitcode
-                why = (f"{where} did not return within its timeout ({child.started[1]:g} s) and could not be "
+                why = (f"{where} did not return within its timeout ({child.watch.timeout:g} s) and could not be "
                        f"interrupted: its process was killed after {KILL_GRACE_S:g} s more") if overdue else \
                     (f"the scenario did not finish within {budget:g} s (the per-operation timeout for each of its "
                      f"seeds and steps, and ten more), last {where}: its process was killed") if spent else \
-                    (f"the process replaying it ended abruptly ({_exit_text(code)}) {where}")
+                    (f"the process replaying it ended abruptly ({exit_text(code)}) {where}")
                 yield index, (_failed(scenario, config, f"{SYSTEM_FAILED}: {why}", time.monotonic() - since), [])
     finally:
         for child in children:
@@ -210,15 +205,6 @@ def _receive(conn: Connection) -> tuple[str, Any]:
         return "unreadable", f"its answer is not what a replay sends: {type(exc).__name__}"
 
 
-def _exit_text(code: int | None) -> str:
-    if code is None:
-        return "no exit code"
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"killed by {signal.Signals(-code).name}"
-    return f"exit code {code}: os._exit() or a crash"
-
-
 def _failed(scenario: Scenario, config: RunConfig, message: str, seconds: float) -> list[ScenarioResult]:
     """Every strategy of ``scenario`` failed with ``message`` (what the dead process replayed is lost with it)."""
     from harness.replay._records import ScenarioResult
@@ -230,35 +216,16 @@ def _failed(scenario: Scenario, config: RunConfig, message: str, seconds: float)
             for s in strategies_for(scenario, config.strategies)]
 
 
-def _main(conn: Connection, parents_end: Connection, config: RunConfig, started: Any, step: Any, call: Any,
-          tmp: str) -> None:
+def _main(conn: Connection, parents_end: Connection, config: RunConfig, watch: CallWatch, tmp: str) -> None:
     parents_end.close()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops this process
-    os.dup2(2, 1)  # a system's raw writes to file descriptor 1 and its print()s go to stderr, never into the
-    sys.stdout = sys.stderr  # harness's stdout, whatever sys.stdout was (a library caller's, a test's)
-    os.environ["TMPDIR"] = tempfile.tempdir = tmp  # the parent removes it after this process, however it ends
-    from harness.replay import _observed
+    enter_child(tmp)
     from harness.replay._suite import Worker
 
     try:
         worker = Worker(config)
     except BaseException as exc:  # the plug-in's import or factory failed here: the scenario sent fails with it
-        with contextlib.suppress(Exception):
-            conn.send_bytes(json.dumps(["error", f"loading the system raised {describe(exc)}"]).encode("utf-8",
-                                                                                                      "replace"))
-            sys.stderr.flush()
-        os._exit(0)
-
-    def watch(name: str | None, seconds: float) -> None:
-        if name is None:
-            started[0] = 0.0
-            return
-        call.value = name.encode("utf-8", "replace")[:_NAME_BYTES - 1]
-        step.value = worker.context.step
-        started[1] = seconds
-        started[0] = time.monotonic()
-
-    _observed.WATCH = watch
+        leave(conn, ["error", f"loading the system raised {describe(exc)}"])
+    watch.install(lambda: worker.context.step)
     try:
         while True:
             try:
@@ -267,7 +234,7 @@ def _main(conn: Connection, parents_end: Connection, config: RunConfig, started:
                 return
             if scenario is None:
                 return
-            step.value = -1
+            watch.step.value = -1
             try:
                 results, spans = worker.run(scenario)
                 message: list[Any] = ["ok", [[r.to_row(), [p.to_row() for p in r.probes]] for r in results], spans]
