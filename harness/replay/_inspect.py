@@ -11,6 +11,7 @@ located error (exit 2), and the harness's own process never imports the plug-in 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing as mp
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -42,10 +43,14 @@ def plugin_traits(spec: str, *, methods: Sequence[str] = (), instance: bool = Fa
     """``spec``'s traits, read in a child process. Raises ``HarnessError`` (the module cannot be imported, its factory
     is no factory, the child ended or was killed) or ``SystemFailure`` (building or reading the instance failed)."""
     what = "importing its module" + (", building one instance and reading what it declares" if instance else "")
+    stage = mp.get_context().RawValue("i", 0)  # 1 once the module is imported: what failed after is the system's
     try:
-        answer = ask(_main, (spec, tuple(methods), instance), name="memharness-inspect",
+        answer = ask(_main, (spec, tuple(methods), instance, stage), name="memharness-inspect",
                      timeout=INSPECT_TIMEOUT_S if timeout is None else timeout)
     except ChildGone as exc:
+        if stage.value:
+            raise SystemFailure(f"{SYSTEM_FAILED}: --system {spec}: its factory or instance, read after its import, "
+                                f"{exc}") from None
         raise HarnessError(f"--system {spec}: {what} {exc}") from None
     return _answer(spec, answer)
 
@@ -66,12 +71,13 @@ def _answer(spec: str, answer: Any) -> Traits:
     raise HarnessError(f"--system {spec}: the process that read it answered {str(kind)[:40]!r}")
 
 
-def _main(conn: Connection, spec: str, methods: tuple[str, ...], instance: bool, tmp: str) -> None:  # noqa: FBT001
+def _main(conn: Connection, spec: str, methods: tuple[str, ...], instance: bool, stage: Any,  # noqa: FBT001
+          tmp: str) -> None:
     from harness.replay._observed import describe
 
     enter_child(tmp)
     try:
-        leave(conn, ["ok", _read(spec, methods, Path(tmp), instance=instance)])
+        leave(conn, ["ok", _read(spec, methods, Path(tmp), stage, instance=instance)])
     except HarnessError as exc:
         leave(conn, ["usage", str(exc)])
     except _Failed as exc:
@@ -80,10 +86,11 @@ def _main(conn: Connection, spec: str, methods: tuple[str, ...], instance: bool,
         leave(conn, ["failed", f"loading it raised {describe(exc)}"])
 
 
-def _read(spec: str, methods: tuple[str, ...], tmp: Path, *, instance: bool) -> dict[str, Any]:
+def _read(spec: str, methods: tuple[str, ...], tmp: Path, stage: Any, *, instance: bool) -> dict[str, Any]:
     from harness.replay._factory import load_factory
 
     factory = load_factory(spec)
+    stage.value = 1
     try:
         proxy = bool(getattr(factory, "model_proxy", False))
     except BaseException as exc:
@@ -106,10 +113,16 @@ def _read(spec: str, methods: tuple[str, ...], tmp: Path, *, instance: bool) -> 
         raise _Failed(f"building one instance raised {_describe(exc)}") from None
     try:
         strategies = getattr(system, "strategies", None)
+        declared: Any = getattr(system, "capabilities", frozenset())
+        for field, value in (("strategies", strategies), ("capabilities", declared)):
+            if isinstance(value, (str, bytes)) or (value is not None and not hasattr(value, "__iter__")):
+                raise _Failed(f"its {field} is {type(value).__name__} {str(value)[:40]!r}, expected a set of names")
         out.update(name=str(getattr(system, "name", "")), design=str(getattr(system, "design", "")),
                    strategies=None if strategies is None else sorted(str(s) for s in strategies),
-                   capabilities=sorted(str(c) for c in getattr(system, "capabilities", frozenset())),
+                   capabilities=sorted(str(c) for c in declared),
                    methods=[m for m in methods if callable(getattr(system, m, None))])
+    except _Failed:
+        raise
     except BaseException as exc:
         raise _Failed(f"reading what one instance declares raised {_describe(exc)}") from None
     finally:

@@ -126,6 +126,9 @@ class _Unbuilt:
 
 
 _MISSING: Final = object()
+CORE_METHODS: Final = frozenset({"seed", "finish_seeding", "add_turns", "extract", "dream", "recall", "forget",
+                                 "documents"})
+"""The portable operations every ``MemorySystem`` has (``harness.system.MemorySystem``)."""
 _DECLARED: Final = frozenset({"name", "design", "variant", "strategies", "recall_limit", "capabilities", "model_proxy"})
 
 
@@ -165,6 +168,10 @@ class Observed:
     def __getattr__(self, name: str) -> Any:
         with _contained(name, self._timeout):  # a property is the system's code too: it may raise or hang
             value = getattr(self._system, name, _MISSING)
+        if value is _MISSING and name in CORE_METHODS:  # every system has these: the system is not one
+            raise SystemFailure(f"{SYSTEM_FAILED}: it has no {name}() (its factory returned "
+                                f"{type(self._system).__name__}; every system implements the portable operations, "
+                                "docs/system-protocol.md)")
         if value is _MISSING:
             raise AttributeError(name)
         if not callable(value):

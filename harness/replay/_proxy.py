@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import threading
 import time
 import urllib.error
@@ -209,6 +210,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # a client with many threads must not meet a full listen backlog (reset connections)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line, never socketserver's traceback on the user's stderr (a request the handler could not even
+        answer: the client went away mid-request, say)."""
+        exc = sys.exc_info()[1]
+        print(f"memharness: warning: model proxy: a request could not be answered ({type(exc).__name__}: "
+              f"{one_line(str(exc))[:200]})", file=sys.stderr)
+
 
 def proxy_for(factory: object, spec: Any, system: str | None, where: Callable[[], tuple[str, int | None]],
               observer: Callable[[ProxyCall], None] | None = None) -> ModelProxy | None:
@@ -233,6 +241,7 @@ def _error(kind: str, message: str) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     owner: ModelProxy
     protocol_version = "HTTP/1.1"
+    timeout = 60  # seconds a client may stall mid-request (a Content-Length longer than what it sends)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the harness reports calls through its observer, not on stderr."""
@@ -248,7 +257,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def _unsupported(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = 0
         if 0 < length <= MAX_BODY_BYTES:
             self.rfile.read(length)  # keep the connection usable
         self._send(404, _error("unsupported_endpoint", f"memharness proxy: {self.command} {self.path} is not "
@@ -273,8 +285,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             body = json.loads(self.rfile.read(length).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            self._send(400, _error("invalid_request", f"the body is not JSON ({one_line(str(exc))})"))
+            json.dumps(body, ensure_ascii=False).encode("utf-8")  # its key: a lone surrogate (\ud800) has no UTF-8
+        except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested too deep, an integer too long
+            self._send(400, _error("invalid_request", f"the body is not JSON text a request can hold "
+                                                      f"({type(exc).__name__}: {one_line(str(exc))[:200]})"))
             return
         if not isinstance(body, dict):
             self._send(400, _error("invalid_request", "the body must be a JSON object"))
@@ -282,4 +296,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, _error("unsupported", "memharness proxy: streaming replies are not supported (they are "
                                                   "recorded whole); send stream: false"))
         else:
-            self._send(*self.owner.answer(endpoint, body))
+            try:
+                status, answer = self.owner.answer(endpoint, body)
+            except Exception as exc:  # never a dropped connection: the client gets a JSON error it can report
+                status, answer = 500, _error("internal_error", f"memharness proxy: {type(exc).__name__}: "
+                                                                f"{one_line(str(exc))[:200]}")
+            self._send(status, answer)

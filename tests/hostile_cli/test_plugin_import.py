@@ -132,10 +132,19 @@ def test_conformance_reports_a_system_that_cannot_be_built(tmp_path: Path, monke
     (tmp_path / "unbuildable.py").write_text("import os\ndef factory(w, c, m, e):\n    os._exit(0)\n")
     code = main(["conformance", "--system", "unbuildable:factory", str(SCENARIOS)], environ={})
     stdout, stderr = capfd.readouterr()
-    assert code == 2, stdout + stderr
-    assert "--system unbuildable:factory: importing its module, building one instance" in stderr, stderr
-    assert "ended its process (exit code 0" in stderr, stderr
+    assert code == 1, stdout + stderr  # imported fine: the factory ended the process, the system's failure
+    assert "  wrong" in stdout, stdout
+    assert "--system unbuildable:factory: its factory or instance, read after its import, ended its process (exit " \
+           "code 0" in stdout, stdout
     (tmp_path / "raising.py").write_text("def factory(w, c, m, e):\n    raise ValueError('no store here')\n")
+    (tmp_path / "stringly.py").write_text("from harness.system import reference_factory\n"
+                                         "def factory(w, c, m, e):\n    s = reference_factory(w, c, m, e)\n"
+                                         "    class S:\n        strategies = 'heuristic'\n"
+                                         "        def __getattr__(self, n): return getattr(s, n)\n    return S()\n")
+    code = main(["conformance", "--system", "stringly:factory", str(SCENARIOS)], environ={})
+    stdout, stderr = capfd.readouterr()
+    assert code == 1, stdout + stderr
+    assert "its strategies is str 'heuristic', expected a set of names" in stdout, stdout
     code = main(["conformance", "--system", "raising:factory", str(SCENARIOS)], environ={})
     stdout, stderr = capfd.readouterr()
     assert code == 1, stdout + stderr
@@ -157,3 +166,21 @@ def test_children_that_keep_dying_never_loop(monkeypatch: pytest.MonkeyPatch) ->
     for results, _ in out.values():
         assert results
         assert all(not r.passed and SYSTEM_FAILED in r.failures[0] for r in results)
+
+
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(returned=st.sampled_from(["None", "5", "'system'", "object()", "{}", "[]", "lambda: None"]))
+def test_a_factory_that_returns_no_system_is_the_systems_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capfd: pytest.CaptureFixture[str],
+                                                                 returned: str) -> None:
+    """Found by the sixth blind probe: a factory returning None was the harness's error (INCOMPLETE, exit 2)."""
+    monkeypatch.chdir(tmp_path)
+    name = f"plug_{uuid.uuid4().hex[:10]}"
+    (tmp_path / f"{name}.py").write_text(f"def factory(w, c, m, e):\n    return {returned}\n")
+    capfd.readouterr()
+    code = main(["run", str(SCENARIO), "--system", f"{name}:factory", "--no-gates", "--out", str(tmp_path / name)],
+                environ={})
+    stdout, _ = capfd.readouterr()
+    assert code == 1, stdout
+    assert f"{SYSTEM_FAILED}: it has no seed() (its factory returned " in stdout, stdout
+    assert "FAILED — 0/1 scenario runs passed" in stdout, stdout
