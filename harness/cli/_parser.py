@@ -41,6 +41,8 @@ def _shard(text: str) -> tuple[int, int]:
 _rate = bounded(float, lambda v: 0.0 <= v <= 1.0, "a number between 0 and 1")
 _positive = bounded(int, lambda v: v >= 1, "a positive integer")
 _drop = bounded(float, lambda v: 0.0 <= v <= 1.0, "a drop from 0 to 1 (recall.f1 is a number from 0 to 1)")
+_floor = bounded(float, lambda v: 0.0 <= v <= 1.0, "a floor from 0 to 1 (precision and recall are fractions)")
+_seconds = bounded(float, lambda v: 0 < v < 1e7, "a number of seconds above 0")
 _count = bounded(int, lambda v: 0 <= v <= 1_000_000, "a whole number from 0 to 1000000")
 """Example budgets and limits."""
 _scale = bounded(float, lambda v: 0 < v < 1e6, "a number above 0")
@@ -73,7 +75,7 @@ def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
                       help="strategies of each suite run, or 'own': each scenario's own, as a plain `memharness run` "
                            "(default own)")
     sens.add_argument("--jobs", type=_positive, default=2, help="mutants run in parallel (default 2)")
-    sens.add_argument("--timeout", type=float, help="seconds per mutant run (default: max(120, 6 x the baseline run))")
+    sens.add_argument("--timeout", type=_seconds, help="seconds per mutant run (default: max(120, 6 x the baseline run))")
     sens.add_argument("--min-kill-rate", type=_rate, default=0.9, help="exit 1 below this kill rate (default 0.9)")
     sens.add_argument("--out", type=path, default="reports/sensitivity",
                       help="where sensitivity.json, sensitivity.md and coverage.md go (default: reports/sensitivity)")
@@ -164,9 +166,9 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
                     help="where shrunk failures are written as scenarios (default: reports/fuzz-regressions, outside "
                          "the shipped suite; move one into scenarios/ to keep it as a regression)")
     fz.add_argument("--database", type=path, help="Hypothesis example database directory (default: none)")
-    fz.add_argument("--min-precision", type=float, default=0.0,
+    fz.add_argument("--min-precision", type=_floor, default=0.0,
                     help="the planted-fact recall property's per-probe precision floor (default 0.0)")
-    fz.add_argument("--min-recall", type=float, default=1.0,
+    fz.add_argument("--min-recall", type=_floor, default=1.0,
                     help="the planted-fact recall property's per-probe recall floor (default 1.0)")
     fz.add_argument("--out", type=path, help="also write fuzz.json here")
     bench = sub.add_parser("bench", help="benchmarks")

@@ -93,8 +93,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_cassettes(args: argparse.Namespace) -> int:
+    from harness.errors import one_line
     from harness.replay import Cassette
 
+    if not args.directory.is_dir():  # status of a set that is not there is an error, never "0 entries"
+        what = "not a directory" if args.directory.exists() else "no such directory"
+        raise HarnessError(f"{one_line(str(args.directory))}: {what}: expected a cassette set (a directory holding "
+                           "cassette.jsonl) or a shelf of sets (sets.toml)")
     cassette = Cassette.open(args.directory)
     stale = list(cassette.stale())
     print(f"{len(cassette)} entries in {args.directory}; {len(stale)} recorded with a prompt that has changed since")

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.errors import GateFileError
+from harness.errors import GateFileError, one_line
 from harness.evaluation._stats import Comparison, p_text
 from harness.replay import column_label, split_column
 from harness.scenario import STRATEGY_NAMES
+from harness.systems import SYSTEMS
+
+SYSTEM_NAMES: Final = tuple(SYSTEMS)
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 if TYPE_CHECKING:
     from harness.evaluation._records import BaselineComparison, StrategySummary
@@ -136,6 +142,13 @@ def load_gates(path: Path) -> list[Gate]:
         for key in ("strategy", "vs", "name", "system"):
             if key in raw and not isinstance(raw[key], str):
                 raise GateFileError(f"{where}: {key!r} must be text, got {raw[key]!r}")
+        if isinstance(raw.get("name"), str) and _CONTROL.search(raw["name"]):
+            raise GateFileError(f"{where}: 'name' holds a control character or line break "
+                                f"('{one_line(raw['name'])[:80]}'); a gate's name is one printable line")
+        if isinstance(raw.get("system"), str) and raw["system"] not in SYSTEM_NAMES \
+                and (near := difflib.get_close_matches(raw["system"], SYSTEM_NAMES, n=1, cutoff=0.75)):
+            raise GateFileError(f"{where}: unknown system {raw['system']!r}; did you mean {near[0]!r}? (shipped: "
+                                f"{', '.join(SYSTEM_NAMES)}; a system of your own goes by the name it declares)")
         if "strategy" in raw and raw["strategy"] not in STRATEGY_NAMES:
             raise GateFileError(f"{where}: unknown strategy {raw['strategy']!r}; expected one of {', '.join(STRATEGY_NAMES)}")
         if "max_drop" in raw:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line
 
 MARKER: Final = "<!-- memharness:verdict -->"
 """The hidden first line of the comment: how a later run finds the comment to update."""
@@ -27,20 +27,27 @@ MAX_BODY: Final = 65_000
 def pull_number(event_path: Path) -> int | None:
     """The pull request number of a workflow event (``pull_request`` / ``pull_request_target``), or None."""
     try:
-        event = json.loads(event_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise HarnessError(f"{event_path}: cannot read the GitHub event ({exc})") from None
+        event = json.loads(_read(event_path))
+    except (ValueError, RecursionError) as exc:
+        raise HarnessError(f"{one_line(str(event_path))}: cannot read the GitHub event ({type(exc).__name__}: "
+                           f"{one_line(str(exc))[:200]})") from None
     pr = event.get("pull_request") if isinstance(event, dict) else None
     number = pr.get("number") if isinstance(pr, dict) else None
     return number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None
 
 
+def _read(path: Path) -> str:
+    """A regular UTF-8 file the run or the workflow wrote: a FIFO, a device or a directory is refused without
+    blocking, bytes that are not UTF-8 name the line (never an internal error)."""
+    from harness.scenario._limits import MAX_RUN_FILE_BYTES
+    from harness.scenario._yaml import decode_utf8, read_regular
+
+    return decode_utf8(read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError), path, HarnessError)
+
+
 def comment_body(run_dir: Path, *, report_url: str = "") -> str:
     """The comment: the marker, then the run's summary.md (cut to GitHub's limit, saying where the rest is)."""
-    try:
-        summary = (run_dir / "summary.md").read_text(encoding="utf-8")
-    except OSError as exc:
-        raise HarnessError(f"{run_dir / 'summary.md'}: cannot read the run's summary ({exc.strerror or exc})") from None
+    summary = _read(run_dir / "summary.md")
     where = f" ([report]({report_url}))" if report_url else " (the full report is in the workflow's artifacts)"
     if len(summary) > MAX_BODY:
         summary = summary[:MAX_BODY].rsplit("\n", 1)[0] + f"\n\n… cut at {MAX_BODY} characters{where}\n"

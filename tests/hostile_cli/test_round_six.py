@@ -1,0 +1,109 @@
+"""The sixth blind probe's finds outside the plug-in path (issue 33), each pinned by generated inputs of its class:
+the GitHub comment reads its files without blocking and names bad bytes; a fuzz floor outside 0..1 is a usage
+error; `cassettes status` of a set that is not there is an error; a gate's name is one printable line and a
+near-miss system name is refused with the name it meant."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.cli import main
+from harness.errors import HarnessError
+from harness.evaluation import load_gates
+from harness.tools._github import comment_body, pull_number
+from tests.helpers import examples
+
+SETTINGS = settings(max_examples=examples(30), deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str], code: int) -> str:
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err
+    return err
+
+
+@SETTINGS
+@given(kind=st.sampled_from(["fifo", "directory", "dev_zero", "not_utf8", "missing"]), which=st.booleans(),
+       junk=st.binary(min_size=1, max_size=40).filter(lambda b: not _utf8(b)))
+def test_the_github_comment_never_blocks_on_its_files(tmp_path: Path, kind: str, which: bool, junk: bytes) -> None:
+    sub = tmp_path / os.urandom(4).hex()
+    sub.mkdir()
+    target = sub / ("summary.md" if which else "event.json")
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "directory":
+        target.mkdir()
+    elif kind == "dev_zero":
+        target.symlink_to("/dev/zero")
+    elif kind == "not_utf8":
+        target.write_bytes(b"ok\n" + junk)
+    with pytest.raises(HarnessError) as raised:
+        comment_body(sub) if which else pull_number(target)
+    message = str(raised.value)
+    assert str(target) in message, message
+    assert "\n" not in message
+    if kind == "not_utf8":
+        assert ":2: file: cannot be read (not UTF-8" in message or "event" in message, message
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@SETTINGS
+@given(value=st.one_of(st.floats(allow_nan=True, allow_infinity=True).filter(lambda v: not 0 <= v <= 1),
+                       st.sampled_from(["nan", "inf", "-inf", "1e999", "x", ""])),
+       flag=st.sampled_from(["--min-recall", "--min-precision"]))
+def test_a_fuzz_floor_outside_0_to_1_is_refused(capsys: pytest.CaptureFixture[str], value: object, flag: str) -> None:
+    err = _one_line_error(capsys, main(["fuzz", f"{flag}={value}", "--max-examples", "1"], environ={}))
+    assert f"argument {flag}: expected a floor from 0 to 1" in err, err
+
+
+@SETTINGS
+@given(kind=st.sampled_from(["missing", "file", "below_file"]))
+def test_cassettes_status_of_nothing_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    sub = tmp_path / os.urandom(4).hex()
+    sub.mkdir()
+    (sub / "afile.txt").write_text("x")
+    target = {"missing": sub / "nope", "file": sub / "afile.txt", "below_file": sub / "afile.txt" / "sub"}[kind]
+    err = _one_line_error(capsys, main(["cassettes", "status", str(target)], environ={}))
+    assert str(target) in err, err
+    shutil.rmtree(sub)
+
+
+@SETTINGS
+@given(name=st.text(min_size=1, max_size=30).filter(lambda t: any(ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029"
+                                                                  for c in t)))
+def test_a_gate_name_is_one_printable_line(tmp_path: Path, name: str) -> None:
+    path = tmp_path / f"{os.urandom(4).hex()}.toml"
+    quoted = "".join(f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F or c in '"\\' else c for c in name)
+    path.write_text(f'[[gate]]\nmetric = "recall.f1"\nmin = 0.1\nname = "{quoted}"\n', encoding="utf-8")
+    with pytest.raises(HarnessError, match="'name' holds a control character or line break") as raised:
+        load_gates(path)
+    assert "\n" not in str(raised.value)
+    assert "\x1b" not in str(raised.value)
+
+
+@pytest.mark.parametrize(("system", "refused"), [("sqllite", True), ("refernce", True), ("SQLite", False),
+                                                 ("mem0", False), ("my-system", False), ("sqlite", False)])
+def test_a_near_miss_system_name_is_refused(tmp_path: Path, system: str, refused: bool) -> None:
+    path = tmp_path / "gates.toml"
+    path.write_text(f'[[gate]]\nmetric = "recall.f1"\nmin = 0.1\nsystem = "{system}"\n', encoding="utf-8")
+    if refused:
+        with pytest.raises(HarnessError, match="did you mean"):
+            load_gates(path)
+    else:
+        assert load_gates(path)[0].system == system
