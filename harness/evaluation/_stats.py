@@ -16,6 +16,10 @@ Z_975: Final = 1.959963984540054
 Z_80: Final = 0.8416212335729143
 
 
+NULL_IS_INF: Final = ("p_value", "mcnemar_p", "mde")
+"""The fields of a ``Comparison`` whose infinity is written as null (JSON has no inf)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """``b − a`` on paired probes."""
@@ -56,7 +60,7 @@ class Comparison:
     def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
         values = {f: data[f] for f in cls.__dataclass_fields__}
         values["ci95"] = (float(data["ci95"][0]), float(data["ci95"][1]))
-        for name in ("p_value", "mcnemar_p", "mde"):  # JSON has no inf/nan: written as null
+        for name in NULL_IS_INF:  # JSON has no inf/nan: written as null
             values[name] = math.inf if values[name] is None else float(values[name])
         return cls(**values)
 

@@ -12,15 +12,19 @@ import shutil
 import stat
 import sys
 import tempfile
+import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
 from harness.errors import HarnessError, one_line
-from harness.evaluation import RunSummary
+from harness.evaluation import Comparison, RunSummary
+from harness.evaluation._stats import NULL_IS_INF
 from harness.replay import Probe, ScenarioResult
+from harness.replay._records import ScenarioStatus
 from harness.reporting._text import junit_xml, summary_markdown
 from harness.reporting._traces import TraceSpool, spooled
+from harness.reporting._typed import row_problem, type_problem
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
 from harness.telemetry import finite_json
@@ -360,20 +364,34 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
     if not isinstance(data, dict) or not isinstance(data.get("passed"), bool):
         raise HarnessError(f"{summary_path}: passed: expected true or false (not a summary of this version)")
     where = summary_path
+    for i, raw in enumerate(data.get("comparisons") or ()):  # as read: from_dict converts (a "*" became a float)
+        if isinstance(raw, dict) and (problem := row_problem({k: 0.0 if v is None and k in NULL_IS_INF
+                                                              else v for k, v in raw.items()}, Comparison)):
+            raise HarnessError(f"{summary_path}: comparisons[{i}].{problem}")
     try:
         summary = RunSummary.from_dict(data)
+        if (problem := type_problem(summary)) is not None:
+            raise HarnessError(f"{summary_path}: {problem}")
         by_key: dict[tuple[str, str], list[Probe]] = {}
         where = run_dir / "probes.jsonl"
         for n, row in numbered_jsonl(where):
             where = run_dir / f"probes.jsonl:{n}"
-            probe = Probe.from_row(_typed(run_dir / "probes.jsonl", n, row))
+            if (problem := row_problem(_typed(run_dir / "probes.jsonl", n, row), Probe)) is not None:
+                raise HarnessError(f"{run_dir / 'probes.jsonl'}:{n}: {problem}")
+            probe = Probe.from_row(row)
             by_key.setdefault((probe.scenario, probe.strategy), []).append(probe)
         results = []
         for n, row in numbered_jsonl(run_dir / "results.jsonl"):
             where = run_dir / f"results.jsonl:{n}"
             row = _typed(run_dir / "results.jsonl", n, row)
+            if (problem := row_problem({k: v for k, v in row.items() if k != "probes"}, ScenarioResult)) is not None:
+                raise HarnessError(f"{run_dir / 'results.jsonl'}:{n}: {problem}")
+            if "status" in row and row["status"] not in typing.get_args(ScenarioStatus):  # written, derived on read
+                raise HarnessError(f"{run_dir / 'results.jsonl'}:{n}: status: expected one of "
+                                   f"{', '.join(typing.get_args(ScenarioStatus))}, got "
+                                   f"{one_line(json.dumps(row['status'], ensure_ascii=False))[:60]}")
             results.append(ScenarioResult.from_row(row, tuple(by_key.get((row["scenario"], row["strategy"]), []))))
-    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError, IndexError) as exc:
         field = f"{exc.args[0]}: missing" if isinstance(exc, KeyError) and exc.args else f"{type(exc).__name__}: {exc}"
         raise HarnessError(f"{where}: not a memharness run file of this version ({one_line(field)[:200]})") from None
     spans = read_jsonl(run_dir / "traces.jsonl") if (run_dir / "traces.jsonl").exists() else []
