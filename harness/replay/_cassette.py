@@ -325,7 +325,20 @@ def read_meta(directory: Path) -> dict[str, Any]:
         raise HarnessError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
     except RecursionError:
         raise HarnessError(f"{path}: invalid JSON (nested too deeply)") from None
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):  # never read as "no cassette-meta.json"
+        raise HarnessError(f"{path}:1: expected a JSON object (model, api_base, timeout_scale, …), got "
+                           f"{type(data).__name__}")
+    for key, kinds, wanted in _META_TYPES:
+        value = data.get(key)
+        if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)
+                                  or (key == "timeout_scale" and not 0 < value < 1e6)):
+            raise HarnessError(f"{path}: {key}: expected {wanted}, got {one_line(json.dumps(value))[:60]}")
+    return data
+
+
+_META_TYPES: Final = (("model", (str,), "a litellm model string"), ("api_base", (str,), "a URL"),
+                      ("timeout_scale", (int, float), "a number above 0"), ("weights", (str,), "text"))
+"""The fields of ``cassette-meta.json`` the harness reads, with their JSON types (null: not given)."""
 
 
 @dataclass(frozen=True)

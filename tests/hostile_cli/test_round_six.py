@@ -107,3 +107,26 @@ def test_a_near_miss_system_name_is_refused(tmp_path: Path, system: str, refused
             load_gates(path)
     else:
         assert load_gates(path)[0].system == system
+
+
+@SETTINGS
+@given(meta=st.one_of(
+    st.integers() | st.text(max_size=5) | st.lists(st.integers(), max_size=2) | st.none() | st.booleans(),
+    st.fixed_dictionaries({"model": st.integers() | st.lists(st.text(max_size=3), max_size=2) | st.booleans()}),
+    st.fixed_dictionaries({"model": st.just("m"), "timeout_scale": st.one_of(
+        st.integers(max_value=0), st.text(max_size=3), st.booleans(), st.floats(min_value=1e6))}),
+))
+def test_a_cassette_meta_of_the_wrong_shape_is_located(tmp_path: Path, meta: object) -> None:
+    """Found by the sixth blind probe: a cassette-meta.json holding 5 read as 'no cassette-meta.json', and
+    "model": 5 became the model "5"."""
+    import json
+
+    from harness.replay import read_meta
+
+    sub = tmp_path / os.urandom(4).hex()
+    sub.mkdir()
+    (sub / "cassette-meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(HarnessError) as raised:
+        read_meta(sub)
+    assert str(sub / "cassette-meta.json") in str(raised.value)
+    assert "\n" not in str(raised.value)
