@@ -76,6 +76,15 @@ def pytest_configure(config: pytest.Config) -> None:
             if strategy not in STRATEGY_NAMES:  # as the CLI refuses it: a typo never runs nothing and passes
                 raise pytest.UsageError(f"--memharness-strategy: unknown strategy {strategy!r}; expected one of "
                                         f"{', '.join(STRATEGY_NAMES)}")
+        gates = config.getoption("--memharness-gates")
+        if gates:  # a bad gates file is a usage error now, not after every test has run
+            from harness.errors import HarnessError
+            from harness.evaluation import load_gates
+
+            try:
+                load_gates(Path(gates))
+            except HarnessError as exc:
+                raise pytest.UsageError(f"--memharness-gates: {exc}") from None
         config.stash[_STATE_KEY] = _State(config)
 
 
@@ -213,7 +222,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for line in closing_table(state.summary, state.results):
         terminalreporter.write_line(line)
     for g in state.summary.gates:
-        if g.passed:
+        if g.skipped:  # as the CLI says it: nothing measured it, so it neither passed nor failed
+            terminalreporter.write_line(f"memharness gate skipped: {g.name} ({g.detail})", yellow=True)
+        elif g.passed:
             terminalreporter.write_line(f"memharness gate passed: {g.name} (value {g.value})", green=True)
         else:
             terminalreporter.write_line(f"memharness GATE FAILED: {g.name} (value {g.value}) {g.detail}".rstrip(),

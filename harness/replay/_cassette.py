@@ -330,8 +330,10 @@ def read_meta(directory: Path) -> dict[str, Any]:
                            f"{type(data).__name__}")
     for key, kinds, wanted in _META_TYPES:
         value = data.get(key)
-        if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)
-                                  or (key == "timeout_scale" and not 0 < value < 1e6)):
+        bad = value is not None and (not isinstance(value, kinds) or isinstance(value, bool))
+        if not bad and key == "timeout_scale" and isinstance(value, (int, float)):
+            bad = not 0 < value < 1e6
+        if bad:
             raise HarnessError(f"{path}: {key}: expected {wanted}, got {one_line(json.dumps(value))[:60]}")
     return data
 

@@ -117,3 +117,25 @@ def test_an_unknown_strategy_is_a_usage_error_as_in_the_cli(pytester: pytest.Pyt
                         "--memharness-strategy", "heuristc")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--memharness-strategy: unknown strategy 'heuristc'; expected one of heuristic*"])
+
+
+def test_a_bad_gates_file_is_a_usage_error_before_any_test(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """Found by the sixth blind probe: a bad --memharness-gates was reported only after every test had run."""
+    gates = tmp_path / "gates.toml"
+    gates.write_text('[[gate]]\nmetric = "recall.nope"\nmin = 2\n')
+    result = _inprocess(pytester, "--memharness", "-p", "no:cacheprovider", str(SCENARIOS / "forget"),
+                        f"--memharness-gates={gates}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "unknown metric 'recall.nope'" in result.stderr.str()
+    assert " passed" not in result.stdout.str()
+
+
+def test_a_gate_nothing_measured_is_skipped_not_passed(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """As the CLI says it (the sixth blind probe: the plugin said 'passed (value None)')."""
+    gates = tmp_path / "gates.toml"
+    gates.write_text('[[gate]]\nmetric = "dedupe.retention"\nmin = 0.5\n')
+    result = _inprocess(pytester, "--memharness", "-p", "no:cacheprovider", str(SCENARIOS / "forget"),
+                        f"--memharness-gates={gates}")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*memharness gate skipped: *dedupe.retention*not measured*"])
+    assert "value None" not in result.stdout.str()
