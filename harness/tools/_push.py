@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
-from harness.reporting import read_jsonl
+from harness.errors import HarnessError, one_line
+from harness.reporting._rundir import numbered_jsonl
 from harness.telemetry import otlp_spans
 
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
@@ -28,6 +28,14 @@ def _b64_ids(node: Any) -> Any:
     if isinstance(node, list):
         return [_b64_ids(v) for v in node]
     return node
+
+
+def _unparsable(row: Mapping[str, Any]) -> bool:
+    try:
+        next(batches([row]), None)
+    except Exception:
+        return True
+    return False
 
 
 def batches(lines: Sequence[Mapping[str, Any]], size: int = 200) -> Iterator[bytes]:
@@ -57,7 +65,8 @@ def push(run_dir: Path, endpoint: str, *, headers: Mapping[str, str] | None = No
         if not key.strip() or any(c in key + value for c in "\r\n"):
             raise HarnessError(f"--header {key!r}: a header name and value are one line each")
     path = run_dir / "traces.jsonl"
-    lines = read_jsonl(path)
+    numbered = numbered_jsonl(path)
+    lines = [row for _, row in numbered]
     if not lines:
         raise HarnessError(f"{path}: no spans to push")
     url = endpoint.rstrip("/")
@@ -65,8 +74,10 @@ def push(run_dir: Path, endpoint: str, *, headers: Mapping[str, str] | None = No
         url += "/v1/traces"
     try:
         bodies = list(batches(lines))
-    except Exception as exc:
-        raise HarnessError(f"{path}: not OTLP-JSON spans ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # which line: the first that does not parse alone
+        n = next((n for n, row in numbered if _unparsable(row)), 1)
+        raise HarnessError(f"{path}:{n}: not OTLP-JSON spans ({type(exc).__name__}: {one_line(str(exc))[:200]})") \
+            from None
     for body in bodies:
         request = urllib.request.Request(url, data=body, method="POST", headers={
             "Content-Type": "application/x-protobuf", **(headers or {})})

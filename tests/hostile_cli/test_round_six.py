@@ -130,3 +130,21 @@ def test_a_cassette_meta_of_the_wrong_shape_is_located(tmp_path: Path, meta: obj
         read_meta(sub)
     assert str(sub / "cassette-meta.json") in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+@SETTINGS
+@given(line=st.integers(1, 3), value=st.one_of(st.integers(), st.text(max_size=4), st.dictionaries(
+    st.sampled_from(["x", "spans"]), st.integers(), min_size=1, max_size=2)))
+def test_traces_push_names_the_line_that_is_not_otlp(tmp_path: Path, capsys: pytest.CaptureFixture[str], line: int,
+                                                     value: object) -> None:
+    """Found by the sixth blind probe: the parse error named the file, not the line."""
+    import json
+
+    run = tmp_path / os.urandom(4).hex()
+    run.mkdir()
+    good = {"resourceSpans": []}
+    rows = [good, good, good]
+    rows[line - 1] = {"resourceSpans": value}
+    (run / "traces.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    err = _one_line_error(capsys, main(["traces", "push", str(run), "--endpoint", "http://127.0.0.1:9"], environ={}))
+    assert f"{run / 'traces.jsonl'}:{line}: not OTLP-JSON spans" in err, err
