@@ -68,7 +68,12 @@ def cmd_history(args: argparse.Namespace) -> int:
     db = args.db or path(os.environ.get("MEMHARNESS_HISTORY") or DEFAULT_HISTORY)
     if not db.exists():
         raise HarnessError(f"{db}: no run history yet (every `memharness run` appends to it)")
-    runs = read_history(db, limit=args.limit)
+    if not db.is_file():  # a directory or a device is no history: an error, not "0 run(s)" and exit 0
+        raise HarnessError(f"{db}: not a regular file: expected a run history database (history.sqlite)")
+    def refuse(where: Path, exc: BaseException) -> None:  # the history is what was asked for: an error, exit 2
+        raise HarnessError(f"{where}: cannot read the run history ({type(exc).__name__}: {exc})")
+
+    runs = read_history(db, limit=args.limit, warn=refuse)
     if args.json:
         import json
 

@@ -148,3 +148,19 @@ def test_traces_push_names_the_line_that_is_not_otlp(tmp_path: Path, capsys: pyt
     (run / "traces.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     err = _one_line_error(capsys, main(["traces", "push", str(run), "--endpoint", "http://127.0.0.1:9"], environ={}))
     assert f"{run / 'traces.jsonl'}:{line}: not OTLP-JSON spans" in err, err
+
+
+@SETTINGS
+@given(kind=st.sampled_from(["directory", "fifo", "bytes"]), junk=st.binary(min_size=1, max_size=200))
+def test_history_of_something_that_is_no_history_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             kind: str, junk: bytes) -> None:
+    """Found by the sixth blind probe: `history --db /` printed '0 run(s)' and exited 0."""
+    db = tmp_path / f"{os.urandom(4).hex()}.sqlite"
+    if kind == "directory":
+        db.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(db)
+    else:
+        db.write_bytes(b"not sqlite " + junk)
+    err = _one_line_error(capsys, main(["history", "--db", str(db)], environ={}))
+    assert str(db) in err, err
