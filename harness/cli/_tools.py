@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.scenario import load_all
+
+if TYPE_CHECKING:
+    from harness.tools._fuzz import FuzzReport
 
 
 def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: Path | None, database: Path | None,
              only: Sequence[str] | None = None, min_precision: float = 0.0, min_recall: float = 1.0,
              derandomize: bool = False, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the property suite and return its report as a dict."""
-    from harness.replay import load_factory, plugin_traits, shipped
-    from harness.tools import Thresholds, default_properties, fuzz
+    from harness.tools import Thresholds, default_properties
 
     props = default_properties(Thresholds(min_precision, min_recall))
     if only:
@@ -28,6 +32,35 @@ def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: P
         props = [p for p in props if p.name in only]
     options: dict[str, Any] = {"max_examples": max_examples, "seed_value": seed, "regressions": regressions,
                                "database": database, "derandomize": derandomize}
+    with _hypothesis_home(database):
+        report = _fuzz(props, system, options, Thresholds(min_precision, min_recall))
+    for p in report.properties:
+        status = "held" if p.passed else "FAILED"
+        echo(f"{status:6} {p.name:28} {p.examples:4} examples {p.seconds:6.1f}s"
+             + (f"  {p.failure}" if p.failure else "") + (f"\n       regression: {p.regression}" if p.regression else ""))
+    return report.as_dict()
+
+
+@contextlib.contextmanager
+def _hypothesis_home(database: Path | None) -> Iterator[None]:
+    """Hypothesis's own files (its constants cache) go beside ``--database`` when one is given, else into a
+    temporary directory removed afterwards: with no database, `memharness fuzz` writes nothing into the current
+    directory (it left a `.hypothesis/` there). The previous home is restored (a library caller's, pytest's)."""
+    from hypothesis import configuration
+
+    previous = vars(configuration).get("__hypothesis_home_directory")
+    with tempfile.TemporaryDirectory(prefix="memharness-hypothesis-") as home:
+        configuration.set_hypothesis_home_dir(database.parent / ".hypothesis" if database is not None else home)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(previous)
+
+
+def _fuzz(props: Sequence[Any], system: str | None, options: dict[str, Any], thresholds: Any) -> FuzzReport:
+    from harness.replay import load_factory, plugin_traits, shipped
+    from harness.tools import fuzz
+
     if shipped(system):
         report = fuzz(props, factory=load_factory(system), system_name=system or "reference", **options)
     else:  # a plug-in system: each property in a child process the harness can kill; its module never imported here
@@ -36,15 +69,11 @@ def run_fuzz(*, system: str | None, max_examples: int, seed: int, regressions: P
 
         assert system is not None
         plugin_traits(system)  # an import that exits, raises or hangs: one line, before any property
-        report = FuzzReport(system, max_examples, seed)
+        report = FuzzReport(system, options["max_examples"], options["seed_value"])
         for prop in props:
             report.properties.append(run_property_isolated(prop.name, prop.description, system=system,
-                                                           thresholds=Thresholds(min_precision, min_recall), **options))
-    for p in report.properties:
-        status = "held" if p.passed else "FAILED"
-        echo(f"{status:6} {p.name:28} {p.examples:4} examples {p.seconds:6.1f}s"
-             + (f"  {p.failure}" if p.failure else "") + (f"\n       regression: {p.regression}" if p.regression else ""))
-    return report.as_dict()
+                                                           thresholds=thresholds, **options))
+    return report
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:

@@ -164,3 +164,18 @@ def test_history_of_something_that_is_no_history_is_an_error(tmp_path: Path, cap
         db.write_bytes(b"not sqlite " + junk)
     err = _one_line_error(capsys, main(["history", "--db", str(db)], environ={}))
     assert str(db) in err, err
+
+
+def test_fuzz_without_a_database_writes_nothing_into_the_current_directory(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the sixth blind probe: `memharness fuzz` left Hypothesis's `.hypothesis/` in the current directory;
+    the caller's Hypothesis home (here pytest's) is restored after."""
+    from hypothesis import configuration
+
+    before = vars(configuration).get("__hypothesis_home_directory")
+    monkeypatch.chdir(tmp_path)
+    code = main(["fuzz", "--max-examples", "2", "--property", "recall-bounded", "--regressions",
+                 str(tmp_path / "reg")], environ={})
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert vars(configuration).get("__hypothesis_home_directory") == before
