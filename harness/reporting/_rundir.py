@@ -22,6 +22,7 @@ from harness.evaluation import Comparison, RunSummary
 from harness.evaluation._stats import NULL_IS_INF
 from harness.replay import Probe, ScenarioResult
 from harness.replay._records import ScenarioStatus
+from harness.reporting._targets import write_target
 from harness.reporting._text import junit_xml, summary_markdown
 from harness.reporting._traces import TraceSpool, spooled
 from harness.reporting._typed import row_problem, type_problem
@@ -41,9 +42,10 @@ def atomic_write(path: Path, text: str) -> None:
     """Write via a temp file, fsync and ``os.replace``: a reader never sees half a file, a crash never leaves one.
     The file gets the mode a plain ``open()`` would give (0666 less the umask), not mkstemp's 0600. A symlink is
     followed (the file it names is replaced, the link stays); a character device or a FIFO (``/dev/null``,
-    ``/dev/stdout``, a pipe) is written into as a shell's ``>`` would, never replaced by a file — a FIFO no one
+    ``/dev/stdout``, a pipe) is written into as a shell's ``>`` would, never replaced by a file, and a regular file
+    named through a descriptor (``/dev/stdout``, ``/dev/fd/N``, ``/proc/…``) is appended to — a FIFO no one
     reads is an error, not a wait; a directory, a block device or a socket is an error naming the path."""
-    target = _write_target(path, text)
+    target = write_target(path, text)
     if target is None:
         return
     path = target
@@ -59,54 +61,6 @@ def atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _write_target(path: Path, text: str) -> Path | None:
-    """The regular file ``atomic_write`` replaces for ``path`` (a symlink's final target), or None once ``text``
-    went into the device or FIFO ``path`` names."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return Path(os.path.realpath(path)) if os.path.islink(path) else path  # a dangling link: its target, as open()
-    except NotADirectoryError:
-        return path  # mkdir/mkstemp below say which part is not a directory
-    if stat.S_ISREG(mode):
-        return Path(os.path.realpath(path)) if os.path.islink(path) else path
-    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
-        fd = _open_reader_end(path)
-        try:
-            os.set_blocking(fd, True)
-            data = memoryview(text.encode("utf-8"))
-            while data:
-                data = data[os.write(fd, data):]
-        finally:
-            os.close(fd)
-        return None
-    kind = "a directory" if stat.S_ISDIR(mode) else "a block device" if stat.S_ISBLK(mode) else "a socket" \
-        if stat.S_ISSOCK(mode) else "not a regular file"
-    raise HarnessError(f"{one_line(str(path))}: {kind}: expected a file to write")
-
-
-FIFO_READER_WAIT_S: Final = 2.0
-"""How long a FIFO given as an output may go without a reader before writing to it is an error (never a hang)."""
-
-
-def _open_reader_end(path: Path) -> int:
-    """``path`` opened for writing without waiting for ever: a FIFO no one opens to read within
-    ``FIFO_READER_WAIT_S`` is ``ENXIO``, as a non-blocking open says."""
-    import time
-
-    deadline = time.monotonic() + FIFO_READER_WAIT_S
-    while True:
-        try:
-            return os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:
-                raise
-            if time.monotonic() > deadline:
-                raise HarnessError(f"{one_line(str(path))}: a FIFO no process reads (waited {FIFO_READER_WAIT_S:g} s): "
-                                   "start its reader first") from None
-            time.sleep(0.02)
 
 
 def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:

@@ -103,3 +103,16 @@ def test_a_target_that_cannot_take_a_file_is_one_line(tmp_path: Path, capsys: py
     assert code == 2, err
     assert err.count("\n") == 1, err
     assert str(path) in err, err
+
+
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=st.text(max_size=50), text=st.text(max_size=200))
+def test_a_file_named_through_a_descriptor_is_appended_to(tmp_path: Path, before: str, text: str) -> None:
+    """`-o /dev/stdout >> log`: the log keeps what it held (replacing the file the descriptor names lost it)."""
+    log = tmp_path / f"log-{os.urandom(4).hex()}"
+    log.write_text(before, encoding="utf-8")
+    inode = log.stat().st_ino
+    with open(log, "ab") as handle:
+        atomic_write(Path(f"/dev/fd/{handle.fileno()}"), text)
+    assert log.read_bytes() == (before + text).encode("utf-8", "surrogatepass")
+    assert log.stat().st_ino == inode
