@@ -23,7 +23,7 @@ from harness.cli._record import cmd_record
 from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate, read_benchmark, trace_url
 from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_github, cmd_import, cmd_traces, run_fuzz
-from harness.errors import HarnessError, one_line
+from harness.errors import HarnessError, SystemFailure, one_line
 from harness.scenario import STRATEGIES, base_strategy, load_all
 
 DEFAULT_SCENARIOS = Path("scenarios")
@@ -378,6 +378,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             "history": cmd_history, "schema": cmd_schema, "docs": cmd_docs, "init": cmd_init, "github": cmd_github,
         }
         return commands[args.command](args)
+    except SystemFailure as exc:  # the system under test failed before anything could run: its failure, exit 1
+        print(f"memharness: {one_line(str(exc))}", file=sys.stderr)
+        return 1
     except HarnessError as exc:
         print(f"memharness: {one_line(str(exc))}", file=sys.stderr)
         return 2

@@ -125,7 +125,7 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes
 def _replay_cases(spec: str, model: Any, runs: dict[tuple[str, str], Any]) -> dict[tuple[str, str], Any]:
     """The result of each (scenario id, strategy): a shipped system replays in this process, a plug-in in child
     processes the harness can kill (``harness.replay.run_isolated``: a hang, an exit or a crash fails that case)."""
-    from harness.replay import RunConfig, Worker, shipped
+    from harness.replay import RunConfig, Worker, needs_cassette_model, shipped
     from harness.replay._isolated import run_isolated
 
     results: dict[tuple[str, str], Any] = {}
@@ -139,6 +139,8 @@ def _replay_cases(spec: str, model: Any, runs: dict[tuple[str, str], Any]) -> di
         return results
     for strategy in dict.fromkeys(s for _, s in runs):
         cases = [scenario for (_, s), scenario in runs.items() if s == strategy]
+        if needs_cassette_model(cases, (strategy,)):  # as in this process: no model is a usage error, exit 2,
+            model.for_set(strategy.partition(":")[2]).resolved_model()  # never the system's failure in a child
         for i, (out, _) in run_isolated(cases, RunConfig((strategy,), model, system=spec), 1):
             results.update(((cases[i].id, r.strategy), r) for r in out)
     return results

@@ -46,10 +46,10 @@ def scenario_schema() -> str:
 def cmd_schema(args: argparse.Namespace) -> int:
     text = scenario_schema()
     if args.output:
-        from harness.reporting import atomic_write
+        from harness.reporting import atomic_write, wrote
 
         atomic_write(args.output, text)
-        print(f"wrote {args.output}")
+        wrote(args.output)
     else:
         print(text, end="")
     return 0
@@ -162,11 +162,11 @@ def cmd_docs(args: argparse.Namespace) -> int:
         if not stale:
             print(f"{args.output}, {top_help_path()}: up to date")
         return 1 if stale else 0
-    from harness.reporting import atomic_write
+    from harness.reporting import atomic_write, wrote
 
     for out, text in outputs:
         atomic_write(out, text)
-        print(f"wrote {out}")
+        wrote(out)
     return 0
 
 
@@ -194,14 +194,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.reporting import atomic_write, history_path, read_history, read_run, render_report
+    from harness.reporting import atomic_write, history_path, read_history, read_run, render_report, wrote
     from harness.reporting._history import run_key
 
     summary, results, spans = read_run(args.run_dir)
     target = args.output or args.run_dir / "report.html"
     history = read_history(history_path(args.run_dir), key=run_key(summary))
     atomic_write(target, render_report(summary, results, spans, history=history))
-    print(f"wrote {target}")
+    wrote(target)
     return 0
 
 

@@ -15,9 +15,7 @@ from harness.errors import GateFileError, one_line
 from harness.evaluation._stats import Comparison, p_text
 from harness.replay import column_label, split_column
 from harness.scenario import STRATEGY_NAMES
-from harness.systems import SYSTEMS
 
-SYSTEM_NAMES: Final = tuple(SYSTEMS)
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 if TYPE_CHECKING:
@@ -103,8 +101,10 @@ class GateResult:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> GateResult:
-        gate = Gate(d.get("metric", ""), d.get("strategy"), name=d.get("name"))
-        return cls(gate, bool(d.get("passed", False)), d.get("value"), d.get("detail", ""), bool(d.get("skipped", False)))
+        """As ``to_dict`` wrote it: ``name`` and ``passed`` are read (a missing one is a KeyError, the reader's
+        located error), never defaulted; the rest as written (``read_run`` checks their types)."""
+        gate = Gate(d.get("metric", ""), d.get("strategy"), name=d["name"])
+        return cls(gate, d["passed"], d.get("value"), d.get("detail", ""), d.get("skipped", False))
 
 
 MAX_GATES_BYTES: Final = 1024 * 1024
@@ -145,10 +145,6 @@ def load_gates(path: Path) -> list[Gate]:
         if isinstance(raw.get("name"), str) and _CONTROL.search(raw["name"]):
             raise GateFileError(f"{where}: 'name' holds a control character or line break "
                                 f"('{one_line(raw['name'])[:80]}'); a gate's name is one printable line")
-        if isinstance(raw.get("system"), str) and raw["system"] not in SYSTEM_NAMES \
-                and (near := difflib.get_close_matches(raw["system"], SYSTEM_NAMES, n=1, cutoff=0.75)):
-            raise GateFileError(f"{where}: unknown system {raw['system']!r}; did you mean {near[0]!r}? (shipped: "
-                                f"{', '.join(SYSTEM_NAMES)}; a system of your own goes by the name it declares)")
         if "strategy" in raw and raw["strategy"] not in STRATEGY_NAMES:
             raise GateFileError(f"{where}: unknown strategy {raw['strategy']!r}; expected one of {', '.join(STRATEGY_NAMES)}")
         if "max_drop" in raw:
@@ -183,9 +179,12 @@ def evaluate(gates: Sequence[Gate], strategies: Mapping[str, StrategySummary], *
     columns = {c: split_column(c, system) for c in strategies}
     systems = sorted({sys_name for _, sys_name in columns.values()})
     for gate in gates:
-        if gate.system and gate.system not in systems:
+        if gate.system and gate.system not in systems:  # said, with the name it may have meant (a typo is
+            near = difflib.get_close_matches(gate.system, systems, n=1, cutoff=0.75)  # no error: a gates file
+            hint = f" (did you mean {near[0]!r}?)" if near else ""  # serves runs of other systems too)
             out.append(GateResult(gate, passed=True, value=None, skipped=True,
-                                  detail=f"skipped: for system {gate.system}, this run is {', '.join(systems) or system}"))
+                                  detail=f"skipped: for system {gate.system}, this run is "
+                                         f"{', '.join(systems) or system}{hint}"))
             continue
         targets = [c for c, (strat, sys_name) in columns.items()
                    if (not gate.strategy or strat == gate.strategy) and (not gate.system or sys_name == gate.system)]

@@ -33,10 +33,23 @@ def exit_text(code: int | None) -> str:
     return f"exit code {code}: os._exit() or a crash"
 
 
+def kill_group(process: Any) -> None:
+    """Kill ``process`` and every process it left in its group (``enter_child`` made it a group leader: what a
+    plug-in forked goes with it), then reap it."""
+    with contextlib.suppress(OSError):
+        os.killpg(process.pid, signal.SIGKILL)
+    if process.is_alive():
+        process.kill()
+    process.join()
+
+
 def enter_child(tmp: str | None) -> None:
-    """First thing in a child: Ctrl-C is the parent's (it stops this process); the system's raw writes to file
-    descriptor 1 and its ``print()`` go to stderr, never into the harness's stdout, whatever ``sys.stdout`` was (a
-    library caller's, a test's); temporary files go under ``tmp``, which the parent removes however this ends."""
+    """First thing in a child: its own process group (``kill_group``); Ctrl-C is the parent's (it stops this
+    process); the system's raw writes to file descriptor 1 and its ``print()`` go to stderr, never into the
+    harness's stdout, whatever ``sys.stdout`` was (a library caller's, a test's); temporary files go under ``tmp``,
+    which the parent removes however this ends."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)  # a group of its own: the parent kills what the system forks along with it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -123,7 +136,8 @@ def ask(target: Callable[..., None], args: tuple[Any, ...], *, name: str, timeou
         process.start()
         theirs.close()
         while True:
-            if ours.poll(0.25):
+            gone = not process.is_alive()  # waitpid: a grandchild holding the pipe open does not keep this waiting
+            if ours.poll(0 if gone else 0.25):
                 try:
                     answer = json.loads(ours.recv_bytes().decode("utf-8", "surrogatepass"))
                     answered = True
@@ -133,6 +147,8 @@ def ask(target: Callable[..., None], args: tuple[Any, ...], *, name: str, timeou
                     raise ChildGone(f"ended its process ({exit_text(process.exitcode)})") from None
                 except (ValueError, RecursionError):
                     raise ChildGone("answered something that is not JSON") from None
+            if gone:
+                raise ChildGone(f"ended its process ({exit_text(process.exitcode)})")
             if timeout is not None and time.monotonic() - t0 > timeout:
                 raise ChildGone(f"did not finish within {timeout:g} s: its process was killed")
             if watch is not None and watch.overdue(grace):
@@ -142,7 +158,5 @@ def ask(target: Callable[..., None], args: tuple[Any, ...], *, name: str, timeou
         ours.close()
         if process.pid is not None:
             process.join(5.0 if answered else 0)  # it leaves at once after answering (its stderr flushed)
-            if process.is_alive():
-                process.kill()
-            process.join()
+            kill_group(process)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -82,7 +82,9 @@ def _main(conn: Connection, spec: str, methods: tuple[str, ...], instance: bool,
         leave(conn, ["usage", str(exc)])
     except _Failed as exc:
         leave(conn, ["failed", str(exc)])
-    except BaseException as exc:  # its import raised SystemExit
+    except BaseException as exc:  # its import raised SystemExit (a usage error, as any import that fails), or
+        if not stage.value:  # what came after the import did (the system's failure)
+            leave(conn, ["usage", f"--system {spec}: cannot import (it raised {describe(exc)})"])
         leave(conn, ["failed", f"loading it raised {describe(exc)}"])
 
 

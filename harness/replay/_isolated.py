@@ -26,8 +26,8 @@ from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.errors import SYSTEM_FAILED
-from harness.replay._child import CallWatch, enter_child, exit_text, leave
+from harness.errors import SYSTEM_FAILED, HarnessError, SystemFailure
+from harness.replay._child import CallWatch, enter_child, exit_text, kill_group, leave
 from harness.replay._observed import describe
 
 if TYPE_CHECKING:
@@ -89,12 +89,9 @@ class _Child:
                               f"replay process ended ({', '.join(map(str, left[:3]))}{', …' if len(left) > 3 else ''}):"
                               " it was stopped without waiting for them", file=sys.stderr)
         self.conn.close()
-        if kill and self.process.is_alive():
-            self.process.kill()
-        self.process.join(5.0)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
+        if not kill:
+            self.process.join(5.0)
+        kill_group(self.process)  # and whatever the system forked and left running
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
@@ -111,12 +108,14 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
                 idle += 1
             for child in list(children):
                 if child.job is None and not child.process.is_alive():  # it died between scenarios (a thread
-                    child.stop(kill=True)  # the system left behind?): no scenario of its is to blame; a new one
+                    said = _receive(child.conn)[1] if child.conn.poll(0) else None  # the system left behind?): no
+                    child.stop(kill=True)  # scenario of its is to blame; a new one
                     children.remove(child)
                     died_idle += 1
                     if died_idle >= MAX_IDLE_DEATHS:  # never a loop: the scenarios left fail, saying why
                         why = (f"{SYSTEM_FAILED}: {died_idle} processes in a row that were to replay it ended before "
-                               f"their scenario began (the last: {exit_text(child.process.exitcode)})")
+                               f"their scenario began (the last: {exit_text(child.process.exitcode)}"
+                               f"{f'; {said}' if isinstance(said, str) else ''})")
                         while pending:
                             index, scenario = pending.popleft()
                             yield index, (_failed(scenario, config, why, 0.0), [])
@@ -132,7 +131,8 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
             for child in busy:
                 assert child.job is not None
                 index, scenario, since, budget = child.job
-                if child.conn in ready:
+                alive = child.process.is_alive()  # waitpid: a grandchild holding the pipes does not hide its end
+                if child.conn in ready or (not alive and child.conn.poll(0)):
                     kind, payload = _receive(child.conn)
                     if kind == "ok":
                         child.job, died_idle = None, 0
@@ -146,11 +146,15 @@ def run_isolated(scenarios: Sequence[Scenario], config: RunConfig, jobs: int) ->
                         why = f"{SYSTEM_FAILED}: the replay failed in the process the system ran in ({payload})"
                         yield index, (_failed(scenario, config, why, time.monotonic() - since), [])
                         continue
+                    if kind == "harness":  # the harness's own error (no model for the model strategy, say): the
+                        child.job = None  # scenario could not run, as it would in-process; not the system's failure
+                        yield index, (_failed(scenario, config, payload, time.monotonic() - since, error=True), [])
+                        continue
                     if kind == "unsendable":
                         child.job = None
                         yield index, (_failed(scenario, config, payload, time.monotonic() - since), [])
                         continue
-                elif child.process.sentinel not in ready and not child.overdue() and not child.out_of_time():
+                elif child.process.sentinel not in ready and alive and not child.overdue() and not child.out_of_time():
                     continue
                 overdue, spent = child.overdue(), child.out_of_time()
                 where = child.where()
@@ -205,12 +209,15 @@ def _receive(conn: Connection) -> tuple[str, Any]:
         return "unreadable", f"its answer is not what a replay sends: {type(exc).__name__}"
 
 
-def _failed(scenario: Scenario, config: RunConfig, message: str, seconds: float) -> list[ScenarioResult]:
-    """Every strategy of ``scenario`` failed with ``message`` (what the dead process replayed is lost with it)."""
+def _failed(scenario: Scenario, config: RunConfig, message: str, seconds: float, *,
+            error: bool = False) -> list[ScenarioResult]:
+    """Every strategy of ``scenario`` failed with ``message`` (what the dead process replayed is lost with it), or,
+    with ``error``, could not run (the harness's error: the run is INCOMPLETE)."""
     from harness.replay._records import ScenarioResult
     from harness.replay._suite import strategies_for
 
-    return [ScenarioResult(scenario=scenario.id, strategy=s, passed=False, failures=(message,), probes=(), trace_id="",
+    return [ScenarioResult(scenario=scenario.id, strategy=s, passed=False, failures=() if error else (message,),
+                           error=message if error else None, probes=(), trace_id="",
                            duration_ms=seconds * 1000, description=scenario.description, tags=scenario.tags,
                            path=str(scenario.path), system_ms=seconds * 1000)  # the time went to the system
             for s in strategies_for(scenario, config.strategies)]
@@ -238,8 +245,9 @@ def _main(conn: Connection, parents_end: Connection, config: RunConfig, watch: C
             try:
                 results, spans = worker.run(scenario)
                 message: list[Any] = ["ok", [[r.to_row(), [p.to_row() for p in r.probes]] for r in results], spans]
-            except BaseException as exc:  # the replay failed here: the parent fails the scenario
-                message = ["error", describe(exc)]
+            except BaseException as exc:  # the replay failed here: the parent fails the scenario (or, for the
+                own = isinstance(exc, HarnessError) and not isinstance(exc, SystemFailure)  # harness's own error,
+                message = ["harness" if own else "error", str(exc) if own else describe(exc)]  # it errs)
             try:  # plain JSON, never a pickle: unpickling what the system built could run its code in the parent
                 data = json.dumps(message, default=_refuse).encode("utf-8", "surrogatepass")
             except Exception as exc:  # a value of the system's that is no JSON: the system's doing

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from harness.errors import HarnessError, one_line
-from harness.evaluation import Comparison, RunSummary
+from harness.evaluation import RunSummary
 from harness.evaluation._stats import NULL_IS_INF
 from harness.replay import Probe, ScenarioResult
 from harness.replay._records import ScenarioStatus
@@ -306,6 +306,13 @@ def _typed(path: Path, n: int, row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _nulls_read(value: Any) -> Any:
+    """``value`` with the nulls that stand for an infinite p-value or MDE (``NULL_IS_INF``) read as numbers."""
+    if isinstance(value, dict):
+        return {k: 0.0 if v is None and k in NULL_IS_INF else _nulls_read(v) for k, v in value.items()}
+    return [_nulls_read(v) for v in value] if isinstance(value, list) else value
+
+
 def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict[str, Any]]]:
     """(summary, results with their probes, spans) of a run directory; a file, line and field in every error."""
     summary_path = run_dir / "summary.json"
@@ -318,10 +325,12 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
     if not isinstance(data, dict) or not isinstance(data.get("passed"), bool):
         raise HarnessError(f"{summary_path}: passed: expected true or false (not a summary of this version)")
     where = summary_path
-    for i, raw in enumerate(data.get("comparisons") or ()):  # as read: from_dict converts (a "*" became a float)
-        if isinstance(raw, dict) and (problem := row_problem({k: 0.0 if v is None and k in NULL_IS_INF
-                                                              else v for k, v in raw.items()}, Comparison)):
-            raise HarnessError(f"{summary_path}: comparisons[{i}].{problem}")
+    if (problem := row_problem(_nulls_read(data), RunSummary)) is not None:  # as read: from_dict converts
+        raise HarnessError(f"{summary_path}: {problem}")  # ("7" became 7, "xy" two incomplete runs)
+    for key, kind in (("complete", bool), ("schema", str)):  # written, derived (or fixed) on read
+        if key in data and not isinstance(data[key], kind):
+            raise HarnessError(f"{summary_path}: {key}: expected {kind.__name__}, got "
+                               f"{one_line(json.dumps(data[key], ensure_ascii=False))[:60]}")
     try:
         summary = RunSummary.from_dict(data)
         if (problem := type_problem(summary)) is not None:

@@ -4,9 +4,12 @@ file named through a descriptor appended to, never replaced by something else. F
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import re
 import stat
+import sys
 import time
 from pathlib import Path
 from typing import Final
@@ -23,16 +26,21 @@ def write_target(path: Path, text: str) -> Path | None:
         return Path(os.path.realpath(path)) if os.path.islink(path) else path  # a dangling link: its target, as open()
     except NotADirectoryError:
         return path  # mkdir/mkstemp below say which part is not a directory
-    alias = str(path).startswith(_DESCRIPTOR_ALIASES)  # another process's open file: appended to, never replaced
+    own = _own_descriptor(path)
+    if own is not None:  # `-o /dev/stdout > file`: through that descriptor, at its offset, as print() writes
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        _write_all(own, text)
+        return None
+    alias = _alias(path)  # another process's open file: appended to, never replaced
     if stat.S_ISREG(mode) and not alias:
         return Path(os.path.realpath(path)) if os.path.islink(path) else path
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode):
         fd = _open_reader_end(path, append=stat.S_ISREG(mode))
         try:
             os.set_blocking(fd, True)
-            data = memoryview(text.encode("utf-8"))
-            while data:
-                data = data[os.write(fd, data):]
+            _write_all(fd, text)
         finally:
             os.close(fd)
         return None
@@ -45,9 +53,48 @@ FIFO_READER_WAIT_S: Final = 2.0
 """How long a FIFO given as an output may go without a reader before writing to it is an error (never a hang)."""
 
 
-_DESCRIPTOR_ALIASES: Final = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/")
-"""Paths that name an open file descriptor: `-o /dev/stdout >> log` appends to the log (replacing the file it
-resolves to would lose what the log held)."""
+_OWN_FD: Final = re.compile(r"/(?:dev|proc/self|proc/(\d+))/fd/(\d+)")
+_STD: Final = {"/dev/stdout": 1, "/dev/stderr": 2}
+_MAX_LINKS: Final = 40
+
+
+def _chain(path: Path) -> list[str]:
+    """``path`` and each path its symlinks lead to, normalised (``//dev/./stdout`` is ``/dev/stdout``)."""
+    out, here = [], os.path.abspath(path)
+    for _ in range(_MAX_LINKS):
+        out.append("/" + os.path.normpath(here).lstrip("/"))
+        if not os.path.islink(here):
+            break
+        here = os.path.join(os.path.dirname(here), os.readlink(here))
+    return out
+
+
+def _own_descriptor(path: Path) -> int | None:
+    """The descriptor of this process that ``path`` names through ``/dev/stdout``, ``/dev/fd/N`` or
+    ``/proc/self/fd/N`` (at any step of its symlinks), or None."""
+    for step in _chain(path):
+        if step in _STD:
+            return _STD[step]
+        match = _OWN_FD.fullmatch(step)
+        if match and (match[1] is None or int(match[1]) == os.getpid()):
+            return int(match[2])
+    return None
+
+
+def wrote(path: Path) -> None:
+    """Say ``wrote PATH``: on stdout, unless PATH is stdout itself (then stderr, so the file stays what was asked)."""
+    print(f"wrote {path}", file=sys.stderr if _own_descriptor(path) == 1 else sys.stdout)
+
+
+def _alias(path: Path) -> bool:
+    """``path`` names another process's open file (``/proc/PID/fd/N``): appended to, never replaced."""
+    return any(step.startswith("/proc/") for step in _chain(path))
+
+
+def _write_all(fd: int, text: str) -> None:
+    data = memoryview(text.encode("utf-8"))
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def _open_reader_end(path: Path, *, append: bool = False) -> int:

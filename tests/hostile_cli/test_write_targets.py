@@ -116,3 +116,31 @@ def test_a_file_named_through_a_descriptor_is_appended_to(tmp_path: Path, before
         atomic_write(Path(f"/dev/fd/{handle.fileno()}"), text)
     assert log.read_bytes() == (before + text).encode("utf-8", "surrogatepass")
     assert log.stat().st_ino == inode
+
+
+@pytest.mark.parametrize("spelling", ["/dev/stdout", "//dev/./stdout", "link", "/dev/fd/1", "/proc/self/fd/1"])
+@pytest.mark.parametrize("mode", ["w", "a"])
+def test_output_to_stdout_keeps_the_shells_file_whole(tmp_path: Path, spelling: str, mode: str) -> None:
+    """`memharness schema -o /dev/stdout > f` (or `>> log`, or through a symlink to /dev/stdout): the text goes
+    through the harness's own descriptor at its offset, and 'wrote …' to stderr (the review found the file
+    overwritten at its start, then a symlink to /dev/stdout replacing the log)."""
+    import json
+    import subprocess
+    import sys
+
+    if spelling == "link":
+        (tmp_path / "link").symlink_to("/dev/stdout")
+        spelling = str(tmp_path / "link")
+    log = tmp_path / "log"
+    log.write_text("KEEP\n" if mode == "a" else "", encoding="utf-8")
+    with open(log, mode, encoding="utf-8") as out:
+        done = subprocess.run([sys.executable, "-m", "harness", "schema", "--output", spelling], stdout=out,
+                              stderr=subprocess.PIPE, text=True, timeout=60, check=False,
+                              env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert done.returncode == 0, done.stderr
+    assert "wrote " in done.stderr
+    text = log.read_text(encoding="utf-8")
+    if mode == "a":
+        assert text.startswith("KEEP\n")
+        text = text.removeprefix("KEEP\n")
+    assert json.loads(text)["$schema"].startswith("https://json-schema.org/")
