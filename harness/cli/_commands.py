@@ -378,12 +378,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             "history": cmd_history, "schema": cmd_schema, "docs": cmd_docs, "init": cmd_init, "github": cmd_github,
         }
         return commands[args.command](args)
-    except SystemFailure as exc:  # the system under test failed before anything could run: its failure, exit 1
+    except HarnessError as exc:  # the system under test failing before anything could run is its failure, exit 1
         print(f"memharness: {one_line(str(exc))}", file=sys.stderr)
-        return 1
-    except HarnessError as exc:
-        print(f"memharness: {one_line(str(exc))}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, SystemFailure) else 2
     except KeyboardInterrupt:
         print("memharness: interrupted", file=sys.stderr)
         return 130
