@@ -286,24 +286,22 @@ def numbered_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-_ROW_TYPES: Final[dict[str, dict[str, tuple[type, ...]]]] = {
-    "results.jsonl": {"scenario": (str,), "strategy": (str,), "passed": (bool,), "failures": (list,),
-                      "trace_id": (str,), "duration_ms": (int, float)},
-    "probes.jsonl": {"scenario": (str,), "strategy": (str,), "step": (int,), "kind": (str,), "passed": (bool,),
-                     "metrics": (dict,), "duration_ms": (int, float)},
+REQUIRED_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "results.jsonl": ("scenario", "strategy", "passed", "failures", "trace_id", "duration_ms"),
+    "probes.jsonl": ("scenario", "strategy", "step", "kind", "passed", "metrics", "duration_ms"),
 }
-"""The fields a run file's row must have, with their JSON types (true is no number here, nor "yes" a bool)."""
+"""The fields a run file's row must have; the types of these and of every other field are its record's
+(``row_problem``: true is no number, nor "yes" a bool)."""
 
 
-def _typed(path: Path, n: int, row: dict[str, Any]) -> dict[str, Any]:
-    for name, kinds in _ROW_TYPES[path.name].items():
+def _typed(path: Path, n: int, row: dict[str, Any], record: type) -> None:
+    """``path:n: field: missing`` or ``path:n: field: expected …, got …`` for the first field of ``row`` that is
+    absent though required, or not of its ``record``'s type."""
+    for name in REQUIRED_FIELDS[path.name]:
         if name not in row:
             raise HarnessError(f"{path}:{n}: {name}: missing")
-        value = row[name]
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            raise HarnessError(f"{path}:{n}: {name}: expected {' or '.join(k.__name__ for k in kinds)}, "
-                               f"got {one_line(json.dumps(value, ensure_ascii=False))[:60]}")
-    return row
+    if (problem := row_problem({k: v for k, v in row.items() if k != "probes"}, record)) is not None:
+        raise HarnessError(f"{path}:{n}: {problem}")
 
 
 def _nulls_read(value: Any) -> Any:
@@ -339,16 +337,13 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
         where = run_dir / "probes.jsonl"
         for n, row in numbered_jsonl(where):
             where = run_dir / f"probes.jsonl:{n}"
-            if (problem := row_problem(_typed(run_dir / "probes.jsonl", n, row), Probe)) is not None:
-                raise HarnessError(f"{run_dir / 'probes.jsonl'}:{n}: {problem}")
+            _typed(run_dir / "probes.jsonl", n, row, Probe)
             probe = Probe.from_row(row)
             by_key.setdefault((probe.scenario, probe.strategy), []).append(probe)
         results = []
         for n, row in numbered_jsonl(run_dir / "results.jsonl"):
             where = run_dir / f"results.jsonl:{n}"
-            row = _typed(run_dir / "results.jsonl", n, row)
-            if (problem := row_problem({k: v for k, v in row.items() if k != "probes"}, ScenarioResult)) is not None:
-                raise HarnessError(f"{run_dir / 'results.jsonl'}:{n}: {problem}")
+            _typed(run_dir / "results.jsonl", n, row, ScenarioResult)
             if "status" in row and row["status"] not in typing.get_args(ScenarioStatus):  # written, derived on read
                 raise HarnessError(f"{run_dir / 'results.jsonl'}:{n}: status: expected one of "
                                    f"{', '.join(typing.get_args(ScenarioStatus))}, got "

@@ -192,7 +192,11 @@ def test_a_run_file_field_of_the_wrong_type_is_named_with_its_file_and_line(tmp_
                                                                           data: st.DataObject) -> None:
     """Hostile probe, round five: ``"passed": "yes"`` in results.jsonl was read as a pass by report, merge and
     compare. Any checked field replaced by a value of another JSON type is `file:line: field: expected …`."""
-    from harness.reporting._rundir import _ROW_TYPES
+    from harness.replay import Probe, ScenarioResult
+    from harness.reporting._rundir import REQUIRED_FIELDS
+    from harness.reporting._typed import row_problem
+
+    record = ScenarioResult if file == "results.jsonl" else Probe
 
     run = tmp_path_factory.mktemp("run")
     for name in ("summary.json", "results.jsonl", "probes.jsonl"):
@@ -201,9 +205,9 @@ def test_a_run_file_field_of_the_wrong_type_is_named_with_its_file_and_line(tmp_
     rows = [i for i, line in enumerate(lines) if line.strip()]
     i = data.draw(st.sampled_from(rows), label="row")
     row = json.loads(lines[i])
-    field = data.draw(st.sampled_from(sorted(_ROW_TYPES[file])), label="field")
-    value = data.draw(WRONG.filter(lambda v: not isinstance(v, _ROW_TYPES[file][field])
-                                   or (isinstance(v, bool) and bool not in _ROW_TYPES[file][field])), label="value")
+    field = data.draw(st.sampled_from(sorted(REQUIRED_FIELDS[file])), label="field")
+    value = data.draw(WRONG.filter(lambda v: (row_problem({field: v}, record) or "").startswith(f"{field}: ")),
+                      label="value")  # of another type than the record's field (its own, not an element's)
     row[field] = value
     lines[i] = json.dumps(row)
     (run / file).write_text("\n".join(lines), encoding="utf-8")
