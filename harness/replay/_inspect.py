@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from harness.errors import SYSTEM_FAILED, HarnessError, SystemFailure
 from harness.replay._child import ChildGone, ask, enter_child, leave
+from harness.replay._observed import describe
 
 INSPECT_TIMEOUT_S: Final = 120.0
 """How long importing a plug-in system's module, checking its factory and building one instance may take."""
@@ -73,8 +74,6 @@ def _answer(spec: str, answer: Any) -> Traits:
 
 def _main(conn: Connection, spec: str, methods: tuple[str, ...], instance: bool, stage: Any,  # noqa: FBT001
           tmp: str) -> None:
-    from harness.replay._observed import describe
-
     enter_child(tmp)
     try:
         leave(conn, ["ok", _read(spec, methods, Path(tmp), stage, instance=instance)])
@@ -96,7 +95,7 @@ def _read(spec: str, methods: tuple[str, ...], tmp: Path, stage: Any, *, instanc
     try:
         proxy = bool(getattr(factory, "model_proxy", False))
     except BaseException as exc:
-        raise _Failed(f"reading its factory's model_proxy raised {_describe(exc)}") from None
+        raise _Failed(f"reading its factory's model_proxy raised {describe(exc)}") from None
     out: dict[str, Any] = {"model_proxy": proxy, "name": "", "design": "", "strategies": None, "capabilities": [],
                            "methods": []}
     if not instance:
@@ -112,7 +111,7 @@ def _read(spec: str, methods: tuple[str, ...], tmp: Path, stage: Any, *, instanc
     except HarnessError:
         raise
     except BaseException as exc:
-        raise _Failed(f"building one instance raised {_describe(exc)}") from None
+        raise _Failed(f"building one instance raised {describe(exc)}") from None
     try:
         strategies = getattr(system, "strategies", None)
         declared: Any = getattr(system, "capabilities", frozenset())
@@ -126,7 +125,7 @@ def _read(spec: str, methods: tuple[str, ...], tmp: Path, stage: Any, *, instanc
     except _Failed:
         raise
     except BaseException as exc:
-        raise _Failed(f"reading what one instance declares raised {_describe(exc)}") from None
+        raise _Failed(f"reading what one instance declares raised {describe(exc)}") from None
     finally:
         with contextlib.suppress(BaseException):  # what it declares is read; its replays exercise close() again
             close = getattr(system, "close", None)
@@ -136,11 +135,4 @@ def _read(spec: str, methods: tuple[str, ...], tmp: Path, stage: Any, *, instanc
 
 
 class _Failed(Exception):
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-def _describe(exc: BaseException) -> str:
-    from harness.replay._observed import describe
-
-    return describe(exc)
+    """What the system's own code did wrong while it was read (its message is the whole line)."""
