@@ -26,6 +26,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _targets import target, write_json
+
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "recall" / "multi-fact.yaml"
 CONTENDERS = {
@@ -45,6 +49,7 @@ def _once(args: list[str], env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--json", metavar="PATH", help="also write the target's measurement there (bench_targets.py)")
     args = parser.parse_args()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     times: dict[str, list[float]] = {name: [] for name in CONTENDERS}
@@ -63,6 +68,10 @@ def main() -> None:
     for name in CONTENDERS:
         print(f"{name:<20} {1000 * statistics.median(times[name]):>10.1f} {statistics.median(ratios[name]):>24.2f}")
     print("target: memharness -h <= 1.2 x bare argparse")
+    floor = 1000 * statistics.median(times["bare argparse"])
+    write_json(args.json, "bench_cli.py", [target(
+        "--help vs bare start-up + argparse", statistics.median(ratios["memharness -h"]), 1.2, "lower",
+        f"{1000 * statistics.median(times['memharness -h']):.1f} vs {floor:.1f} ms, {args.rounds} rounds")])
 
 
 if __name__ == "__main__":

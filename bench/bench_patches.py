@@ -24,8 +24,8 @@ from typing import Any
 from memory_core.clock import FixedClock
 from memory_core.files.extract import apply_patches, plan_by_model
 from memory_core.files.history import ChatMessage, transcript
-from memory_core.model import ScriptedModel
 from memory_core.files.store import FileStore, InMemoryStore, Store
+from memory_core.model import ScriptedModel
 
 NOW = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
 

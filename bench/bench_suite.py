@@ -38,6 +38,10 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _targets import target, write_json
+
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 TOOLS = ["postgres", "redis", "kafka", "nginx", "terraform", "grafana", "jenkins", "vault", "consul", "airflow",
@@ -170,6 +174,7 @@ def main() -> None:
     parser.add_argument("--tmp", default="/dev/shm" if os.access("/dev/shm", os.W_OK) else None,
                         help="TMPDIR of the runs, where each replay's scratch store lives (default /dev/shm)")
     parser.add_argument("--fsync", action="store_true", help="keep the core's fsync of every write (default off)")
+    parser.add_argument("--json", metavar="PATH", help="also write the targets' measurements there (bench_targets.py)")
     args = parser.parse_args()
     if args.tmp:
         ENV["TMPDIR"] = args.tmp
@@ -252,6 +257,18 @@ def main() -> None:
     print(f"conversation (both systems): {short} turns {ts:.2f} s wall, replay {1000 * rs / short:.2f} ms/turn (load "
           f"{ls_}); {long} turns {tl:.2f} s wall, replay {1000 * rl / long:.2f} ms/turn (load {ll}); replay-time slope "
           f"{slope(short, rs, long, rl):.2f} (target <= 1.05; wall time is mostly start-up at this size)")
+    sizes_text = " / ".join(f"{r[0]:,}" for r in rows)
+    write_json(args.json, "bench_suite.py", [
+        target("suite scaling: replay time per scenario (slope)", worst, 1.05, "lower",
+               f"worst step over {sizes_text} scenarios; ms/scenario "
+               + " / ".join(f"{1000 * r[4] / r[0]:.2f}" for r in rows)),
+        target("suite scaling: peak memory, largest / smallest", flat, 1.2, "lower",
+               f"peak RSS {' / '.join(f'{r[2] / 1024:.0f}' for r in rows)} MiB over {sizes_text} scenarios"),
+        target("--jobs 2 vs --jobs 1", statistics.median(speedups), 1.7, "higher",
+               f"{jobs_size:,} scenarios, paired median of {args.rounds} rounds "
+               f"({', '.join(f'{x:.2f}' for x in speedups)}); 2 cores, free only if the load says so"),
+        target(f"conversation {short} -> {long} turns (slope)", slope(short, rs, long, rl), 1.05, "lower",
+               f"replay {1000 * rs / short:.2f} -> {1000 * rl / long:.2f} ms per turn")])
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ reference system, no model), so load on this shared box hits all of them alike:
 It prints the median and p95 suite time per contender and, the number to read, the median over rounds of each
 contender's CPU time (``time.process_time``: what this process did, not what the box's other jobs did) divided by
 the floor's in the same round (paired, so a noisy moment hits both). The target
-(issue 19) is export on <= 1.05 x sdk disabled. Scenario work directories go to /dev/shm when it exists
+(issue 34; issue 19 asked 1.05) is export on <= 1.03 x sdk disabled. Scenario work directories go to /dev/shm when it exists
 (``--tmp``) and the core's fsync is off (``MEMORY_CORE_FSYNC=0``) unless ``--fsync``: disk latency on a shared box
 is noise far larger than the effect measured, and a smaller denominator only makes the overhead ratio stricter.
 """
@@ -25,11 +25,16 @@ import gc
 import os
 import random
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _targets import target, write_json
 
 from harness.replay import replay
 from harness.scenario import Scenario, load_all
@@ -81,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tmp", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                         help="directory for scenario work directories (default /dev/shm when present)")
     parser.add_argument("--fsync", action="store_true", help="keep the core's fsync of every write")
+    parser.add_argument("--json", metavar="PATH", help="also write the target's measurement there (bench_targets.py)")
     args = parser.parse_args(argv)
     saved = {name: os.environ.get(name) for name in ("TMPDIR", "MEMORY_CORE_FSYNC")}
     saved_tempdir = tempfile.tempdir
@@ -139,7 +145,11 @@ def _measure(args: argparse.Namespace) -> int:
         print(f"{name:<14}{p50:>10.1f}{p95:>10.1f}{spans[name]:>8}{ratios[name]:>18.3f} "
               f"({min(paired):.3f}-{max(paired):.3f})")
     print(f"telemetry overhead with export on: {(ratios['export on'] - 1) * 100:+.1f}% of a replay "
-          f"(median paired ratio; target <= +5%)")
+          f"(median paired ratio; target <= +3%)")
+    write_json(args.json, "bench_telemetry.py", [target(
+        "telemetry on (export) vs off", ratios["export on"], 1.03, "lower",
+        f"CPU ms p50 {statistics.median(samples['export on']):.0f} vs {statistics.median(floor):.0f}, spans kept "
+        f"{ratios['spans kept']:.3f}, {rounds} rounds over {len(scenarios)} scenarios")])
     return 0
 
 

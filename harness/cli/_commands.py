@@ -150,7 +150,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from harness.reporting import TraceSpool, prepare_report
 
     paths = args.paths or [DEFAULT_SCENARIOS]
-    scenarios = load_all(paths)
+    scenarios = load_all(paths, jobs=args.jobs)  # a large suite parses on the run's cores
     if not scenarios:
         raise HarnessError(f"no scenario files under {', '.join(map(str, paths))}")
     if args.tags:

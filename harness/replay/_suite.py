@@ -21,7 +21,7 @@ from harness.replay._records import ScenarioResult
 from harness.replay._replay import replay
 from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario, base_strategy
 from harness.systems import SHIPPED_DESIGNS, SYSTEMS
-from harness.telemetry import TelemetrySetup, build_telemetry, proxied_call_span
+from harness.telemetry import EncodedTrace, TelemetrySetup, build_telemetry, proxied_call_span
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model
 
@@ -56,6 +56,10 @@ class RunConfig:
     column_system: str = ""
     """Set for a system after the run's first: its results are the ``strategy@system`` columns, and its trace ids
     are seeded apart from the first system's."""
+
+
+TraceSink = Callable[[Sequence[Mapping[str, Any] | EncodedTrace]], None]
+"""Takes each scenario's traces as it finishes: OTLP-JSON requests, or lines a ``--jobs`` worker encoded."""
 
 
 @dataclass
@@ -125,7 +129,7 @@ def plan_columns(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], req
 
 def run_plan(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], config: RunConfig, *, primary: str,
              progress: Callable[[ScenarioResult], None] | None = None, idle: Callable[[], None] | None = None,
-             traces: Callable[[list[dict[str, Any]]], None] | None = None) -> SuiteRun:
+             traces: TraceSink | None = None) -> SuiteRun:
     """Each system of ``plan`` in turn (``config`` with that system's ``--system``); the results of every system
     but ``primary`` are relabelled ``strategy@system``. ``traces``: as in :func:`run_suite`."""
     run = SuiteRun([], [])
@@ -258,9 +262,16 @@ def _task(scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]
     return _WORKER.run(scenario)
 
 
+def _encoded_task(scenario: Scenario) -> tuple[list[ScenarioResult], list[EncodedTrace]]:
+    """:func:`_task` for a run that spools its traces: each trace crosses back to the run's process as its
+    ``traces.jsonl`` line, encoded here on the worker's core (``EncodedTrace``)."""
+    results, spans = _task(scenario)
+    return results, [EncodedTrace.of(request) for request in spans]
+
+
 def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
               progress: Callable[[ScenarioResult], None] | None = None, idle: Callable[[], None] | None = None,
-              traces: Callable[[list[dict[str, Any]]], None] | None = None) -> SuiteRun:
+              traces: TraceSink | None = None) -> SuiteRun:
     """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order.
     ``idle`` is called when this process has nothing left to replay but the side process is still at work.
     ``traces`` (if given) takes each scenario's spans in that order, else ``SuiteRun.spans`` keeps them."""
@@ -276,7 +287,7 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
             if progress:
                 progress(r)
 
-    def collect(outputs: Iterable[tuple[list[ScenarioResult], list[dict[str, Any]]]], *, announced: bool = False) -> None:
+    def collect(outputs: Iterable[tuple[list[ScenarioResult], Sequence[Any]]], *, announced: bool = False) -> None:
         for out, spans in outputs:
             run.results += out
             keep(spans)
@@ -330,7 +341,7 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     _side.discard()
     with ProcessPoolExecutor(max_workers=min(jobs, os.cpu_count() or 1, len(selected) or 1), initializer=_init,
                              initargs=(config,)) as pool:
-        collect(pool.map(_task, selected))
+        collect(pool.map(_task if traces is None else _encoded_task, selected))
     return run
 
 

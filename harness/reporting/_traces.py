@@ -18,8 +18,7 @@ import orjson
 from markupsafe import Markup
 
 from harness.reporting import _charts as charts
-from harness.reporting import _view as view
-from harness.telemetry import otlp_line, otlp_spans
+from harness.telemetry import EncodedTrace, otlp_spans
 
 
 class TraceSpool:
@@ -37,17 +36,17 @@ class TraceSpool:
         self.count = 0
         self.add(lines)
 
-    def add(self, lines: Iterable[Mapping[str, Any]]) -> None:
-        """Append OTLP-JSON requests (as ``traces.jsonl`` writes them) and note what the report needs of each."""
+    def add(self, lines: Iterable[Mapping[str, Any] | EncodedTrace]) -> None:
+        """Append OTLP-JSON requests (as ``traces.jsonl`` writes them), or traces a worker encoded already, and note
+        what the report needs of each."""
         self._file.seek(0, os.SEEK_END)
         for request in lines:
-            data = (otlp_line(request) + "\n").encode()
+            trace = request if isinstance(request, EncodedTrace) else EncodedTrace.of(request)
             at = self._file.tell()
-            self._file.write(data)
-            spans = otlp_spans([request])
-            for trace_id in dict.fromkeys(str(s.get("traceId", "")) for s in spans):
-                self._where.setdefault(trace_id, []).append((at, len(data)))
-            self.candidates.update(view.candidate_counts(spans))
+            self._file.write(trace.line)
+            for trace_id in trace.trace_ids:
+                self._where.setdefault(trace_id, []).append((at, len(trace.line)))
+            self.candidates.update(trace.candidates)
             self.count += 1
 
     def __len__(self) -> int:

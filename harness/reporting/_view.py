@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from harness.errors import HarnessError
 from harness.evaluation import Comparison, GateResult, RunSummary, lower_is_better
@@ -306,17 +306,3 @@ def probe_view(p: Probe, calls: Sequence[ModelCall], candidates: int | None) -> 
     if p.skipped:
         notes.append(f"Not run: {p.skipped}.")
     return ProbeView(p, ranked, tuple(facts), tuple(notes), tuple(calls))
-
-
-def candidate_counts(spans: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], int]:
-    """memory.recall.candidates per (trace id, step) from the spans."""
-    out: dict[tuple[str, int], int] = {}
-    for s in spans:
-        attrs = {a["key"]: next(iter(a["value"].values()), None) for a in s.get("attributes", [])}
-        step, count = attrs.get("memory.step"), attrs.get("memory.recall.candidates")
-        if step is not None and count is not None:
-            try:
-                out[(str(s.get("traceId", "")), int(step))] = int(count)
-            except (TypeError, ValueError):
-                continue
-    return out

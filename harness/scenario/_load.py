@@ -16,6 +16,7 @@ from harness.errors import ScenarioError, one_line
 from harness.scenario import _limits as lim
 from harness.scenario import _load_more as more
 from harness.scenario._load_more import EXTRACT_STATUSES
+from harness.scenario._parallel import load_parallel
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
     AdvanceStep,
@@ -369,12 +370,20 @@ def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
     return list(dict.fromkeys(found))
 
 
-def load_all(paths: Iterable[Path]) -> list[Scenario]:
-    """Load every scenario; the first error raises. Duplicate ids are an error."""
-    scenarios = [load_scenario(f, suite_root=root) for f, root in discover(paths)]
+def load_all(paths: Iterable[Path], *, jobs: int = 1) -> list[Scenario]:
+    """Load every scenario (on ``jobs`` cores when the suite is large); the first error raises. Duplicate ids are an
+    error."""
+    found = discover(paths)
+    scenarios = load_parallel(found, jobs, _load_found) if jobs > 1 else None
+    if scenarios is None:
+        scenarios = [_load_found(item) for item in found]
     if problems := duplicate_ids(scenarios):
         raise ScenarioError(problems[0])
     return scenarios
+
+
+def _load_found(item: tuple[Path, Path]) -> Scenario:
+    return load_scenario(item[0], suite_root=item[1])
 
 
 def duplicate_ids(scenarios: Iterable[Scenario]) -> list[str]:

@@ -4,6 +4,7 @@ Used by replay; imports no other stage.
 """
 
 from harness.telemetry import semconv
+from harness.telemetry._encoded import EncodedTrace, candidate_counts
 from harness.telemetry._otlp_json import protobuf_otlp_json, spans_to_otlp_json
 from harness.telemetry._proxied import proxied_call_span
 from harness.telemetry._setup import (
@@ -20,12 +21,14 @@ from harness.telemetry._spans import DeterministicIds, Operation, Telemetry, Tra
 
 __all__ = [
     "DeterministicIds",
+    "EncodedTrace",
     "JsonLinesSpanExporter",
     "Operation",
     "Telemetry",
     "TelemetrySetup",
     "TracedModel",
     "build_telemetry",
+    "candidate_counts",
     "finite_json",
     "otlp_jsonl",
     "otlp_line",

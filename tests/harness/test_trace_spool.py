@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 from harness.evaluation import evaluate_run
 from harness.reporting import TraceSpool, flatten_spans, read_run, render_report, write_run
 from harness.reporting import _charts as charts
-from harness.reporting import _view as view
 from harness.reporting._traces import Waterfalls
-from harness.telemetry import otlp_jsonl
+from harness.telemetry import EncodedTrace, candidate_counts, otlp_jsonl
 
 TRACES = st.sampled_from(["a" * 32, "b" * 32, "c" * 32, ""])
 
@@ -42,20 +41,21 @@ def requests(draw: Any) -> list[dict[str, Any]]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(batches=st.lists(requests(), max_size=4))
-def test_the_spool_gives_back_what_the_list_gave(batches: list[list[dict[str, Any]]]) -> None:
-    lines = [r for batch in batches for r in batch]
+@given(batches=st.lists(st.tuples(requests(), st.booleans()), max_size=4))
+def test_the_spool_gives_back_what_the_list_gave(batches: list[tuple[list[dict[str, Any]], bool]]) -> None:
+    """Whether a batch arrives as requests (a serial run) or encoded by a ``--jobs`` worker, the spool is the same."""
+    lines = [r for batch, _ in batches for r in batch]
     spool = TraceSpool()
     try:
-        for batch in batches:  # as a run adds them: one scenario's requests at a time
-            spool.add(batch)
+        for batch, encoded in batches:  # as a run adds them: one scenario's requests at a time
+            spool.add([EncodedTrace.of(r) for r in batch] if encoded else batch)
         out = io.BytesIO()
         spool.copy_to(out)
         assert out.getvalue().decode() == otlp_jsonl(lines)
         assert list(spool) == lines
         assert len(spool) == len(lines)
         whole = flatten_spans(lines)
-        assert spool.candidates == view.candidate_counts([s for trace in whole.values() for s in trace])
+        assert spool.candidates == candidate_counts([s for trace in whole.values() for s in trace])
         falls = Waterfalls(spool)
         for trace_id in [*whole, "f" * 32]:
             assert falls[trace_id] == charts.waterfall(whole.get(trace_id, []))
