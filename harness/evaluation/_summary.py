@@ -34,11 +34,28 @@ def _probe_column(metric: str) -> str:
 
 def probe_frame(probes: Sequence[Probe]) -> pd.DataFrame:
     """One row per graded probe (skipped ones feed no metric); ``metrics`` and ``tokens`` flattened to
-    ``m.<name>`` and ``tok.<name>`` columns."""
-    rows = [_frame_row(p) for p in probes if p.graded]
-    if not rows:
+    ``m.<name>`` and ``tok.<name>`` columns.
+
+    Built a column at a time: a dict per row (``DataFrame.from_records``) was the evaluation's largest transient
+    object, ~3 KB a probe, and the peak memory of a run grew with its suite because of it (issue 34). The frame is
+    the one ``from_records`` builds: a column in order of first appearance, NaN where a probe has no such value."""
+    columns: dict[str, list[Any]] = {}
+    n = 0
+    for p in probes:
+        if not p.graded:
+            continue
+        for key, value in _frame_row(p).items():
+            column = columns.get(key)
+            if column is None:
+                column = columns[key] = [math.nan] * n
+            column.append(value)
+        n += 1
+        for column in columns.values():
+            if len(column) < n:
+                column.append(math.nan)
+    if not n:
         return pd.DataFrame(columns=["scenario", "step", "kind", "strategy"])
-    return pd.DataFrame.from_records(rows)
+    return pd.DataFrame(columns)
 
 
 def _frame_row(p: Probe) -> dict[str, Any]:
