@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -108,15 +109,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from harness.reporting import atomic_write
+    from harness.errors import ScenarioError, one_line
+    from harness.reporting import write_dir
     from harness.scenario import dump_yaml
     from harness.tools._locomo import load_locomo, to_scenarios
 
     scenarios = to_scenarios(load_locomo(args.path), mode=args.mode)
-    for data in scenarios:
-        target = args.out / f"{data['id'].split('/', 1)[1]}.yaml"
-        atomic_write(target, dump_yaml(data))
-    load_all([args.out])  # what we wrote must load
+    files = {f"{data['id'].split('/', 1)[1]}.yaml": dump_yaml(data) for data in scenarios}  # names: load_locomo
+    with tempfile.TemporaryDirectory(prefix="memharness-import-") as tmp:  # what we write must load: checked first
+        for name, text in files.items():
+            (Path(tmp) / name).write_text(text, encoding="utf-8")
+        try:
+            load_all([Path(tmp) / name for name in files])
+        except ScenarioError as exc:
+            raise HarnessError(f"{one_line(str(args.path))}: a scenario made from it is invalid, nothing written: "
+                               f"{str(exc).replace(tmp + os.sep, '')}") from None
+    write_dir(args.out, files)  # every file or none (a kill, a full disk), the directory's other files kept
     print(f"wrote {len(scenarios)} scenario(s) to {args.out}")
     return 0
 

@@ -5,7 +5,7 @@ Renders what evaluation computed; imports nothing from the CLI.
 
 from harness.reporting._history import HistoryRun, append_run, history_path, read_history, record_history
 from harness.reporting._html import flatten_spans, prepare_report, render_benchmark, render_report, report_chunks
-from harness.reporting._rundir import atomic_write, jsonl, read_jsonl, read_run, write_run
+from harness.reporting._rundir import atomic_write, jsonl, read_jsonl, read_run, write_dir, write_run
 from harness.reporting._targets import wrote
 from harness.reporting._terminal import closing_table, github_outputs
 from harness.reporting._text import HEADLINE, junit_xml, summary_markdown
@@ -36,6 +36,7 @@ __all__ = [
     "report_chunks",
     "summary_markdown",
     "verdict",
+    "write_dir",
     "write_run",
     "wrote",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import glob
 import json
 import os
@@ -13,7 +14,7 @@ import stat
 import sys
 import tempfile
 import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -95,22 +96,32 @@ def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResul
         "summary.md": _text(lambda: [summary_markdown(summary, results)]),
         "report.html": _text(lambda: [html] if isinstance(html, str) else html)}
     try:
-        target = Path(os.path.realpath(out)) if out.is_symlink() else out  # a symlinked run directory: its target
-        stage = _stage(target)
-        if stage is None:
-            _in_place(target, writers)
-            return
-        try:
-            for name, write in writers.items():
-                _put(stage / name, write)
-            _fsync_dir(stage)
-            _swap(stage, target)
-        finally:
-            if stage.exists():
-                shutil.rmtree(stage, ignore_errors=True)
+        _write_dir(out, writers, RUN_FILES)
     finally:
         if spool is not spans:
             spool.close()
+
+
+def write_dir(out: Path, files: Mapping[str, str]) -> None:
+    """Files (name → UTF-8 text) into directory ``out`` whole or not at all, as :func:`write_run` writes a run
+    (``memharness import`` uses it): ``out``'s other entries are kept, none of these files is ever half there."""
+    _write_dir(out, {name: _text(functools.partial(list, [text])) for name, text in files.items()}, files)
+
+
+def _write_dir(out: Path, writers: Mapping[str, Callable[[IO[bytes]], None]], own: Collection[str]) -> None:
+    target = Path(os.path.realpath(out)) if out.is_symlink() else out  # a symlinked directory: its target
+    stage = _stage(target, own)
+    if stage is None:
+        _in_place(target, writers)
+        return
+    try:
+        for name, write in writers.items():
+            _put(stage / name, write)
+        _fsync_dir(stage)
+        _swap(stage, target)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
 
 
 def _text(chunks: Callable[[], Iterable[str]]) -> Callable[[IO[bytes]], None]:
@@ -153,8 +164,9 @@ def _put(path: Path, write: Callable[[IO[bytes]], None]) -> None:
     os.chmod(path, 0o666 & ~_umask())
 
 
-def _stage(out: Path) -> Path | None:
-    """A new sibling directory holding what ``out`` holds besides the run's own files, or None (write in place)."""
+def _stage(out: Path, own: Collection[str]) -> Path | None:
+    """A new sibling directory holding what ``out`` holds besides the files written now (``own``), or None (write
+    in place)."""
     here = Path.cwd().resolve()
     resolved = out.resolve()
     if resolved == here or resolved in here.parents or resolved.parent == resolved:
@@ -172,7 +184,7 @@ def _stage(out: Path) -> Path | None:
         if out.exists():
             with os.scandir(out) as entries:
                 for entry in entries:
-                    if entry.name not in RUN_FILES and not entry.name.startswith(".tmp-"):
+                    if entry.name not in own and not entry.name.startswith(".tmp-"):
                         _link(Path(entry.path), stage / entry.name)
     except OSError:
         shutil.rmtree(stage, ignore_errors=True)

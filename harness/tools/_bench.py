@@ -109,6 +109,8 @@ def run_benchmark(path: Path, strategies: Sequence[str], *, mode: str = "turns",
     except ValueError as exc:
         raise HarnessError(f"benchmark: {exc}") from None
     results = [evaluate(conversations, rankers[s], mode=mode, progress=progress) for s in strategies]
+    if results and not results[0].questions:
+        raise HarnessError(f"{path}: no question with evidence that resolves to a turn: nothing to score")
     comparisons = []
     for i, a in enumerate(results):
         for b in results[i + 1:]:
@@ -146,11 +148,11 @@ def format_table(bench: dict[str, Any]) -> str:
         lines.append("  " + name + ": " + ", ".join(f"{k} {v}" for k, v in values.items()))
     dragon = bench["calibration"]["DRAGON dense retriever (LoCoMo paper, categories 1-5)"]["R@10"]
     for strategy in ("embedding", "hybrid"):
-        if strategy in bench["strategies"]:
+        if "overall 1-5" in bench["strategies"].get(strategy, {}).get("table", {}):
             ours = bench["strategies"][strategy]["table"]["overall 1-5"]["R@10"]
             lines.append(f"  {strategy}: R@10 {ours} over categories 1-5 vs DRAGON {dragon} "
                          f"({ours - dragon:+.1f} points)")
-    if "bm25" in bench["strategies"]:
+    if "overall 1-4" in bench["strategies"].get("bm25", {}).get("table", {}):  # none when every question is 5
         row = bench["strategies"]["bm25"]["table"]["overall 1-4"]
         lines.append(f"  our bm25, categories 1-4: R@5 {row['R@5']}, R@10 {row['R@10']}, MRR {row['MRR']} "
                      f"(README: 50.0 / 56.5 / 42.2)")

@@ -14,13 +14,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line
 from harness.scenario._yaml import read_regular
 from memory_core.files.topic import TopicDoc
 
 CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _SPLIT: Final = re.compile(r"[;,\s]+")
 _DIA: Final = re.compile(r"^D(\d+):(\d+)$")
+_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", re.ASCII)
+"""A ``sample_id`` or ``dia_id``: it becomes a file name (``conv-26-turns.yaml``, ``turns/D1-3.md``), so no path
+separator, no ``..``, no control or non-ASCII character, at most 64 characters (LoCoMo's are ``conv-26``, ``D1:3``)."""
+_TEXT_CHARS: Final = 100_000
+"""A turn's speaker, text or caption, and a question, at most this many characters (LoCoMo's longest turn: ~900)."""
 
 
 @dataclass(frozen=True)
@@ -112,29 +117,76 @@ def load_locomo(path: Path) -> list[Conversation]:
         raise HarnessError(f"{path}: no such file (LoCoMo lives in ../shared/datasets/locomo/locomo10.json)") from None
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise HarnessError(f"{path}: invalid JSON (nested too deeply for a LoCoMo file)") from None
     if not isinstance(data, list):
         raise HarnessError(f"{path}: expected a JSON list of LoCoMo samples")
-    out = []
+    out: list[Conversation] = []
+    seen: dict[str, int] = {}
     for n, sample in enumerate(data):
         try:
-            out.append(_parse_sample(sample))
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise HarnessError(f"{path}: sample {n}: malformed LoCoMo record ({type(exc).__name__}: {exc})") from None
+            if not isinstance(sample, Mapping):
+                raise _Bad(f"expected an object, got {type(sample).__name__}")
+            conv = _parse_sample(sample)
+        except _Bad as exc:
+            raise HarnessError(f"{path}: sample {n}: {exc}") from None
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise HarnessError(f"{path}: sample {n}: malformed LoCoMo record ({type(exc).__name__}: "
+                               f"{one_line(str(exc))[:200]})") from None
+        if conv.sample_id in seen:
+            raise HarnessError(f"{path}: sample {n}: sample_id: {conv.sample_id!r} again (also sample {seen[conv.sample_id]})")
+        seen[conv.sample_id] = n
+        out.append(conv)
     return out
+
+
+class _Bad(ValueError):
+    """A LoCoMo record that parses but cannot be used: the message names the field."""
+
+
+def _name(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not _NAME.fullmatch(value.replace(":", "-")):
+        raise _Bad(f"{field}: expected 1-64 ASCII letters, digits, '.', '_', '-' or ':' (a file name), got "
+                   f"{one_line(repr(value))[:80]}")
+    return value
+
+
+def _text(value: Any, field: str, *, optional: bool = False) -> str:
+    if optional and value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > _TEXT_CHARS:
+        what = f"{len(value):,} characters" if isinstance(value, str) else type(value).__name__
+        raise _Bad(f"{field}: expected a string of at most {_TEXT_CHARS:,} characters, got {what}")
+    return value
 
 
 def _parse_sample(sample: Mapping[str, Any]) -> Conversation:
     """One LoCoMo sample: turns with their session dates, questions with repaired evidence, observations."""
     conv = sample["conversation"]
-    turns = [Turn(t["dia_id"], t["speaker"], t.get("text", ""), t.get("blip_caption"), n, when)
-             for n, session, when in _sessions(conv) for t in session]
+    sample_id = _name(sample["sample_id"], "sample_id")
+    turns = [Turn(_name(t["dia_id"], f"session_{n}[{i}].dia_id"), _text(t["speaker"], f"session_{n}[{i}].speaker"),
+                  _text(t.get("text", ""), f"session_{n}[{i}].text"),
+                  _text(t.get("blip_caption"), f"session_{n}[{i}].blip_caption", optional=True) or None, n, when)
+             for n, session, when in _sessions(conv) for i, t in enumerate(session)]
+    if not turns:
+        raise _Bad("conversation: no session holds a turn")
+    known: set[str] = set()
+    for t in turns:
+        if t.dia_id.replace(":", "-") in known:  # two turns, one memory file: one would replace the other
+            raise _Bad(f"session_{t.session}: dia_id {t.dia_id!r} again")
+        known.add(t.dia_id.replace(":", "-"))
     known = {t.dia_id for t in turns}
-    c = Conversation(sample["sample_id"], turns, [])
-    for qa in sample.get("qa", []):
+    c = Conversation(sample_id, turns, [])
+    for i, qa in enumerate(sample.get("qa", [])):
+        if not isinstance(qa, Mapping):
+            raise _Bad(f"qa[{i}]: expected an object, got {type(qa).__name__}")
         evidence, dropped = repair_evidence(qa.get("evidence", []), known)
         c.dropped_evidence += dropped
         answer = qa.get("answer", qa.get("adversarial_answer", ""))
-        c.questions.append(Question(qa["question"], int(qa["category"]), evidence, str(answer)))
+        category = qa["category"]
+        if type(category) is not int or category not in CATEGORIES:
+            raise _Bad(f"qa[{i}].category: expected one of {', '.join(map(str, CATEGORIES))}, got {category!r}")
+        c.questions.append(Question(_text(qa["question"], f"qa[{i}].question"), category, evidence, str(answer)))
     for key, by_speaker in sample.get("observation", {}).items():
         n = int(key.split("_")[1])
         for speaker, facts in by_speaker.items():
