@@ -63,7 +63,7 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
     """Evaluation (summary, baseline, gates) then reporting (every output file)."""
     from harness.evaluation import IncompleteComparison, compare_runs, evaluate_run, load_gates
     from harness.plugins import score_results
-    from harness.reporting import read_run, record_history, report_chunks, write_run
+    from harness.reporting import preview_history, read_run, record_history, report_chunks, write_run
 
     results = score_results(results)  # every registered plugin metric, on every probe of its kind
     baseline = refused = None
@@ -81,9 +81,10 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
                            meta={**meta, "gates_file": str(gates_path.resolve()) if gates_path else None,
                                  "baseline_refused": str(refused) if refused else None}, fuzz=fuzz, run_id=run_id,
                            system=_system_name(meta.get("system")))
-    history = record_history(out, summary)  # appends this run to the SQLite history; never fails the run
+    history = preview_history(out, summary)  # the trend the report shows: past runs, then this one
     write_run(out, summary=summary, results=results, spans=spans,
               html=report_chunks(summary, results, spans, bench=bench, history=history))
+    record_history(out, summary)  # once its directory is whole, the run joins the SQLite history; never fails it
     if refused is not None:  # the outputs are written (marked incomplete); the comparison is what is refused
         raise refused
     return summary

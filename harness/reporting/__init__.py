@@ -3,7 +3,14 @@
 Renders what evaluation computed; imports nothing from the CLI.
 """
 
-from harness.reporting._history import HistoryRun, append_run, history_path, read_history, record_history
+from harness.reporting._history import (
+    HistoryRun,
+    append_run,
+    history_path,
+    preview_history,
+    read_history,
+    record_history,
+)
 from harness.reporting._html import flatten_spans, prepare_report, render_benchmark, render_report, report_chunks
 from harness.reporting._rundir import atomic_write, jsonl, read_jsonl, read_run, write_dir, write_run
 from harness.reporting._targets import wrote
@@ -27,6 +34,7 @@ __all__ = [
     "jsonl",
     "junit_xml",
     "prepare_report",
+    "preview_history",
     "read_history",
     "read_jsonl",
     "read_run",

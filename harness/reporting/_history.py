@@ -123,13 +123,14 @@ def _write(db: Path, summary: RunSummary, rows: Sequence[tuple[str, str, str, fl
                 conn.execute(statement)
             if "key" not in {row[1] for row in conn.execute("PRAGMA table_info(runs)")}:  # a history from before keys
                 conn.execute("ALTER TABLE runs ADD COLUMN key TEXT NOT NULL DEFAULT ''")
-            conn.execute("DELETE FROM metrics WHERE run_id = ?", (summary.run_id,))
+            run_id = _free_run_id(conn, summary)
+            conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
             conn.execute("INSERT OR REPLACE INTO runs (run_id, created_at, git_commit, passed, complete, out_dir, key)"
                          " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (summary.run_id, summary.created_at, str(summary.meta.get("git_commit") or ""),
+                         (run_id, summary.created_at, str(summary.meta.get("git_commit") or ""),
                           int(summary.passed), int(bool(getattr(summary, "complete", True))), str(out_dir or ""),
                           run_key(summary)))
-            conn.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", rows)
+            conn.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", [(run_id, *row[1:]) for row in rows])
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -139,9 +140,21 @@ def _write(db: Path, summary: RunSummary, rows: Sequence[tuple[str, str, str, fl
         conn.close()
 
 
+def _free_run_id(conn: sqlite3.Connection, summary: RunSummary) -> str:
+    """The run's id, or ``ID~2``, ``ID~3``… when another run already holds it (a CI that sets ``MEMHARNESS_RUN_ID``
+    from its pipeline and runs a job twice): no run replaces another's row. The same run recorded again (same id,
+    same creation time) replaces its own row."""
+    run_id, n = summary.run_id, 2
+    while (row := conn.execute("SELECT created_at FROM runs WHERE run_id = ?", (run_id,)).fetchone()) is not None \
+            and row[0] != summary.created_at:
+        run_id, n = f"{summary.run_id}~{n}", n + 1
+    return run_id
+
+
 def append_run(db: Path, summary: RunSummary, *, out_dir: Path | None = None,
                warn: Callable[[Path, BaseException], None] = _warn) -> bool:
-    """Append (or replace, same run id) one run in one transaction. False (and a warning) when the db is unusable."""
+    """Append one run in one transaction (the same run again replaces its row; another run with the same id is
+    stored as ``ID~2``…). False (and a warning) when the db is unusable."""
     rows = [(summary.run_id, strategy, metric, block.metric(metric))
             for strategy, block in summary.strategies.items() for metric in TREND_METRICS]
     try:
@@ -198,14 +211,26 @@ def history_json(runs: Sequence[HistoryRun]) -> str:
                         "passed": r.passed, "complete": r.complete, "metrics": r.metrics} for r in runs])
 
 
-def record_history(out: Path, summary: RunSummary, *, limit: int = 20,
-                   environ: dict[str, str] | None = None) -> list[HistoryRun]:
-    """Append this run to the history beside ``out`` (see ``history_path``) and return the last ``limit`` runs of
-    the same systems and strategies. A shard is not a run of the suite: it is not recorded (its merge is), so no
-    history file lands among the shard directories that ``memharness merge OUT shards/*`` reads."""
-    db = history_path(out, environ)
+def record_history(out: Path, summary: RunSummary, *, environ: dict[str, str] | None = None) -> bool:
+    """Append this run to the history beside ``out`` (see ``history_path``) once its run directory is written (a run
+    whose directory could not be written is no run: no row for it). A shard is not a run of the suite: it is not
+    recorded (its merge is), so no history file lands among the shard directories ``memharness merge`` reads."""
     if (summary.meta or {}).get("shard"):
-        return read_history(db, limit=limit, key=run_key(summary), warn=lambda *_: None)
-    if not append_run(db, summary, out_dir=out):  # already warned: the read would fail the same way, say it once
-        return read_history(db, limit=limit, key=run_key(summary), warn=lambda *_: None)
-    return read_history(db, limit=limit, key=run_key(summary))
+        return False
+    return append_run(history_path(out, environ), summary, out_dir=out)
+
+
+def preview_history(out: Path, summary: RunSummary, *, limit: int = 20,
+                    environ: dict[str, str] | None = None) -> list[HistoryRun]:
+    """The trend the report shows: the last runs of the same systems and strategies, oldest first, then this one
+    (a shard's report: the recorded runs only). Reads only; an unreadable history gives what it can, silently
+    (``record_history`` warns when it tries to write)."""
+    runs = [r for r in read_history(history_path(out, environ), limit=limit, key=run_key(summary),
+                                    warn=lambda *_: None)
+            if (r.run_id, r.created_at) != (summary.run_id, summary.created_at)]
+    if not (summary.meta or {}).get("shard"):
+        runs.append(HistoryRun(summary.run_id, summary.created_at, str(summary.meta.get("git_commit") or ""),
+                               summary.passed, bool(getattr(summary, "complete", True)),
+                               {strategy: {metric: block.metric(metric) for metric in TREND_METRICS}
+                                for strategy, block in summary.strategies.items()}, run_key(summary)))
+    return runs[-limit:] if limit > 0 else []

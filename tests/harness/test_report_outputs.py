@@ -266,3 +266,43 @@ def test_history_is_keyed_by_systems_and_strategies_and_shards_leave_none(tmp_pa
     assert main(["run", str(SCENARIOS / "recall"), "--shard", "1/2", "--strategy", "heuristic", "--out",
                  str(shards / "1"), "--no-gates"], environ={}) in (0, 1)
     assert not (shards / "history.sqlite").exists()
+
+
+def test_a_run_whose_directory_fails_is_not_in_the_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Round 7: the history row was written before the run directory, so a full disk left a recorded run that
+    does not exist. Now the row comes after the directory is whole."""
+    import errno
+
+    from harness.reporting import _rundir
+
+    db = tmp_path / "history.sqlite"
+    monkeypatch.setenv("MEMHARNESS_HISTORY", str(db))
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_rundir, "_write_dir", full)
+    scenario = str(SCENARIOS / "recall" / "type-user.yaml")
+    assert main(["run", scenario, "--out", str(tmp_path / "run"), "--no-gates"], environ={}) == 2
+    assert not (tmp_path / "run").exists()
+    assert read_history(db) == []
+    monkeypatch.undo()
+    monkeypatch.setenv("MEMHARNESS_HISTORY", str(db))
+    assert main(["run", scenario, "--out", str(tmp_path / "run"), "--no-gates"], environ={}) == 0
+    assert len(read_history(db)) == 1
+
+
+def test_a_run_id_used_twice_keeps_both_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 7: MEMHARNESS_RUN_ID reused (a CI re-running a job) replaced the first run's history row."""
+    db = tmp_path / "history.sqlite"
+    monkeypatch.setenv("MEMHARNESS_HISTORY", str(db))
+    scenario = str(SCENARIOS / "recall" / "type-user.yaml")
+    for n in range(3):
+        assert main(["run", scenario, "--out", str(tmp_path / f"run{n}"), "--no-gates"],
+                    environ={"MEMHARNESS_RUN_ID": "ci-1234"}) == 0
+    runs = read_history(db)
+    assert [r.run_id for r in runs] == ["ci-1234", "ci-1234~2", "ci-1234~3"]
+    assert len({r.created_at for r in runs}) == 3
+    html = (tmp_path / "run2" / "report.html").read_text(encoding="utf-8")
+    assert "Trend over the last 3 run(s)" in html
