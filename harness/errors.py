@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import threading
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 _UNPRINTABLE: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
@@ -79,3 +84,15 @@ def __getattr__(name: str) -> Any:
     CassetteMiss.__module__, CassetteMiss.__qualname__ = __name__, "CassetteMiss"  # pickles by name (--jobs)
     globals()["CassetteMiss"] = CassetteMiss
     return CassetteMiss
+
+
+@contextlib.contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """An ``OSError`` that names no file (a ``write()`` on a full disk: ENOSPC, EDQUOT; EMFILE) names ``path``: the
+    CLI's one line then says which output could not be written."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise

@@ -61,6 +61,10 @@ def entry() -> None:
     import threading
     import time
 
+    for stream in (sys.stdout, sys.stderr):  # a console that cannot show '—' or '→' (ASCII, cp1252) gets an escape,
+        reconfigure = getattr(stream, "reconfigure", None)  # never a UnicodeEncodeError after the run's work is done
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     fds = _open_fds()
     code = main()
     leaked = _open_fds() - fds
@@ -77,7 +81,12 @@ def entry() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-    threading.Thread(target=watchdog, name="memharness-exit-watchdog", daemon=True).start()
+    try:
+        threading.Thread(target=watchdog, name="memharness-exit-watchdog", daemon=True).start()
+    except RuntimeError:  # no thread to be had (a memory limit): exit now, there is no one to wait for anyway
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
 
 

@@ -1,10 +1,15 @@
-"""Argument types for the ``memharness`` parser: numbers with bounds, refused in one line."""
+"""Argument types for the ``memharness`` parser: numbers with bounds, refused in one line; output directories."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import math
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
+
+from harness.errors import HarnessError, one_line
 
 
 def bounded(convert: Callable[[str], float], ok: Callable[[float], bool], expected: str) -> Callable[[str], Any]:
@@ -27,3 +32,62 @@ def path(text: str) -> Any:
     from pathlib import Path
 
     return Path(text)
+
+
+def file_path(text: str) -> Any:
+    """:func:`path` for a file to write: ``x/`` names a directory, so it is refused (``Path`` would drop the slash
+    and the file would be written at ``x``)."""
+    if text.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(f"expected a file, got {text!r} (a directory: it ends in '/')")
+    return path(text)
+
+
+def check_output_dir(path: object, option: str) -> None:
+    """Fail fast, before any work, when an output directory cannot be one (a file, or below a file, unwritable)."""
+    if not isinstance(path, Path):
+        return
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise HarnessError(f"{one_line(str(path))}: {option}: {one_line(str(probe))} is not a directory")
+    if probe.is_dir() and not os.access(probe, os.W_OK | os.X_OK):
+        raise HarnessError(f"{one_line(str(path))}: {option}: {one_line(str(probe))} is not writable")
+
+
+ENV_PREFIXES = ("MEMHARNESS_", "OTEL_", "GITHUB_")
+"""The variables the harness (and the OpenTelemetry SDK it configures) reads: checked before any work."""
+
+
+def check_environment(environ: Mapping[str, str]) -> None:
+    """Refuse, in one line naming the variable and before any work, a value the run would trip over later (after a
+    whole replay, as an internal error) or silently ignore: bytes that are not UTF-8 in any variable the harness
+    reads, an OpenTelemetry SDK limit (``OTEL_*_LIMIT``) that is not a non-negative integer, a
+    ``MEMHARNESS_OP_TIMEOUT`` that is not seconds, a ``MEMHARNESS_RUN_ID`` that is not one printable word."""
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIXES):
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise HarnessError(f"environment variable {one_line(name)}: not valid UTF-8") from None
+        if name.startswith("OTEL_") and name.endswith("_LIMIT") and value.strip():
+            try:
+                ok = int(value) >= 0
+            except ValueError:
+                ok = False
+            if not ok:
+                raise HarnessError(f"environment variable {name}: expected a non-negative integer, got "
+                                   f"{one_line(repr(value))[:60]}")
+        if name == "MEMHARNESS_OP_TIMEOUT" and value.strip():
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = math.nan
+            if not 0 <= seconds < 1e7:
+                raise HarnessError(f"environment variable {name}: expected seconds (a number from 0 to 10,000,000; "
+                                   f"0: no timeout), got {one_line(repr(value))[:60]}")
+        if name == "MEMHARNESS_RUN_ID" and value and not (len(value) <= 128 and value.isprintable()
+                                                          and not any(c.isspace() for c in value)):
+            raise HarnessError(f"environment variable {name}: expected one printable word of at most 128 "
+                               f"characters, got {one_line(repr(value))[:60]}")

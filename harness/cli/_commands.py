@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import __version__
+from harness.cli._argtypes import check_environment, check_output_dir
 from harness.cli._conformance import cmd_conformance
 from harness.cli._init import cmd_init
 from harness.cli._parser import build_parser, command_of
@@ -343,19 +344,6 @@ def _models_used(model: Any, strategies: Sequence[str]) -> dict[str, dict[str, A
     return out
 
 
-def _check_output_dir(path: object, option: str) -> None:
-    """Fail fast, before any work, when an output directory cannot be one (a file, or below a file, unwritable)."""
-    if not isinstance(path, Path):
-        return
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        raise HarnessError(f"{one_line(str(path))}: {option}: {one_line(str(probe))} is not a directory")
-    if probe.is_dir() and not os.access(probe, os.W_OK | os.X_OK):
-        raise HarnessError(f"{one_line(str(path))}: {option}: {one_line(str(probe))} is not writable")
-
-
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     """Entry point: returns the exit code (0 ok, 1 gate/regression failure, 2 usage or scenario error).
 
@@ -363,7 +351,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     env = os.environ if environ is None else environ
     try:
         args = build_parser(command_of(sys.argv[1:] if argv is None else argv)).parse_args(argv)
-        _check_output_dir(getattr(args, "out", None), "--out")
+        check_environment(env)
+        check_output_dir(getattr(args, "out", None), "--out")
         if args.command in ("run", "compare", "merge", "report"):  # metrics of your own: --plugin, env, entry points
             from harness.plugins import load_plugins
 
@@ -390,6 +379,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             raise
         where = f"{one_line(str(exc.filename))}: " if exc.filename is not None else ""
         print(f"memharness: {where}{one_line(exc.strerror or str(exc))}", file=sys.stderr)
+        return 2
+    except MemoryError:  # a memory limit (ulimit -v, a container): the machine's, not a bug of ours
+        print("memharness: out of memory (a memory limit is set lower than this command needs)", file=sys.stderr)
         return 2
     except Exception as exc:  # the CLI boundary: one line, no traceback unless asked for
         if env.get("MEMHARNESS_DEBUG"):

@@ -9,11 +9,12 @@ and tests/harness/test_tutorial.py executes that page.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 from typing import Final
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, naming
 
 SCENARIO: Final = """\
 # Your first scenario: what your memory system must remember, and how it is graded. docs/scenarios.md has every key.
@@ -167,10 +168,21 @@ def cmd_init(args: argparse.Namespace) -> int:
     if existing:
         raise HarnessError(f"{root / existing[0]}: already exists; init writes only into a project without "
                            f"{', '.join(FILES)}")
-    for relative, text in FILES.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_new(path, text)
+    made: list[Path] = []  # what this init created: taken back if it cannot finish (a full disk, a quota)
+    try:
+        for relative, text in FILES.items():
+            path = root / relative
+            for parent in reversed([path.parent, *path.parent.parents]):
+                if not parent.exists():
+                    parent.mkdir()
+                    made.append(parent)
+            _write_new(path, text)
+            made.append(path)
+    except BaseException:
+        for created in reversed(made):
+            with contextlib.suppress(OSError):
+                created.rmdir() if created.is_dir() else created.unlink()
+        raise
     print(f"wrote {len(FILES)} files into {root}:")
     for relative in FILES:
         print(f"  {relative}")
@@ -182,13 +194,13 @@ def cmd_init(args: argparse.Namespace) -> int:
 def _write_new(path: Path, text: str) -> None:
     """Create ``path`` whole or not at all, never over a file that appeared meanwhile (temp + fsync + link)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "x", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
     try:
+        with naming(path), open(tmp, "x", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.link(tmp, path)  # fails if path exists: nothing is overwritten
     except FileExistsError:
         raise HarnessError(f"{path}: already exists; init writes only new files") from None
     finally:
-        tmp.unlink()
+        tmp.unlink(missing_ok=True)

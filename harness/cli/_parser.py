@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness import __version__
-from harness.cli._argtypes import bounded, path
+from harness.cli._argtypes import bounded, file_path, path
 from harness.cli._report_cmds import add_report_commands
 from harness.errors import HarnessError
 
@@ -145,7 +145,7 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
                      help="also reject recall probes that assert nothing that can fail (CI runs this on the suite)")
     rep = sub.add_parser("report", help="re-render report.html from a run directory")
     rep.add_argument("run_dir", type=path, help="a run directory (summary.json, results.jsonl, traces.jsonl)")
-    rep.add_argument("-o", "--output", type=path, help="where to write the report (default: RUN_DIR/report.html)")
+    rep.add_argument("-o", "--output", type=file_path, help="where to write the report (default: RUN_DIR/report.html)")
     cmp_ = sub.add_parser("compare", help="paired deltas between two run directories")
     cmp_.add_argument("base", type=path, help="the baseline run directory")
     cmp_.add_argument("cand", type=path, help="the candidate run directory, compared probe by probe with BASE")

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.cli._argtypes import bounded, path
+from harness.cli._argtypes import bounded, file_path, path
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -29,10 +29,10 @@ def add_report_commands(sub: argparse._SubParsersAction[Any]) -> None:
     hist.add_argument("--limit", type=_limit, default=10, help="how many of the latest runs to show (default 10)")
     hist.add_argument("--json", action="store_true", help="print the runs as JSON instead of a table")
     sch = sub.add_parser("schema", help="print the JSON Schema of scenario files (for editors and CI validation)")
-    sch.add_argument("-o", "--output", type=path, help="write it to this file instead of stdout")
+    sch.add_argument("-o", "--output", type=file_path, help="write it to this file instead of stdout")
     docs = sub.add_parser("docs", help="write the CLI reference (docs/cli.md) and the stored "
                                              "`memharness --help`, generated from this parser")
-    docs.add_argument("-o", "--output", type=path, default=DEFAULT_CLI_DOC, help="default docs/cli.md")
+    docs.add_argument("-o", "--output", type=file_path, default=DEFAULT_CLI_DOC, help="default docs/cli.md")
     docs.add_argument("--check", action="store_true", help="exit 1 when the file is not up to date; write nothing")
 
 
@@ -211,7 +211,9 @@ def trace_url(environ: Mapping[str, str]) -> str | None:
     if environ.get("MEMHARNESS_TRACE_URL"):
         return environ["MEMHARNESS_TRACE_URL"]
     endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    if not endpoint or environ.get("OTEL_TRACES_EXPORTER", "otlp") != "otlp":
+    from harness.telemetry import exporters
+
+    if not endpoint or "otlp" not in exporters(environ, "OTEL_TRACES_EXPORTER", "otlp"):
         return None
     base = endpoint.rstrip("/").removesuffix("/v1/traces")
     return f"{base}/redirects/traces/{{trace_id}}"

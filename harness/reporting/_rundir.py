@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
-from harness.errors import HarnessError, one_line
+from harness.errors import HarnessError, naming, one_line
 from harness.evaluation import RunSummary
 from harness.evaluation._stats import NULL_IS_INF
 from harness.replay import Probe, ScenarioResult
@@ -46,22 +46,24 @@ def atomic_write(path: Path, text: str) -> None:
     ``/dev/stdout``, a pipe) is written into as a shell's ``>`` would, never replaced by a file, and a regular file
     named through a descriptor (``/dev/stdout``, ``/dev/fd/N``, ``/proc/…``) is appended to — a FIFO no one
     reads is an error, not a wait; a directory, a block device or a socket is an error naming the path."""
-    target = write_target(path, text)
-    if target is None:
-        return
-    path = target
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with naming(path):
+        target = write_target(path, text)
+        if target is None:
+            return
+        path = target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
 
 
 def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
@@ -96,7 +98,8 @@ def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResul
         "summary.md": _text(lambda: [summary_markdown(summary, results)]),
         "report.html": _text(lambda: [html] if isinstance(html, str) else html)}
     try:
-        _write_dir(out, writers, RUN_FILES)
+        with naming(out):
+            _write_dir(out, writers, RUN_FILES)
     finally:
         if spool is not spans:
             spool.close()
@@ -105,7 +108,8 @@ def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResul
 def write_dir(out: Path, files: Mapping[str, str]) -> None:
     """Files (name → UTF-8 text) into directory ``out`` whole or not at all, as :func:`write_run` writes a run
     (``memharness import`` uses it): ``out``'s other entries are kept, none of these files is ever half there."""
-    _write_dir(out, {name: _text(functools.partial(list, [text])) for name, text in files.items()}, files)
+    with naming(out):
+        _write_dir(out, {name: _text(functools.partial(list, [text])) for name, text in files.items()}, files)
 
 
 def _write_dir(out: Path, writers: Mapping[str, Callable[[IO[bytes]], None]], own: Collection[str]) -> None:

@@ -197,6 +197,18 @@ def otlp_timeout(environ: Mapping[str, str], signal: str = "traces") -> float:
 _WARNED: set[tuple[str, str]] = set()
 
 
+def exporters(environ: Mapping[str, str], name: str, default: str) -> frozenset[str]:
+    """``OTEL_TRACES_EXPORTER`` and its siblings as OpenTelemetry reads them: a comma-separated list in any case
+    (``OTLP``, ``otlp,console``); empty is the default; a name this harness has no exporter for is dropped with a
+    warning (never silently: nothing would be exported)."""
+    raw = environ.get(name, "")
+    kinds = {k.strip().lower() for k in (raw if raw.strip() else default).split(",") if k.strip()}
+    if unknown := sorted(kinds - {"otlp", "console", "none"}):
+        _warn_once(name, raw, "telemetry: %s=%r: no such exporter (" + ", ".join(unknown)[:80].replace("%", "%%")
+                   + "); expected otlp, console or none")
+    return frozenset(kinds & {"otlp", "console"})
+
+
 def _warn_once(name: str, raw: str, message: str, *values: float) -> None:
     """One warning per variable and value, not one per signal reading it (traces, metrics and logs)."""
     if (name, raw) not in _WARNED:
@@ -317,27 +329,27 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
     for exporter in extra_span_exporters:
         tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     endpoint = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    traces = environ.get("OTEL_TRACES_EXPORTER", "otlp" if endpoint else "none")
-    metrics_kind = environ.get("OTEL_METRICS_EXPORTER", "none")
-    logs_kind = environ.get("OTEL_LOGS_EXPORTER", "none")
+    traces = exporters(environ, "OTEL_TRACES_EXPORTER", "otlp" if endpoint else "none")
+    metrics_kind = exporters(environ, "OTEL_METRICS_EXPORTER", "none")
+    logs_kind = exporters(environ, "OTEL_LOGS_EXPORTER", "none")
     readers = list(metric_readers)
     logger_provider: Any = LoggerProvider(resource=resource, shutdown_on_exit=False)
     log_processors = 0
     try:
-        if "otlp" in (traces, metrics_kind, logs_kind):
+        if "otlp" in traces | metrics_kind | logs_kind:
             span_exp, metric_exp, log_exp = _otlp_exporters(environ)
-            if traces == "otlp":
+            if "otlp" in traces:
                 tracer_provider.add_span_processor(BatchSpanProcessor(span_exp))
-            if metrics_kind == "otlp":
+            if "otlp" in metrics_kind:
                 readers.append(PeriodicExportingMetricReader(metric_exp))
-            if logs_kind == "otlp":
+            if "otlp" in logs_kind:
                 logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exp))
                 log_processors += 1
-        if traces == "console":
+        if "console" in traces:
             tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
-        if metrics_kind == "console":
+        if "console" in metrics_kind:
             readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
-        if logs_kind == "console":
+        if "console" in logs_kind:
             logger_provider.add_log_record_processor(BatchLogRecordProcessor(ConsoleLogRecordExporter()))
             log_processors += 1
     except Exception as exc:  # a broken exporter configuration must not stop the run
@@ -352,8 +364,8 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
                           run_id=run_id, suite=suite)
     kinds = (traces, metrics_kind, logs_kind)
     flush = max(otlp_timeout(environ, signal) for signal, kind in zip(("traces", "metrics", "logs"), kinds, strict=True)
-                if kind == "otlp") if "otlp" in kinds else None
+                if "otlp" in kind) if any("otlp" in kind for kind in kinds) else None
     setup = TelemetrySetup(telemetry, jsonl, readers, flush)
-    if any(kind in ("otlp", "console") for kind in kinds) or metric_readers:
+    if any(kinds) or metric_readers:
         atexit.register(setup.shutdown)  # instead of each provider's own, unbounded, exit hook
     return setup
