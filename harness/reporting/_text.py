@@ -118,11 +118,12 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
         lines += [f"- `{f.scenario}` step {f.step} {f.query!r}: {f.a} {'found all' if f.a_ok else 'missed'}, "
                   f"{f.b} {'found all' if f.b_ok else 'missed'}" for f in flipped[:30]]
     bad = [r for r in results if r.status in ("failed", "error")]
-    if bad:
-        lines += ["", "### Failed scenarios", ""]
+    if bad:  # the verdict counts "failed" and "did not finish (error)" apart: so does this list
+        errors = any(r.status == "error" for r in bad)
+        lines += ["", "### Failed and unfinished scenarios" if errors else "### Failed scenarios", ""]
         for r in bad:
-            lines.append(f"- `{r.scenario}` [{r.strategy}] ({r.path or 'no file'}): "
-                         + "; ".join(r.failures or ((r.error or "").splitlines()[:1])))
+            lines.append(f"- `{r.scenario}` [{r.strategy}]{' did not finish (error)' if r.status == 'error' else ''} "
+                         f"({r.path or 'no file'}): " + "; ".join(r.failures or ((r.error or "").splitlines()[:1])))
     lines += _quality(results)
     lines += _skips(results)
     lines += ["", "| gate | value | result |", "|---|---:|---|"]

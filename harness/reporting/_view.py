@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from harness.errors import HarnessError
-from harness.evaluation import Comparison, GateResult, RunSummary, lower_is_better
+from harness.evaluation import Comparison, GateResult, RunSummary, lower_is_better, p_text
 from harness.replay import Probe, ScenarioResult
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import read_regular
@@ -41,8 +41,11 @@ def effect_words(c: Comparison) -> str:
         return (f"{word}: {c.metric} {c.delta:+.3g} (95% CI {c.ci95[0]:+.3g} to {c.ci95[1]:+.3g}, significant, "
                 f"n = {c.n})")
     mde = f"; the smallest detectable effect is ±{c.mde:.3g}" if c.mde == c.mde and c.mde != float("inf") else ""
+    # the CI excludes 0 yet p >= 0.05 only when every delta is the same (a point CI, the exact sign test's p)
+    why = ("includes 0" if c.ci95[0] <= 0 <= c.ci95[1]
+           else f"but every delta is the same: exact sign test {p_text(c.p_value, prefix='p')}")
     return (f"no detectable change: {c.metric} {c.delta:+.3g} (95% CI {c.ci95[0]:+.3g} to {c.ci95[1]:+.3g} "
-            f"includes 0, not significant, n = {c.n}{mde})")
+            f"{why}, not significant, n = {c.n}{mde})")
 
 
 @dataclass(frozen=True, slots=True)

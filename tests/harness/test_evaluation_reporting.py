@@ -76,6 +76,7 @@ def test_markdown_and_html_render_what_evaluation_computed() -> None:
     assert "<script>x</script>" not in html
     assert "skipped: needs capability x" in html
     assert "model recall.recall &gt;= 0.8" in html
+    assert "Significant = the 95% CI excludes 0 and p &lt; 0.05" in html  # the rule `Comparison.significant` applies
 
 
 def _one(scenario: str, probe: Probe, *, failures: tuple[str, ...] = (), skipped: str | None = None) -> ScenarioResult:
@@ -142,3 +143,38 @@ def test_a_cassette_whose_reply_holds_a_unicode_line_break_reads_back(tmp_path: 
     assert Cassette.open(tmp_path).entries == {key: entry}
     [call] = load_cassette_calls(tmp_path)[("s", 0)]
     assert "a\u2028b\u0085c" in call.reply
+
+
+def test_the_verdict_in_words_never_says_a_point_ci_away_from_zero_includes_it() -> None:
+    """One probe that moved by +1: the CI is the point +1 (it excludes 0) and the exact sign test's p is 1, so the
+    delta is not significant. The words said "95% CI +1 to +1 includes 0"; they now give the real reason."""
+    from harness.evaluation import compare
+    from harness.reporting._view import effect_words
+
+    one = compare("a", "b", "recall.f1", [0.0], [1.0], [False], [True])
+    assert not one.significant
+    assert one.ci95 == (1.0, 1.0)
+    words = effect_words(one)
+    assert "includes 0" not in words
+    assert words.startswith("no detectable change: recall.f1 +1 (95% CI +1 to +1 but every delta is the same: "
+                            "exact sign test p = 1, not significant, n = 1")
+    spread = compare("a", "b", "recall.f1", [0.5, 0.5, 0.5, 0.5], [0.0, 1.0, 0.25, 0.75], [True] * 4, [True] * 4)
+    assert not spread.significant
+    assert spread.ci95[0] <= 0 <= spread.ci95[1]
+    assert "includes 0, not significant" in effect_words(spread)
+
+
+def test_summary_markdown_lists_unfinished_runs_apart_from_failed_ones() -> None:
+    """The verdict counts "1 failed, 1 did not finish (error)"; the list under it said "Failed scenarios" for both."""
+    failed = _result("bad", "heuristic", (_recall("bad", 0, "heuristic", 0.5, 1.0),), failures=("step 0: wrong",))
+    errored = ScenarioResult(scenario="miss", strategy="model", passed=False, failures=(), probes=(),
+                             trace_id="0" * 32, error="miss [model] step 0 (recall, line 9): unrecorded model call")
+    results = [failed, errored]
+    md = summary_markdown(evaluate_run(results, ["heuristic", "model"]), results)
+    assert "1 failed, 1 did not finish (error)" in md
+    assert "### Failed and unfinished scenarios" in md
+    assert "- `bad` [heuristic] (no file): step 0: wrong" in md
+    assert "- `miss` [model] did not finish (error) (no file): miss [model] step 0" in md
+    only_failed = summary_markdown(evaluate_run([failed], ["heuristic"]), [failed])
+    assert "### Failed scenarios" in only_failed
+    assert "unfinished" not in only_failed
