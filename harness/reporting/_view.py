@@ -22,6 +22,8 @@ VERDICT_METRIC: Final = "recall.f1"
 VerdictStatus = Literal["pass", "fail", "incomplete"]
 _STEP_LINE: Final = re.compile(r"^step (?P<step>\d+) \((?P<kind>[\w-]+), line (?P<line>\d+)\): (?P<message>.*)$", re.S)
 _FILE_LINE: Final = re.compile(r"^(?P<file>[^:\n]+\.ya?ml):(?P<line>\d+): (?P<message>.*)$", re.S)
+_ERROR_PREFIX: Final = re.compile(r"^\S+ \[[^\]\n]+\] (?=step \d+ \()")
+"""A scenario error's ``<id> [<strategy>] `` before its ``step N (kind, line L): …`` (``replay``'s error text)."""
 
 
 def sig3(value: float | None) -> str:
@@ -116,7 +118,7 @@ def failure_annotations(results: Sequence[ScenarioResult]) -> list[Annotation]:
             if not text:
                 continue
             first = text.strip()
-            m = _STEP_LINE.match(first)
+            m = _STEP_LINE.match(_ERROR_PREFIX.sub("", first, count=1) if r.status == "error" else first)
             f = _FILE_LINE.match(first.splitlines()[0]) if not m else None
             line = int(m["line"]) if m else int(f["line"]) if f else None
             file = (f["file"] if f else "") or r.path or r.scenario

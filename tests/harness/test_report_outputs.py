@@ -43,6 +43,12 @@ def test_annotations_carry_the_yaml_line() -> None:
     assert failure_annotations(results)[3].github().startswith("::error file=suite/c.yaml,title=")
     multi = ScenarioResult("e", "h", False, ("step 0 (check, line 2): one\nsecond line 100%",), (), "t", path="e.yaml")
     assert failure_annotations([multi])[0].github().endswith("one%0Asecond line 100%25")
+    # a scenario error (a cassette miss) names its step and line after "<id> [<strategy>] ": the annotation has the
+    # line too, as failure_annotations promises (it had only the file)
+    miss = ScenarioResult("m", "model@sqlite", False, (), (), "t5", path="suite/m.yaml",
+                          error="m [model] step 0 (recall, line 10): unrecorded model call in m step 0 (purpose x)")
+    assert failure_annotations([miss])[0].github().startswith(
+        "::error file=suite/m.yaml,line=10,title=memharness m [model@sqlite]::m [model] step 0 (recall, line 10): ")
 
 
 def test_failing_run_annotates_and_writes_the_step_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
