@@ -131,6 +131,12 @@ def _comparison_delta(c: Comparison, against: str) -> Delta:
     return Delta(c.metric, c.delta, c.ci95, c.significant, good, against)
 
 
+def delta_css(c: Comparison) -> str:
+    """``up`` (green) for a significant change for the better in the metric's own direction, ``down`` (red) for the
+    worse, ``flat`` (grey) otherwise: the colour agrees with ``effect_words``."""
+    return _comparison_delta(c, "").css
+
+
 def cards(summary: RunSummary) -> list[Card]:
     """A card per strategy: headline metrics; deltas against the baseline (same strategy) when there is one, else
     against the first strategy."""

@@ -178,3 +178,22 @@ def test_summary_markdown_lists_unfinished_runs_apart_from_failed_ones() -> None
     only_failed = summary_markdown(evaluate_run([failed], ["heuristic"]), [failed])
     assert "### Failed scenarios" in only_failed
     assert "unfinished" not in only_failed
+
+
+def test_the_report_colours_a_comparison_by_the_metric_s_direction() -> None:
+    """More fallbacks is worse: the comparisons table coloured every significant rise green ("up") whatever the
+    metric, while its words (and docs/metrics.md) said "worse"."""
+    from dataclasses import replace
+
+    from harness.evaluation import compare
+    from harness.reporting._view import delta_css, effect_words
+
+    results = _results()
+    rising = compare("heuristic", "model", "recall.fallbacks", [0.0] * 20, [1.0] * 10 + [2.0] * 10,
+                     [True] * 20, [True] * 20)
+    assert effect_words(rising).startswith("worse")
+    assert delta_css(rising) == "down"
+    summary = replace(evaluate_run(results, ["heuristic", "model"]), comparisons=[rising])
+    html = render_report(summary, results, [])
+    assert '<span class="delta down">+1.5</span>' in html
+    assert '<span class="delta up">+1.5</span>' not in html
