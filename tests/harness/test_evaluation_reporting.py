@@ -197,3 +197,16 @@ def test_the_report_colours_a_comparison_by_the_metric_s_direction() -> None:
     html = render_report(summary, results, [])
     assert '<span class="delta down">+1.5</span>' in html
     assert '<span class="delta up">+1.5</span>' not in html
+
+
+def test_a_verdict_says_no_data_for_a_metric_no_longer_measured() -> None:
+    """`memharness compare` printed "recall.f1 1.0 → None"; every other output says "no data" for an unmeasured
+    metric (docs/metrics.md)."""
+    from harness.evaluation import compare_runs
+
+    base = [_result("s0", "heuristic", (_recall("s0", 0, "heuristic", 1.0, 1.0),))]
+    cand = [_result("s0", "heuristic", (_recall("s0", 0, "heuristic", 0.0, 0.0, skipped="needs capability x"),))]
+    verdicts = compare_runs(base, cand).verdicts
+    text = next(v.text for v in verdicts if v.strategy == "heuristic")
+    assert "None" not in text
+    assert "recall.f1 1 → no data" in text
