@@ -69,10 +69,11 @@ def junit_xml(results: Sequence[ScenarioResult], gates: Sequence[GateResult] = (
 
 
 def _fmt(value: Any) -> str:
+    """As the terminal and the report write a metric: 3 significant digits, a whole number as is, "no data"."""
     if value is None:
         return "no data"
     if isinstance(value, float):
-        return f"{value:.3f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+        return f"{value:.3g}" if value != int(value) else str(int(value))
     return str(value)
 
 

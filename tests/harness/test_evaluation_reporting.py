@@ -210,3 +210,20 @@ def test_a_verdict_says_no_data_for_a_metric_no_longer_measured() -> None:
     text = next(v.text for v in verdicts if v.strategy == "heuristic")
     assert "None" not in text
     assert "recall.f1 1 → no data" in text
+
+
+def test_summary_markdown_writes_a_metric_as_the_terminal_and_the_report_do() -> None:
+    """summary.md wrote 3 decimals (latency p95 "1.443") where the terminal and the report write 3 significant
+    digits ("1.44"): one run, two numbers."""
+    from harness.reporting import closing_table
+
+    results = [_result(f"s{i}", "heuristic", (_recall(f"s{i}", 0, "heuristic", 0.5, 1.0, ms=1.4427),))
+               for i in range(3)]
+    summary = evaluate_run(results, ["heuristic"])
+    assert summary.strategies["heuristic"].metric("latency.recall_ms.p95") == 1.443
+    md_row = next(line for line in summary_markdown(summary, results).splitlines()
+                  if line.startswith("| latency.recall_ms.p95 |"))
+    terminal_row = next(line for line in closing_table(summary, results) if line.startswith("latency.recall_ms.p95"))
+    assert md_row == "| latency.recall_ms.p95 | 1.44 |"
+    assert terminal_row.split()[-1] == "1.44"
+    assert "1.44</td>" in render_report(summary, results, [])
