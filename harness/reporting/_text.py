@@ -86,6 +86,9 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
     lines = [f"## memharness — {word}", ""]
     if v:
         lines += [f"**{v.line}**", ""] + [f"- {d}" for d in v.details] + ([""] if v.details else [])
+    if summary.incomplete:  # as the terminal and the report mark it: these metrics are not the whole suite's
+        lines += [f"INCOMPLETE: {len(summary.incomplete)} scenario run(s) could not finish (e.g. "
+                  f"{summary.incomplete[0]}); every metric below covers a partial suite.", ""]
     for strategy, used in ((summary.meta or {}).get("models") or {}).items():
         weights = str(used.get("weights") or "")
         sha = re.search(r"sha256 ([0-9a-f]{64})", weights)

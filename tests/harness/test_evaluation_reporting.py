@@ -173,6 +173,9 @@ def test_summary_markdown_lists_unfinished_runs_apart_from_failed_ones() -> None
     md = summary_markdown(evaluate_run(results, ["heuristic", "model"]), results)
     assert "1 failed, 1 did not finish (error)" in md
     assert "### Failed and unfinished scenarios" in md
+    # README: summary.md, like the terminal and the report, marks the metrics of an incomplete run as a partial suite
+    assert "INCOMPLETE: 1 scenario run(s) could not finish (e.g. miss [model]); every metric below covers a partial " \
+           "suite." in md
     assert "- `bad` [heuristic] (no file): step 0: wrong" in md
     assert "- `miss` [model] did not finish (error) (no file): miss [model] step 0" in md
     only_failed = summary_markdown(evaluate_run([failed], ["heuristic"]), [failed])
