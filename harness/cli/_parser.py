@@ -216,7 +216,7 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     rec.add_argument("--system", help="as `memharness run --system` (default: every shipped system)")
     rec.add_argument("--out", type=path, default="reports/record", help="the recording run's directory")
     con = sub.add_parser("conformance", help="check a memory system capability by capability (ok / wrong / missing "
-                                             "method); exit 1 on any wrong")
+                                             "method); exit 1 on any wrong or missing method")
     con.add_argument("paths", nargs="*", type=path, help="scenario files or directories (default: scenarios/)")
     con.add_argument("--system", required=True, help="a shipped system (reference, sqlite) or package.module:factory")
     con.add_argument("--cases", type=_positive, default=4, help="scenarios replayed per capability (default 4)")
