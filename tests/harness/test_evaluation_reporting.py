@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.evaluation import Gate, RunSummary, evaluate_run
 from harness.replay import Probe, ScenarioResult, TokenUsage
 from harness.reporting import read_run, render_report, summary_markdown, write_run
@@ -230,3 +232,18 @@ def test_summary_markdown_writes_a_metric_as_the_terminal_and_the_report_do() ->
     assert md_row == "| latency.recall_ms.p95 | 1.44 |"
     assert terminal_row.split()[-1] == "1.44"
     assert "1.44</td>" in render_report(summary, results, [])
+
+
+def test_progress_lines_count_as_the_verdict_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """Off a TTY the progress said "3 error, 1 passed" (statuses in alphabetical order) where the verdict says
+    "1/4 scenario runs passed, 3 did not finish (error)"."""
+    from harness.cli._progress import progress_bar
+
+    advance, stop = progress_bar(4)
+    for i in range(3):
+        advance(ScenarioResult(f"e{i}", "model", False, (), (), "t", error="boom"))
+    advance(ScenarioResult("p", "model", True, (), (), "t"))
+    stop()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "replayed model: 4 scenario run(s), 1 passed, 3 did not finish (error)"
+    assert lines[1].startswith("replayed 4 scenario run(s) in ")

@@ -275,18 +275,3 @@ def test_history_is_keyed_by_systems_and_strategies_and_shards_leave_none(tmp_pa
     assert main(["run", str(SCENARIOS / "recall"), "--shard", "1/2", "--strategy", "heuristic", "--out",
                  str(shards / "1"), "--no-gates"], environ={}) in (0, 1)
     assert not (shards / "history.sqlite").exists()
-
-
-def test_progress_lines_count_as_the_verdict_does(capsys: pytest.CaptureFixture[str]) -> None:
-    """Off a TTY the progress said "3 error, 1 passed" (statuses in alphabetical order) where the verdict says
-    "1/4 scenario runs passed, 3 did not finish (error)"."""
-    from harness.cli._progress import progress_bar
-
-    advance, stop = progress_bar(4)
-    for i in range(3):
-        advance(ScenarioResult(f"e{i}", "model", False, (), (), "t", error="boom"))
-    advance(ScenarioResult("p", "model", True, (), (), "t"))
-    stop()
-    lines = capsys.readouterr().err.splitlines()
-    assert lines[0] == "replayed model: 4 scenario run(s), 1 passed, 3 did not finish (error)"
-    assert lines[1].startswith("replayed 4 scenario run(s) in ")
