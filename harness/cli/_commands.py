@@ -353,7 +353,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         args = build_parser(command_of(sys.argv[1:] if argv is None else argv)).parse_args(argv)
         check_environment(env)
         check_output_dir(getattr(args, "out", None), "--out")
-        if args.command in ("run", "compare", "merge", "report"):  # metrics of your own: --plugin, env, entry points
+        if args.command in ("run", "compare", "merge", "report", "validate"):  # --plugin, env, entry points
             from harness.plugins import load_plugins
 
             load_plugins(getattr(args, "plugins", None) or (), environ=dict(env))

@@ -146,10 +146,12 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="re-render report.html from a run directory")
     rep.add_argument("run_dir", type=path, help="a run directory (summary.json, results.jsonl, traces.jsonl)")
     rep.add_argument("-o", "--output", type=file_path, help="where to write the report (default: RUN_DIR/report.html)")
-    cmp_ = sub.add_parser("compare", help="paired deltas between two run directories")
+    cmp_ = sub.add_parser("compare", help="paired deltas between two run directories; exit 1 when a check flipped "
+                                          "from pass to fail or a gate failed")
     cmp_.add_argument("base", type=path, help="the baseline run directory")
     cmp_.add_argument("cand", type=path, help="the candidate run directory, compared probe by probe with BASE")
-    cmp_.add_argument("--gates", type=path, help="gates TOML; its max_drop gates with vs = \"baseline\" decide the exit code")
+    cmp_.add_argument("--gates", type=path, help="gates TOML; its max_drop gates with vs = \"baseline\" fail the "
+                                                   "comparison (a check that flipped from pass to fail always does)")
     cmp_.add_argument("--max-drop", type=_drop, default=None, help="fail when any recall.f1 CI lies below -MAX_DROP")
     mer = sub.add_parser("merge", help="merge shard run directories into one")
     mer.add_argument("out", type=path, help="the merged run directory to write")
@@ -216,7 +218,7 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     rec.add_argument("--system", help="as `memharness run --system` (default: every shipped system)")
     rec.add_argument("--out", type=path, default="reports/record", help="the recording run's directory")
     con = sub.add_parser("conformance", help="check a memory system capability by capability (ok / wrong / missing "
-                                             "method); exit 1 on any wrong")
+                                             "method); exit 1 on any wrong or missing method")
     con.add_argument("paths", nargs="*", type=path, help="scenario files or directories (default: scenarios/)")
     con.add_argument("--system", required=True, help="a shipped system (reference, sqlite) or package.module:factory")
     con.add_argument("--cases", type=_positive, default=4, help="scenarios replayed per capability (default 4)")

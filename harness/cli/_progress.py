@@ -10,6 +10,10 @@ if TYPE_CHECKING:
     from harness.replay import ScenarioResult
 
 
+_WORDS = (("passed", "passed"), ("failed", "failed"), ("error", "did not finish (error)"), ("skipped", "skipped"))
+"""Each status as the verdict line counts it ("5 did not finish (error)"), in its order."""
+
+
 def progress_bar(total: int) -> tuple[Callable[[ScenarioResult], None], Callable[[], None]]:
     """A rich progress bar on a TTY; otherwise nothing while replaying and one line per strategy at the end."""
     import time
@@ -22,10 +26,13 @@ def progress_bar(total: int) -> tuple[Callable[[ScenarioResult], None], Callable
         by[r.status] = by.get(r.status, 0) + 1
 
     def lines() -> list[str]:
+        """One line per strategy in the verdict's words and order, then the replay's one wall time (each line
+        printed the same total, as if it were that strategy's)."""
         took = time.monotonic() - started
-        return [f"replayed {strategy}: {sum(by.values())} scenario run(s), "
-                + ", ".join(f"{n} {status}" for status, n in sorted(by.items())) + f" ({took:.3g} s)"
-                for strategy, by in counts.items()]
+        out = [f"replayed {strategy}: {sum(by.values())} scenario run(s), "
+               + ", ".join(f"{by[status]} {word}" for status, word in _WORDS if by.get(status))
+               for strategy, by in counts.items()]
+        return [*out, f"replayed {sum(sum(by.values()) for by in counts.values())} scenario run(s) in {took:.3g} s"]
 
     if sys.stderr.isatty():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn

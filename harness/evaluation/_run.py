@@ -78,11 +78,16 @@ def _verdicts(strategies: Sequence[str], comps: Sequence[Comparison], suite: Seq
         # the reasons for the verdict first; a worse run's significant gains after them, labelled as gains
         parts = [f"{nflip} check(s) flipped from pass to fail"] if nflip else []
         parts += [_effect(c) for c in (down or up or [c for c in mine if c.metric == "recall.f1"])]
-        parts += [f"{d.metric} {d.base} → {d.cand}" for d in (sdown or sup)]
+        parts += [f"{d.metric} {_value(d.base)} → {_value(d.cand)}" for d in (sdown or sup)]
         if verdict == "worse" and not (down or sdown) and (up or sup):
             parts[1:] = ["while better on " + "; ".join(parts[1:])]
         out.append(Verdict(strategy, verdict, f"{strategy}: {verdict}" + (f" — {'; '.join(parts)}" if parts else "")))
     return out
+
+
+def _value(x: float | None) -> str:
+    """A suite-level value in a verdict: "no data" for a metric nothing measured (never "None"), else ``:g``."""
+    return "no data" if x is None else f"{x:g}"
 
 
 def _effect(c: Comparison) -> str:

@@ -69,10 +69,11 @@ def junit_xml(results: Sequence[ScenarioResult], gates: Sequence[GateResult] = (
 
 
 def _fmt(value: Any) -> str:
+    """As the terminal and the report write a metric: 3 significant digits, a whole number as is, "no data"."""
     if value is None:
         return "no data"
     if isinstance(value, float):
-        return f"{value:.3f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+        return f"{value:.3g}" if value != int(value) else str(int(value))
     return str(value)
 
 
@@ -85,6 +86,9 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
     lines = [f"## memharness — {word}", ""]
     if v:
         lines += [f"**{v.line}**", ""] + [f"- {d}" for d in v.details] + ([""] if v.details else [])
+    if summary.incomplete:  # as the terminal and the report mark it: these metrics are not the whole suite's
+        lines += [f"INCOMPLETE: {len(summary.incomplete)} scenario run(s) could not finish (e.g. "
+                  f"{summary.incomplete[0]}); every metric below covers a partial suite.", ""]
     for strategy, used in ((summary.meta or {}).get("models") or {}).items():
         weights = str(used.get("weights") or "")
         sha = re.search(r"sha256 ([0-9a-f]{64})", weights)
@@ -118,11 +122,12 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
         lines += [f"- `{f.scenario}` step {f.step} {f.query!r}: {f.a} {'found all' if f.a_ok else 'missed'}, "
                   f"{f.b} {'found all' if f.b_ok else 'missed'}" for f in flipped[:30]]
     bad = [r for r in results if r.status in ("failed", "error")]
-    if bad:
-        lines += ["", "### Failed scenarios", ""]
+    if bad:  # the verdict counts "failed" and "did not finish (error)" apart: so does this list
+        errors = any(r.status == "error" for r in bad)
+        lines += ["", "### Failed and unfinished scenarios" if errors else "### Failed scenarios", ""]
         for r in bad:
-            lines.append(f"- `{r.scenario}` [{r.strategy}] ({r.path or 'no file'}): "
-                         + "; ".join(r.failures or ((r.error or "").splitlines()[:1])))
+            lines.append(f"- `{r.scenario}` [{r.strategy}]{' did not finish (error)' if r.status == 'error' else ''} "
+                         f"({r.path or 'no file'}): " + "; ".join(r.failures or ((r.error or "").splitlines()[:1])))
     lines += _quality(results)
     lines += _skips(results)
     lines += ["", "| gate | value | result |", "|---|---:|---|"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from harness.errors import HarnessError
-from harness.evaluation import Comparison, GateResult, RunSummary, lower_is_better
+from harness.evaluation import Comparison, GateResult, RunSummary, lower_is_better, p_text
 from harness.replay import Probe, ScenarioResult
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import read_regular
@@ -22,6 +22,8 @@ VERDICT_METRIC: Final = "recall.f1"
 VerdictStatus = Literal["pass", "fail", "incomplete"]
 _STEP_LINE: Final = re.compile(r"^step (?P<step>\d+) \((?P<kind>[\w-]+), line (?P<line>\d+)\): (?P<message>.*)$", re.S)
 _FILE_LINE: Final = re.compile(r"^(?P<file>[^:\n]+\.ya?ml):(?P<line>\d+): (?P<message>.*)$", re.S)
+_ERROR_PREFIX: Final = re.compile(r"^\S+ \[[^\]\n]+\] (?=step \d+ \()")
+"""A scenario error's ``<id> [<strategy>] `` before its ``step N (kind, line L): …`` (``replay``'s error text)."""
 
 
 def sig3(value: float | None) -> str:
@@ -41,8 +43,11 @@ def effect_words(c: Comparison) -> str:
         return (f"{word}: {c.metric} {c.delta:+.3g} (95% CI {c.ci95[0]:+.3g} to {c.ci95[1]:+.3g}, significant, "
                 f"n = {c.n})")
     mde = f"; the smallest detectable effect is ±{c.mde:.3g}" if c.mde == c.mde and c.mde != float("inf") else ""
+    # the CI excludes 0 yet p >= 0.05 only when every delta is the same (a point CI, the exact sign test's p)
+    why = ("includes 0" if c.ci95[0] <= 0 <= c.ci95[1]
+           else f"but every delta is the same: exact sign test {p_text(c.p_value, prefix='p')}")
     return (f"no detectable change: {c.metric} {c.delta:+.3g} (95% CI {c.ci95[0]:+.3g} to {c.ci95[1]:+.3g} "
-            f"includes 0, not significant, n = {c.n}{mde})")
+            f"{why}, not significant, n = {c.n}{mde})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +118,7 @@ def failure_annotations(results: Sequence[ScenarioResult]) -> list[Annotation]:
             if not text:
                 continue
             first = text.strip()
-            m = _STEP_LINE.match(first)
+            m = _STEP_LINE.match(_ERROR_PREFIX.sub("", first, count=1) if r.status == "error" else first)
             f = _FILE_LINE.match(first.splitlines()[0]) if not m else None
             line = int(m["line"]) if m else int(f["line"]) if f else None
             file = (f["file"] if f else "") or r.path or r.scenario
@@ -124,6 +129,12 @@ def failure_annotations(results: Sequence[ScenarioResult]) -> list[Annotation]:
 def _comparison_delta(c: Comparison, against: str) -> Delta:
     good = (c.delta < 0) if lower_is_better(c.metric) else (c.delta > 0)
     return Delta(c.metric, c.delta, c.ci95, c.significant, good, against)
+
+
+def delta_css(c: Comparison) -> str:
+    """``up`` (green) for a significant change for the better in the metric's own direction, ``down`` (red) for the
+    worse, ``flat`` (grey) otherwise: the colour agrees with ``effect_words``."""
+    return _comparison_delta(c, "").css
 
 
 def cards(summary: RunSummary) -> list[Card]:

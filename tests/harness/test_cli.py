@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.cli._parser import build_parser
 from tests.harness.conftest import SCENARIOS
 
 OUTPUTS = ("summary.json", "probes.jsonl", "traces.jsonl", "report.html", "junit.xml", "summary.md")
@@ -133,6 +134,7 @@ def test_compare_shows_changed_probes_and_paired_ci(tmp_path: Path, monkeypatch:
     [f1] = [c for c in summary["baseline"]["comparisons"] if c["metric"] == "recall.f1" and c["b"] == "heuristic"]
     # the parity scenario flipped from pass to fail: that alone fails the comparison ...
     assert code == 1
+    assert "exit 1 when a check flipped from pass to fail" in " ".join(build_parser("compare").format_help().split())
     assert "FLIP parity-substring-score [heuristic]" in out
     assert "gate no check flips from pass to fail vs baseline: FAIL" in out
     # ... and the --max-drop 0 gate fails exactly when the whole 95% CI of the F1 change lies below 0

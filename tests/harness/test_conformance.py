@@ -113,6 +113,11 @@ def test_a_missing_method_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "locks" in out
     assert "missing method: lock_held" in out
+    # and the exit 1 above is what `memharness --help` promises for a missing method, not only for a wrong one
+    import harness.cli
+
+    top_help = (Path(harness.cli.__file__).parent / harness.cli.TOP_HELP_FILE).read_text()
+    assert "exit 1 on any wrong or missing method" in " ".join(top_help.split())
 
 
 def test_untested_capabilities_are_not_called_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.evaluation import Gate, RunSummary, evaluate_run
 from harness.replay import Probe, ScenarioResult, TokenUsage
 from harness.reporting import read_run, render_report, summary_markdown, write_run
@@ -76,6 +78,7 @@ def test_markdown_and_html_render_what_evaluation_computed() -> None:
     assert "<script>x</script>" not in html
     assert "skipped: needs capability x" in html
     assert "model recall.recall &gt;= 0.8" in html
+    assert "Significant = the 95% CI excludes 0 and p &lt; 0.05" in html  # the rule `Comparison.significant` applies
 
 
 def _one(scenario: str, probe: Probe, *, failures: tuple[str, ...] = (), skipped: str | None = None) -> ScenarioResult:
@@ -142,3 +145,105 @@ def test_a_cassette_whose_reply_holds_a_unicode_line_break_reads_back(tmp_path: 
     assert Cassette.open(tmp_path).entries == {key: entry}
     [call] = load_cassette_calls(tmp_path)[("s", 0)]
     assert "a\u2028b\u0085c" in call.reply
+
+
+def test_the_verdict_in_words_never_says_a_point_ci_away_from_zero_includes_it() -> None:
+    """One probe that moved by +1: the CI is the point +1 (it excludes 0) and the exact sign test's p is 1, so the
+    delta is not significant. The words said "95% CI +1 to +1 includes 0"; they now give the real reason."""
+    from harness.evaluation import compare
+    from harness.reporting._view import effect_words
+
+    one = compare("a", "b", "recall.f1", [0.0], [1.0], [False], [True])
+    assert not one.significant
+    assert one.ci95 == (1.0, 1.0)
+    words = effect_words(one)
+    assert "includes 0" not in words
+    assert words.startswith("no detectable change: recall.f1 +1 (95% CI +1 to +1 but every delta is the same: "
+                            "exact sign test p = 1, not significant, n = 1")
+    spread = compare("a", "b", "recall.f1", [0.5, 0.5, 0.5, 0.5], [0.0, 1.0, 0.25, 0.75], [True] * 4, [True] * 4)
+    assert not spread.significant
+    assert spread.ci95[0] <= 0 <= spread.ci95[1]
+    assert "includes 0, not significant" in effect_words(spread)
+
+
+def test_summary_markdown_lists_unfinished_runs_apart_from_failed_ones() -> None:
+    """The verdict counts "1 failed, 1 did not finish (error)"; the list under it said "Failed scenarios" for both."""
+    failed = _result("bad", "heuristic", (_recall("bad", 0, "heuristic", 0.5, 1.0),), failures=("step 0: wrong",))
+    errored = ScenarioResult(scenario="miss", strategy="model", passed=False, failures=(), probes=(),
+                             trace_id="0" * 32, error="miss [model] step 0 (recall, line 9): unrecorded model call")
+    results = [failed, errored]
+    md = summary_markdown(evaluate_run(results, ["heuristic", "model"]), results)
+    assert "1 failed, 1 did not finish (error)" in md
+    assert "### Failed and unfinished scenarios" in md
+    # README: summary.md, like the terminal and the report, marks the metrics of an incomplete run as a partial suite
+    assert "INCOMPLETE: 1 scenario run(s) could not finish (e.g. miss [model]); every metric below covers a partial " \
+           "suite." in md
+    assert "- `bad` [heuristic] (no file): step 0: wrong" in md
+    assert "- `miss` [model] did not finish (error) (no file): miss [model] step 0" in md
+    only_failed = summary_markdown(evaluate_run([failed], ["heuristic"]), [failed])
+    assert "### Failed scenarios" in only_failed
+    assert "unfinished" not in only_failed
+
+
+def test_the_report_colours_a_comparison_by_the_metric_s_direction() -> None:
+    """More fallbacks is worse: the comparisons table coloured every significant rise green ("up") whatever the
+    metric, while its words (and docs/metrics.md) said "worse"."""
+    from dataclasses import replace
+
+    from harness.evaluation import compare
+    from harness.reporting._view import delta_css, effect_words
+
+    results = _results()
+    rising = compare("heuristic", "model", "recall.fallbacks", [0.0] * 20, [1.0] * 10 + [2.0] * 10,
+                     [True] * 20, [True] * 20)
+    assert effect_words(rising).startswith("worse")
+    assert delta_css(rising) == "down"
+    summary = replace(evaluate_run(results, ["heuristic", "model"]), comparisons=[rising])
+    html = render_report(summary, results, [])
+    assert '<span class="delta down">+1.5</span>' in html
+    assert '<span class="delta up">+1.5</span>' not in html
+
+
+def test_a_verdict_says_no_data_for_a_metric_no_longer_measured() -> None:
+    """`memharness compare` printed "recall.f1 1.0 → None"; every other output says "no data" for an unmeasured
+    metric (docs/metrics.md)."""
+    from harness.evaluation import compare_runs
+
+    base = [_result("s0", "heuristic", (_recall("s0", 0, "heuristic", 1.0, 1.0),))]
+    cand = [_result("s0", "heuristic", (_recall("s0", 0, "heuristic", 0.0, 0.0, skipped="needs capability x"),))]
+    verdicts = compare_runs(base, cand).verdicts
+    text = next(v.text for v in verdicts if v.strategy == "heuristic")
+    assert "None" not in text
+    assert "recall.f1 1 → no data" in text
+
+
+def test_summary_markdown_writes_a_metric_as_the_terminal_and_the_report_do() -> None:
+    """summary.md wrote 3 decimals (latency p95 "1.443") where the terminal and the report write 3 significant
+    digits ("1.44"): one run, two numbers."""
+    from harness.reporting import closing_table
+
+    results = [_result(f"s{i}", "heuristic", (_recall(f"s{i}", 0, "heuristic", 0.5, 1.0, ms=1.4427),))
+               for i in range(3)]
+    summary = evaluate_run(results, ["heuristic"])
+    assert summary.strategies["heuristic"].metric("latency.recall_ms.p95") == 1.443
+    md_row = next(line for line in summary_markdown(summary, results).splitlines()
+                  if line.startswith("| latency.recall_ms.p95 |"))
+    terminal_row = next(line for line in closing_table(summary, results) if line.startswith("latency.recall_ms.p95"))
+    assert md_row == "| latency.recall_ms.p95 | 1.44 |"
+    assert terminal_row.split()[-1] == "1.44"
+    assert "1.44</td>" in render_report(summary, results, [])
+
+
+def test_progress_lines_count_as_the_verdict_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """Off a TTY the progress said "3 error, 1 passed" (statuses in alphabetical order) where the verdict says
+    "1/4 scenario runs passed, 3 did not finish (error)"."""
+    from harness.cli._progress import progress_bar
+
+    advance, stop = progress_bar(4)
+    for i in range(3):
+        advance(ScenarioResult(f"e{i}", "model", False, (), (), "t", error="boom"))
+    advance(ScenarioResult("p", "model", True, (), (), "t"))
+    stop()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "replayed model: 4 scenario run(s), 1 passed, 3 did not finish (error)"
+    assert lines[1].startswith("replayed 4 scenario run(s) in ")

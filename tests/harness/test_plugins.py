@@ -176,6 +176,22 @@ def test_a_system_that_does_not_declare_a_plugin_strategy_skips_it_with_the_reas
     assert [r["skipped"] for r in results] == ["sqlite implements strategies bm25, heuristic, model, not first-word"]
 
 
+def test_validate_accepts_a_scenario_naming_a_plugin_strategy_that_run_accepts(tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/plugins.md: a scenario's `strategies:` may name a plugin's ranker. `run` loaded $MEMHARNESS_PLUGINS and
+    accepted it; `validate` loaded no plugin and refused the same file (exit 2)."""
+    (tmp_path / "first_word.py").write_text(RANKER.replace("BAD", "0.0"))
+    scenario = tmp_path / "suite" / "mine.yaml"
+    scenario.parent.mkdir()
+    source = (SCENARIOS / "recall" / "multi-fact.yaml").read_text()
+    scenario.write_text("strategies: [first-word]\n" + "\n".join(line for line in source.splitlines()
+                                                                 if not line.startswith("strategies:")) + "\n")
+    env = {"MEMHARNESS_PLUGINS": str(tmp_path / "first_word.py")}
+    assert main(["validate", str(scenario.parent)], environ=env) == 0, capsys.readouterr().err
+    assert main(["run", str(scenario.parent), "--system", "reference", "--no-gates", "--out", str(tmp_path / "run")],
+                environ=env) == 0
+
+
 @pytest.mark.parametrize("name", ["heuristic", "none", "Upper", "has space", "model:x", ""])
 def test_a_plugin_strategy_name_is_checked(name: str) -> None:
     from harness.errors import HarnessError

@@ -43,6 +43,12 @@ def test_annotations_carry_the_yaml_line() -> None:
     assert failure_annotations(results)[3].github().startswith("::error file=suite/c.yaml,title=")
     multi = ScenarioResult("e", "h", False, ("step 0 (check, line 2): one\nsecond line 100%",), (), "t", path="e.yaml")
     assert failure_annotations([multi])[0].github().endswith("one%0Asecond line 100%25")
+    # a scenario error (a cassette miss) names its step and line after "<id> [<strategy>] ": the annotation has the
+    # line too, as failure_annotations promises (it had only the file)
+    miss = ScenarioResult("m", "model@sqlite", False, (), (), "t5", path="suite/m.yaml",
+                          error="m [model] step 0 (recall, line 10): unrecorded model call in m step 0 (purpose x)")
+    assert failure_annotations([miss])[0].github().startswith(
+        "::error file=suite/m.yaml,line=10,title=memharness m [model@sqlite]::m [model] step 0 (recall, line 10): ")
 
 
 def test_failing_run_annotates_and_writes_the_step_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -79,8 +85,11 @@ def test_no_annotations_outside_github(tmp_path: Path, monkeypatch: pytest.Monke
     assert "FAILED: bad [heuristic]" in captured.out
     # off a TTY: one progress line per strategy, not one per scenario
     progress = [line for line in captured.err.splitlines() if line.startswith("replayed ")]
-    assert [line.split(" (")[0] for line in progress] == ["replayed heuristic: 1 scenario run(s), 1 failed",
-                                                          "replayed heuristic@sqlite: 1 scenario run(s), 1 failed"]
+    assert progress[:2] == ["replayed heuristic: 1 scenario run(s), 1 failed",
+                            "replayed heuristic@sqlite: 1 scenario run(s), 1 failed"]
+    # the wall time is the whole replay's, once (each strategy's line printed the same total as if it were its own)
+    assert re.fullmatch(r"replayed 2 scenario run\(s\) in [0-9.e+-]+ s", progress[2])
+    assert len(progress) == 3
 
 
 def test_three_runs_make_a_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -146,7 +146,8 @@ def test_an_init_that_cannot_finish_takes_back_what_it_wrote(fail_at: int, tmp_p
     monkeypatch.setattr(init.os, "fsync", fsync)
     assert main(["init", str(project)]) == 2
     line = capsys.readouterr().err.strip()
-    assert line.startswith(f"memharness: {project}/") and line.endswith(": No space left on device"), line
+    assert line.startswith(f"memharness: {project}/"), line
+    assert line.endswith(": No space left on device"), line
     assert sorted(p.name for p in project.rglob("*")) == ["notes.txt"]
     monkeypatch.setattr(init.os, "fsync", real)
     assert main(["init", str(project)]) == 0
