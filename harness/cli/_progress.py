@@ -32,6 +32,8 @@ def progress_bar(total: int) -> tuple[Callable[[ScenarioResult], None], Callable
         out = [f"replayed {strategy}: {sum(by.values())} scenario run(s), "
                + ", ".join(f"{by[status]} {word}" for status, word in _WORDS if by.get(status))
                for strategy, by in counts.items()]
+        if not counts:  # nothing replayed (the run stopped first): the error that stopped it is the only line
+            return []
         return [*out, f"replayed {sum(sum(by.values()) for by in counts.values())} scenario run(s) in {took:.3g} s"]
 
     if sys.stderr.isatty():

@@ -44,7 +44,9 @@ def hostile_files(draw: Any) -> list[Any]:
         if where == "sample_id":
             s["sample_id"] = draw(HOSTILE_IDS)
         elif where in ("dia_id", "speaker") and isinstance(turns, list) and turns:
-            turns[draw(st.integers(0, len(turns) - 1))][where] = draw(HOSTILE_IDS if where == "dia_id" else VALUES)
+            turn = turns[draw(st.integers(0, len(turns) - 1))]
+            if isinstance(turn, dict):  # (a session already replaced by a list of numbers has no turn to change)
+                turn[where] = draw(HOSTILE_IDS if where == "dia_id" else VALUES)
         elif where == "category":
             s["qa"][0]["category"] = draw(VALUES)
         elif where == "question":
