@@ -65,7 +65,6 @@ def atomic_write(path: Path, text: str) -> None:
             raise
 
 
-
 def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
     return "".join(json.dumps(finite_json(dict(r)), ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
 

@@ -170,11 +170,11 @@ def _parse_sample(sample: Mapping[str, Any]) -> Conversation:
              for n, session, when in _sessions(conv) for i, t in enumerate(session)]
     if not turns:
         raise _Bad("conversation: no session holds a turn")
-    known: set[str] = set()
+    files: set[str] = set()
     for t in turns:
-        if t.dia_id.replace(":", "-") in known:  # two turns, one memory file: one would replace the other
+        if _fact_id(t.dia_id) in files:  # two turns, one memory file (turns/<fact id>.md): one would replace the other
             raise _Bad(f"session_{t.session}: dia_id {t.dia_id!r} again")
-        known.add(t.dia_id.replace(":", "-"))
+        files.add(_fact_id(t.dia_id))
     known = {t.dia_id for t in turns}
     c = Conversation(sample_id, turns, [])
     for i, qa in enumerate(sample.get("qa", [])):
