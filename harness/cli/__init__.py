@@ -72,21 +72,22 @@ def entry() -> None:
         print(f"note: {leaked} file descriptor(s) were left open during the run (the system under test?)",
               file=sys.stderr)
 
+    def leave() -> None:  # now, whatever threads are left: the outputs are written, the streams flushed
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
     def watchdog() -> None:
         time.sleep(EXIT_GRACE_S)
         alive = [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
                  and t.is_alive()]
         print(f"note: {len(alive)} thread(s) still running {EXIT_GRACE_S:g} s after the run ({', '.join(alive[:3])}"
               f"{', …' if len(alive) > 3 else ''}): exiting without waiting for them", file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        leave()
     try:
         threading.Thread(target=watchdog, name="memharness-exit-watchdog", daemon=True).start()
-    except RuntimeError:  # no thread to be had (a memory limit): exit now, there is no one to wait for anyway
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    except RuntimeError:  # no thread to be had (a memory limit): there is no one to wait for anyway
+        leave()
     sys.exit(code)
 
 
