@@ -137,6 +137,8 @@ class TelemetrySetup:
     """Seconds the shutdowns of one run (every setup of its run id in this process: one per system) wait for the
     exporters in all (an OTLP endpoint's timeout), or None: wait for them to finish (the console and JSONL
     exporters cannot hang)."""
+    otlp: list[_Delivery] = field(default_factory=list)
+    """The OTLP exporters, each counting the exports its endpoint did not take."""
     closed: bool = field(default=False, init=False)
 
     def shutdown(self) -> None:
@@ -152,11 +154,15 @@ class TelemetrySetup:
         run = self.telemetry.run_id
         budget = max(0.0, self.flush_timeout - _FLUSH_WAITED.get(run, 0.0))
         closer = threading.Thread(target=self._close_providers, name="memharness-otlp-flush", daemon=True)
+        failed_before = sum(exporter.failed for exporter in self.otlp)
         start = time.monotonic()
         closer.start()
         closer.join(budget)
         _FLUSH_WAITED[run] = _FLUSH_WAITED.get(run, 0.0) + time.monotonic() - start
-        if closer.is_alive() and run not in _FLUSH_WARNED:
+        # not taken: the wait ran out, or an exporter gave up first (its request timeout is the same number of
+        # seconds, so which of the two ends first is a race; the user hears the same line either way)
+        dropped = closer.is_alive() or sum(exporter.failed for exporter in self.otlp) > failed_before
+        if dropped and run not in _FLUSH_WARNED:
             _FLUSH_WARNED.add(run)
             log.warning("telemetry: the OTLP endpoint did not take the last telemetry within %g s "
                         "(OTEL_EXPORTER_OTLP_TIMEOUT, for the whole run); the rest is dropped, traces.jsonl has "
@@ -229,13 +235,32 @@ def _otlp_kwargs(environ: Mapping[str, str], signal: str) -> dict[str, Any]:
     return kwargs
 
 
-def _otlp_exporters(environ: Mapping[str, str]) -> tuple[SpanExporter, Any, Any]:
+class _Delivery:
+    """An OTLP exporter that counts the exports it reports as failed (the endpoint did not take the batch); every
+    other attribute is the exporter's own, so any processor or reader takes it as the exporter."""
+
+    def __init__(self, exporter: Any) -> None:
+        self.exporter = exporter
+        self.failed = 0
+
+    def export(self, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        result = self.exporter.export(batch, *args, **kwargs)
+        if getattr(result, "name", "") == "FAILURE":  # SpanExportResult, LogRecordExportResult, MetricExportResult
+            self.failed += 1
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.exporter, name)
+
+
+def _otlp_exporters(environ: Mapping[str, str]) -> tuple[_Delivery, _Delivery, _Delivery]:
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return (OTLPSpanExporter(**_otlp_kwargs(environ, "traces")), OTLPMetricExporter(**_otlp_kwargs(environ, "metrics")),
-            OTLPLogExporter(**_otlp_kwargs(environ, "logs")))
+    return (_Delivery(OTLPSpanExporter(**_otlp_kwargs(environ, "traces"))),
+            _Delivery(OTLPMetricExporter(**_otlp_kwargs(environ, "metrics"))),
+            _Delivery(OTLPLogExporter(**_otlp_kwargs(environ, "logs"))))
 
 
 class RunAttributes(SpanProcessor):
@@ -335,15 +360,19 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
     readers = list(metric_readers)
     logger_provider: Any = LoggerProvider(resource=resource, shutdown_on_exit=False)
     log_processors = 0
+    otlp: list[_Delivery] = []
     try:
         if "otlp" in traces | metrics_kind | logs_kind:
             span_exp, metric_exp, log_exp = _otlp_exporters(environ)
             if "otlp" in traces:
-                tracer_provider.add_span_processor(BatchSpanProcessor(span_exp))
+                tracer_provider.add_span_processor(BatchSpanProcessor(span_exp))  # type: ignore[arg-type]
+                otlp.append(span_exp)
             if "otlp" in metrics_kind:
-                readers.append(PeriodicExportingMetricReader(metric_exp))
+                readers.append(PeriodicExportingMetricReader(metric_exp))  # type: ignore[arg-type]
+                otlp.append(metric_exp)
             if "otlp" in logs_kind:
-                logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exp))
+                logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exp))  # type: ignore[arg-type]
+                otlp.append(log_exp)
                 log_processors += 1
         if "console" in traces:
             tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
@@ -365,7 +394,7 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
     kinds = (traces, metrics_kind, logs_kind)
     flush = max(otlp_timeout(environ, signal) for signal, kind in zip(("traces", "metrics", "logs"), kinds, strict=True)
                 if "otlp" in kind) if any("otlp" in kind for kind in kinds) else None
-    setup = TelemetrySetup(telemetry, jsonl, readers, flush)
+    setup = TelemetrySetup(telemetry, jsonl, readers, flush, otlp)
     if any(kinds) or metric_readers:
         atexit.register(setup.shutdown)  # instead of each provider's own, unbounded, exit hook
     return setup
