@@ -50,15 +50,40 @@ INTERRUPTS_WATCHED: Final = threading.Event()
 caller, the pytest plugin), so it is never taken for the system's."""
 
 
+TERMINATED: Final = threading.Event()
+"""Set when the interrupt was SIGTERM (a CI cancel, ``timeout``, ``kill``): exit 143 and 'terminated', not 130."""
+
+
 def watch_interrupts() -> None:
-    """Install the SIGINT handler that sets ``USER_INTERRUPT`` before raising ``KeyboardInterrupt`` as Python's does."""
-    def on_sigint(signum: int, frame: Any) -> None:
+    """Install the SIGINT and SIGTERM handlers that set ``USER_INTERRUPT`` before raising ``KeyboardInterrupt`` as
+    Python's does for SIGINT: a terminated run cleans up as an interrupted one does (no staged directory left)."""
+    def on_signal(signum: int, frame: Any) -> None:
         USER_INTERRUPT.set()
+        if signum == signal.SIGTERM:
+            TERMINATED.set()
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, on_sigint)
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
         INTERRUPTS_WATCHED.set()
+
+
+def interrupted() -> int:
+    """Say how the run was stopped, in one line, and return its exit code: 143 for SIGTERM (the shell's 128 + 15,
+    as if the default handler had ended the process), 130 for Ctrl-C."""
+    import sys
+
+    print("memharness: terminated" if TERMINATED.is_set() else "memharness: interrupted", file=sys.stderr)
+    return 143 if TERMINATED.is_set() else 130
+
+
+def child_signals() -> None:
+    """In a process the run forked (a loader, a side process, a plug-in system's child): Ctrl-C is the run's to
+    handle (ignored here: no second traceback), and SIGTERM ends the process as its default action does, not as the
+    run's 'terminated' handler this process inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 class ScenarioInputError(HarnessError, ValueError):

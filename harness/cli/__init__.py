@@ -15,6 +15,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     from the parser alone, before any command's module is imported."""
     import sys
 
+    from harness.errors import interrupted, watch_interrupts
+
+    watch_interrupts()  # first: a Ctrl-C or SIGTERM while the commands load is one line, not a traceback; and a
+    # KeyboardInterrupt the system under test raises is its failure, not the user's Ctrl-C
     args = sys.argv[1:] if argv is None else list(argv)
     if args in (["-h"], ["--help"]) and _print_top_help():
         return 0
@@ -26,10 +30,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
         with contextlib.suppress(HarnessError):  # a usage error is reported by the command line below, as always
             build_parser(command_of(args)).parse_args(args)  # prints and exits
-    from harness.cli._commands import main as run
-    from harness.errors import watch_interrupts
-
-    watch_interrupts()  # a KeyboardInterrupt the system under test raises is its failure, not the user's Ctrl-C
+    try:
+        from harness.cli._commands import main as run
+    except KeyboardInterrupt:
+        return interrupted()
     return run(argv, environ)
 
 

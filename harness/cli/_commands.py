@@ -24,7 +24,7 @@ from harness.cli._record import cmd_record
 from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate, read_benchmark, trace_url
 from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_github, cmd_import, cmd_traces, run_fuzz
-from harness.errors import HarnessError, SystemFailure, one_line
+from harness.errors import HarnessError, SystemFailure, interrupted, one_line
 from harness.scenario import STRATEGIES, base_strategy, load_all
 
 DEFAULT_SCENARIOS = Path("scenarios")
@@ -372,8 +372,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         print(f"memharness: {one_line(str(exc))}", file=sys.stderr)
         return 1 if isinstance(exc, SystemFailure) else 2
     except KeyboardInterrupt:
-        print("memharness: interrupted", file=sys.stderr)
-        return 130
+        return interrupted()
     except OSError as exc:  # an output or input file the OS refused: name it, one line
         if env.get("MEMHARNESS_DEBUG"):
             raise

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, Final
 
+from harness.errors import child_signals
+
 _NAME_BYTES: Final = 64
 
 
@@ -50,7 +52,7 @@ def enter_child(tmp: str | None) -> None:
     which the parent removes however this ends."""
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # a group of its own: the parent kills what the system forks along with it
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    child_signals()
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     if tmp is not None:

@@ -12,13 +12,12 @@ import contextlib
 import multiprocessing as mp
 import os
 import pickle
-import signal
 import sys
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, child_signals
 
 if TYPE_CHECKING:
     from harness.replay._records import ScenarioResult
@@ -95,7 +94,7 @@ class SideProcess:
 def _main(conn: Connection, parents_end: Connection) -> None:
     parents_end.close()
     # Ctrl-C is the parent's to handle (it stops this process): no second traceback from here
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    child_signals()
     failed: BaseException | None = None
     try:
         from memory_core.litellm_model import _litellm

@@ -23,7 +23,7 @@ from harness.evaluation import RunSummary
 from harness.evaluation._stats import NULL_IS_INF
 from harness.replay import Probe, ScenarioResult
 from harness.replay._records import ScenarioStatus
-from harness.reporting._targets import write_target
+from harness.reporting._targets import _umask
 from harness.reporting._text import junit_xml, summary_markdown
 from harness.reporting._traces import TraceSpool, spooled
 from harness.reporting._typed import row_problem, type_problem
@@ -31,38 +31,6 @@ from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
 from harness.telemetry import finite_json
 from memory_core.files.lock import pid_alive
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temp file, fsync and ``os.replace``: a reader never sees half a file, a crash never leaves one.
-    The file gets the mode a plain ``open()`` would give (0666 less the umask), not mkstemp's 0600. A symlink is
-    followed (the file it names is replaced, the link stays); a character device or a FIFO (``/dev/null``,
-    ``/dev/stdout``, a pipe) is written into as a shell's ``>`` would, never replaced by a file, and a regular file
-    named through a descriptor (``/dev/stdout``, ``/dev/fd/N``, ``/proc/…``) is appended to — a FIFO no one
-    reads is an error, not a wait; a directory, a block device or a socket is an error naming the path."""
-    with naming(path):
-        target = write_target(path, text)
-        if target is None:
-            return
-        path = target
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
 
 def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:

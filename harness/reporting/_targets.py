@@ -10,11 +10,12 @@ import os
 import re
 import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Final
 
-from harness.errors import HarnessError, one_line
+from harness.errors import HarnessError, naming, one_line
 
 
 def write_target(path: Path, text: str) -> Path | None:
@@ -111,3 +112,35 @@ def _open_reader_end(path: Path, *, append: bool = False) -> int:
                 raise HarnessError(f"{one_line(str(path))}: a FIFO no process reads (waited {FIFO_READER_WAIT_S:g} s): "
                                    "start its reader first") from None
             time.sleep(0.02)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temp file, fsync and ``os.replace``: a reader never sees half a file, a crash never leaves one.
+    The file gets the mode a plain ``open()`` would give (0666 less the umask), not mkstemp's 0600. A symlink is
+    followed (the file it names is replaced, the link stays); a character device or a FIFO (``/dev/null``,
+    ``/dev/stdout``, a pipe) is written into as a shell's ``>`` would, never replaced by a file, and a regular file
+    named through a descriptor (``/dev/stdout``, ``/dev/fd/N``, ``/proc/…``) is appended to — a FIFO no one
+    reads is an error, not a wait; a directory, a block device or a socket is an error naming the path."""
+    with naming(path):
+        target = write_target(path, text)
+        if target is None:
+            return
+        path = target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

@@ -6,12 +6,12 @@ below 1.7x (issue 34)."""
 from __future__ import annotations
 
 import multiprocessing
-import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from harness.errors import child_signals
 from harness.scenario._types import Scenario
 
 MIN_FILES_PER_JOB = 50
@@ -19,7 +19,7 @@ MIN_FILES_PER_JOB = 50
 
 
 def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle; a worker prints no traceback
+    child_signals()
 
 
 def load_parallel(found: Sequence[tuple[Path, Path]], jobs: int,

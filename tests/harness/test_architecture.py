@@ -170,3 +170,16 @@ def test_a_system_without_a_capability_skips_those_steps_visibly(tmp_path: Path)
     assert "lock needs capability locks" in reasons["dream"]
     html = (out / "report.html").read_text()
     assert "needs capability locks" in html
+
+
+@pytest.mark.parametrize("command", [["schema", "-o", "{tmp}/schema.json"], ["schema"]])
+def test_a_command_that_only_writes_a_file_imports_no_evaluation(tmp_path: Path, command: list[str]) -> None:
+    """Round 7 of the hostile probe: ``schema -o`` imported pandas, numpy and ``memory_core`` through
+    ``harness.reporting`` (for ``atomic_write``), so under a memory limit (``ulimit -v``) it failed importing them.
+    The reporting package now loads each name's module on first use."""
+    argv = [part.format(tmp=tmp_path) for part in command]
+    code = (f"import sys; from harness.cli import main; code = main({argv!r}); "
+            "heavy = sorted(m for m in ('pandas', 'numpy', 'memory_core', 'harness.evaluation', 'harness.replay') "
+            "if m in sys.modules); print(code, heavy, file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stderr.strip().splitlines()[-1] == "0 []"

@@ -1,0 +1,92 @@
+"""SIGTERM (a CI job cancelled, ``timeout``, ``kill``) at any moment of ``memharness run`` ends it as Ctrl-C does:
+exit 143 with one line ``memharness: terminated`` (130 and ``interrupted`` for SIGINT), no traceback, the run
+directory the previous run's or the new one's whole, no staging directory beside it (not left for the next run to
+sweep), and no process of the run left behind.
+
+Generated: the signal, the moment (from start-up to the last file written), ``--jobs`` 1 or 2, and whether the
+signal goes to the run's process alone or to its whole process group (a terminal's Ctrl-C, a CI runner)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from tests.harness.conftest import SCENARIOS
+from tests.helpers import examples
+
+REPO = Path(__file__).resolve().parents[2]
+START_S = 0.3
+"""The interpreter's start and ``harness.errors``'s import, before the handlers are installed (~0.1 s here)."""
+RUN_FILES = {"summary.json", "probes.jsonl", "results.jsonl", "traces.jsonl", "junit.xml", "summary.md", "report.html"}
+
+
+def _run(out: Path, jobs: int) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "harness", "run", str(SCENARIOS / "recall"), "--no-gates",
+                             "--jobs", str(jobs), "--out", str(out)], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+
+
+def _group_gone(pgid: int) -> bool:
+    for _ in range(50):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.fixture(scope="module")
+def lengths(tmp_path_factory: pytest.TempPathFactory) -> dict[int, float]:
+    """How long a whole run takes here, now, by ``--jobs``: a moment is a share of it."""
+    out: dict[int, float] = {}
+    for jobs in (1, 2):
+        start = time.monotonic()
+        with _run(tmp_path_factory.mktemp("length") / "latest", jobs) as proc:
+            _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        out[jobs] = time.monotonic() - start
+    return out
+
+
+@pytest.mark.slow  # two runs per example (tests/_tiers.py)
+@settings(max_examples=examples(12), deadline=None, derandomize=True, phases=[Phase.generate],  # no minutes shrinking
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(sig=st.sampled_from([signal.SIGTERM, signal.SIGINT]), at=st.floats(0.0, 1.05), jobs=st.sampled_from([1, 2]),
+       group=st.booleans())
+def test_a_terminated_run_leaves_the_previous_run_or_a_whole_new_one(
+        tmp_path_factory: pytest.TempPathFactory, lengths: dict[int, float], sig: signal.Signals, at: float,
+        jobs: int, group: bool) -> None:
+    tmp = tmp_path_factory.mktemp("terminated")
+    out = tmp / "latest"
+    with _run(out, jobs) as first:
+        _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    before = (out / "summary.json").read_bytes()
+    with _run(out, jobs) as proc:
+        time.sleep(at * lengths[jobs])
+        (os.killpg if group else os.kill)(proc.pid, sig)
+        _, err = proc.communicate(timeout=120)
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err, err[-2000:]
+    if proc.returncode == -sig:  # before the handlers were installed (the interpreter's own start): nothing begun
+        assert at * lengths[jobs] < START_S and not err, (at * lengths[jobs], err)
+    elif proc.returncode != 0:  # the run had not finished
+        expected = (143, "memharness: terminated") if sig == signal.SIGTERM else (130, "memharness: interrupted")
+        assert (proc.returncode, lines[-1] if lines else "") == expected, err[-2000:]
+    names = {p.name for p in out.iterdir()}
+    assert names == RUN_FILES, names  # the previous run or the new one, whole
+    if proc.returncode != 0:
+        assert (out / "summary.json").read_bytes() == before
+    beside = sorted(p.name for p in tmp.iterdir() if not p.name.startswith("history.sqlite"))
+    assert beside == ["latest"]  # no staging directory left for the next run to sweep
+    assert _group_gone(proc.pid), "a process of the run is still alive"
