@@ -7,10 +7,11 @@ import multiprocessing.util as mp_util
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import USER_INTERRUPT, HarnessError, child_signals
 from harness.replay import _side
 from harness.replay._cassette import Cassette, CassetteModel, ModelSpec
 from harness.replay._factory import load_factory, shipped
@@ -252,6 +253,7 @@ _SELECTED: Sequence[Scenario] = ()
 
 def _init(config: RunConfig, selected: Sequence[Scenario] = ()) -> None:
     global _WORKER, _SELECTED
+    child_signals()  # Ctrl-C and SIGTERM are the run's to report: a worker printed 'Process ForkProcess-3: Traceback'
     _WORKER, _SELECTED = Worker(config), selected
     # flush OTLP exporters when the pool's process exits: a forked worker leaves through os._exit, which runs
     # multiprocessing's finalizers but not atexit (a spawned one runs both; shutdown runs once either way)
@@ -353,8 +355,13 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     _side.discard()
     workers = min(jobs, os.cpu_count() or 1, len(selected) or 1)
     with ProcessPoolExecutor(max_workers=workers, initializer=_init, initargs=(config, selected)) as pool:
-        collect(pool.map(_indexed_task if traces is None else _encoded_task, range(len(selected)),
-                         chunksize=pool_chunk(len(selected), workers)))
+        try:
+            collect(pool.map(_indexed_task if traces is None else _encoded_task, range(len(selected)),
+                             chunksize=pool_chunk(len(selected), workers)))
+        except BrokenProcessPool:
+            if USER_INTERRUPT.is_set():  # SIGTERM to the whole group ended the workers first: the run was stopped
+                raise KeyboardInterrupt from None
+            raise
     return run
 
 
