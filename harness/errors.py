@@ -78,12 +78,14 @@ def interrupted() -> int:
     return 143 if TERMINATED.is_set() else 130
 
 
-def child_signals() -> None:
-    """In a process the run forked (a loader, a side process, a plug-in system's child): Ctrl-C is the run's to
-    handle (ignored here: no second traceback), and SIGTERM ends the process as its default action does, not as the
-    run's 'terminated' handler this process inherited."""
+def child_signals(*, pool: bool = False) -> None:
+    """In a process the run forked: Ctrl-C is the run's to handle (ignored here: no second traceback). SIGTERM
+    ends a side process or a plug-in system's child as its default action does (not as the run's 'terminated'
+    handler it inherited); a ``pool`` worker ignores it too and is ended by the run's process, which stops handing
+    out work and waits for the task at hand — a worker killed under a pool that is cancelling its futures makes
+    Python 3.11's executor print an InvalidStateError traceback from its own thread."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN if pool else signal.SIG_DFL)
 
 
 class ScenarioInputError(HarnessError, ValueError):

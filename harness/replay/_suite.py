@@ -253,7 +253,7 @@ _SELECTED: Sequence[Scenario] = ()
 
 def _init(config: RunConfig, selected: Sequence[Scenario] = ()) -> None:
     global _WORKER, _SELECTED
-    child_signals()  # Ctrl-C and SIGTERM are the run's to report: a worker printed 'Process ForkProcess-3: Traceback'
+    child_signals(pool=True)  # Ctrl-C and SIGTERM are the run's: a worker printed 'Process ForkProcess-3: Traceback'
     _WORKER, _SELECTED = Worker(config), selected
     # flush OTLP exporters when the pool's process exits: a forked worker leaves through os._exit, which runs
     # multiprocessing's finalizers but not atexit (a spawned one runs both; shutdown runs once either way)
@@ -359,7 +359,7 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
             collect(pool.map(_indexed_task if traces is None else _encoded_task, range(len(selected)),
                              chunksize=pool_chunk(len(selected), workers)))
         except BrokenProcessPool:
-            if USER_INTERRUPT.is_set():  # SIGTERM to the whole group ended the workers first: the run was stopped
+            if USER_INTERRUPT.is_set():  # a worker killed outright (SIGKILL to the group) as the run was stopped
                 raise KeyboardInterrupt from None
             raise
     return run

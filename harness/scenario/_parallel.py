@@ -19,7 +19,7 @@ MIN_FILES_PER_JOB = 50
 
 
 def _ignore_sigint() -> None:
-    child_signals()
+    child_signals(pool=True)
 
 
 def load_parallel(found: Sequence[tuple[Path, Path]], jobs: int,
