@@ -63,10 +63,20 @@ def watch_interrupts() -> None:
             TERMINATED.set()
         raise KeyboardInterrupt
 
+    USER_INTERRUPT.clear()  # a command run in the same process after an interrupted one starts afresh
+    TERMINATED.clear()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
         INTERRUPTS_WATCHED.set()
+
+
+def stop_if_asked() -> None:
+    """Raise ``KeyboardInterrupt`` when Ctrl-C or SIGTERM has arrived: the handler's own exception can be lost where
+    it lands (inside an extension module's import, which turns it into another error a library then handles), so the
+    run checks again between scenarios and before it writes anything."""
+    if USER_INTERRUPT.is_set():
+        raise KeyboardInterrupt
 
 
 def interrupted() -> int:

@@ -88,6 +88,13 @@ def entry() -> None:
         print(f"note: {len(alive)} thread(s) still running {EXIT_GRACE_S:g} s after the run ({', '.join(alive[:3])}"
               f"{', …' if len(alive) > 3 else ''}): exiting without waiting for them", file=sys.stderr)
         leave()
+    from harness.errors import USER_INTERRUPT
+
+    if USER_INTERRUPT.is_set():  # stopped: say so with our code, not by the interpreter's SIGINT exit, which a
+        import atexit  # KeyboardInterrupt met inside the interpreter's own machinery can still trigger after ours
+
+        atexit._run_exitfuncs()
+        leave()
     try:
         threading.Thread(target=watchdog, name="memharness-exit-watchdog", daemon=True).start()
     except RuntimeError:  # no thread to be had (a memory limit): there is no one to wait for anyway

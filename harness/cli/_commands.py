@@ -24,7 +24,7 @@ from harness.cli._record import cmd_record
 from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate, read_benchmark, trace_url
 from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_github, cmd_import, cmd_traces, run_fuzz
-from harness.errors import HarnessError, SystemFailure, interrupted, one_line
+from harness.errors import HarnessError, SystemFailure, interrupted, one_line, stop_if_asked
 from harness.scenario import STRATEGIES, base_strategy, load_all
 
 DEFAULT_SCENARIOS = Path("scenarios")
@@ -83,6 +83,7 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
                                  "baseline_refused": str(refused) if refused else None}, fuzz=fuzz, run_id=run_id,
                            system=_system_name(meta.get("system")))
     history = preview_history(out, summary)  # the trend the report shows: past runs, then this one
+    stop_if_asked()  # nothing is written for a run stopped while it was being evaluated
     write_run(out, summary=summary, results=results, spans=spans,
               html=report_chunks(summary, results, spans, bench=bench, history=history))
     record_history(out, summary)  # once its directory is whole, the run joins the SQLite history; never fails it
@@ -153,6 +154,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     paths = args.paths or [DEFAULT_SCENARIOS]
     scenarios = load_all(paths, jobs=args.jobs)  # a large suite parses on the run's cores
+    stop_if_asked()
     if not scenarios:
         raise HarnessError(f"no scenario files under {', '.join(map(str, paths))}")
     if args.tags:

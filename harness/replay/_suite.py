@@ -11,7 +11,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.errors import USER_INTERRUPT, HarnessError, child_signals
+from harness.errors import USER_INTERRUPT, HarnessError, child_signals, stop_if_asked
 from harness.replay import _side
 from harness.replay._cassette import Cassette, CassetteModel, ModelSpec
 from harness.replay._factory import load_factory, shipped
@@ -297,6 +297,7 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     keep = traces or run.spans.extend
 
     def announce(out: list[ScenarioResult]) -> None:
+        stop_if_asked()
         for r in out:
             if progress:
                 progress(r)
