@@ -73,8 +73,8 @@ def watch_interrupts() -> None:
 
 def stop_if_asked() -> None:
     """Raise ``KeyboardInterrupt`` when Ctrl-C or SIGTERM has arrived: the handler's own exception can be lost where
-    it lands (inside an extension module's import, which turns it into another error a library then handles), so the
-    run checks again between scenarios and before it writes anything."""
+    it lands (seen inside numpy's import, in an extension module's initialisation: the run went on and exited 0), so
+    the run checks again between scenarios and before it writes anything."""
     if USER_INTERRUPT.is_set():
         raise KeyboardInterrupt
 

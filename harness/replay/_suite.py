@@ -278,8 +278,8 @@ def _indexed_task(index: int) -> tuple[list[ScenarioResult], list[dict[str, Any]
 
 
 def pool_chunk(count: int, workers: int) -> int:
-    """Scenarios a pool task carries: about eight tasks per worker (one round trip per scenario cost the run's
-    process ~10% of a 1,000-scenario run in pickling), at most 32 so the progress line keeps moving."""
+    """Scenarios a pool task carries: about eight tasks per worker, so a large suite makes a few hundred round
+    trips instead of one per scenario, and at most 32, so the progress line keeps moving."""
     return max(1, min(32, count // (workers * 8)))
 
 
