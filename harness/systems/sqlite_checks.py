@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Callable
 from typing import Any, Final
@@ -113,20 +114,35 @@ def _read_only(action: int, *_args: object) -> int:
     return sqlite3.SQLITE_DENY if action in _FILE_ACTIONS else sqlite3.SQLITE_OK
 
 
+SQL_CHECK_SECONDS: Final = 10.0
+"""How long one ``sql`` check may run: SQLite's own loop cannot be cut by the per-operation timeout's signal (the
+shipped systems replay in-process), so the query is interrupted from inside (a recursive CTE that never ends)."""
+SQL_CHECK_BYTES: Final = 10_000_000
+"""The largest string or blob one ``sql`` check may build (``SQLITE_LIMIT_LENGTH``): ``zeroblob(1e9)`` is refused."""
+
+
 def _sql(system: SqliteSystem, expected: object) -> str | None:
     """``sql: "SELECT … => EXPECTED"``: a read-only query over the system's database; its rows, columns joined by
-    `` | `` and rows by ``; `` (NULL for NULL), must equal EXPECTED (empty: no rows)."""
+    `` | `` and rows by ``; `` (NULL for NULL), must equal EXPECTED (empty: no rows). At most ``SQL_CHECK_SECONDS``
+    and ``SQL_CHECK_BYTES`` a value."""
     query, sep, want = str(expected).rpartition(" => ")
     if not sep or not query.strip():
         return f"sql: expected 'SELECT … => EXPECTED', got {expected!r}"
     uri = "file:" + urllib.parse.quote(str(system.mem.db.path)) + "?mode=ro"
+    deadline = time.monotonic() + SQL_CHECK_SECONDS
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
             conn.execute("PRAGMA query_only=1")
             conn.set_authorizer(_read_only)  # also refuses ATTACH / VACUUM INTO, which create files
-            rows = conn.execute(query).fetchall()
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQL_CHECK_BYTES)
+            conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)  # non-zero: interrupt
+            rows = conn.execute(query).fetchmany(100_001)
     except sqlite3.Error as exc:
+        if time.monotonic() > deadline:
+            return f"sql: the query did not finish within {SQL_CHECK_SECONDS:g} s: {query.strip()[:200]!r}"
         return f"sql: {type(exc).__name__}: {exc} in {query.strip()!r}"
+    if len(rows) > 100_000:
+        return f"sql: the query returned more than 100,000 rows: {query.strip()[:200]!r}"
     got = "; ".join(" | ".join(_cell(v) for v in row) for row in rows)
     return None if got == want.strip() else f"sql {query.strip()!r} gave {got[:300]!r}, expected {want.strip()!r}"
 

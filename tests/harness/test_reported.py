@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,25 @@ def test_the_sql_check_creates_no_file(tmp_path: Path) -> None:
         assert code == 1
     assert not (tmp_path / "x.db").exists()
     assert not (tmp_path / "v.db").exists()
+
+
+@pytest.mark.parametrize("query", [
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c => 1",  # never ends
+    "SELECT length(zeroblob(1000000000)) => 1000000000",  # a value of 1 GB
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 200000) SELECT x FROM c => 1",  # 200,000 rows
+])
+def test_an_sql_check_that_would_run_away_fails_in_bounded_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 query: str) -> None:
+    """Hostile probe, round 8: a recursive CTE in a scenario's sql check hung the run for good (SQLite's loop is
+    not cut by the per-operation timeout's signal, and the shipped systems replay in-process)."""
+    from harness.systems import sqlite_checks
+
+    monkeypatch.setattr(sqlite_checks, "SQL_CHECK_SECONDS", 1.0)
+    start = time.monotonic()
+    code, probes = _run(tmp_path, SQL.replace("QUERY", query))
+    assert code == 1
+    assert time.monotonic() - start < 30
+    assert any("sql" in (p.get("error") or "") or not p["passed"] for p in probes if p["kind"] == "check")
 
 
 def test_the_sql_check_never_writes(tmp_path: Path) -> None:
