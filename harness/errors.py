@@ -96,6 +96,23 @@ def child_signals(*, pool: bool = False) -> None:
     Python 3.11's executor print an InvalidStateError traceback from its own thread."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN if pool else signal.SIG_DFL)
+    if pool:
+        die_with_parent()
+
+
+def die_with_parent() -> None:
+    """Linux: this process gets SIGKILL when the process that forked it ends, however it ends (a SIGKILLed run
+    left its ``--jobs`` workers alive for good, holding the caller's stderr pipe open). Elsewhere: nothing."""
+    import ctypes
+    import os
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent ended before the call: nobody will send the signal now
+        os._exit(1)
 
 
 class ScenarioInputError(HarnessError, ValueError):

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError, child_signals
+from harness.errors import HarnessError, child_signals, die_with_parent
 
 if TYPE_CHECKING:
     from harness.replay._records import ScenarioResult
@@ -95,6 +95,7 @@ def _main(conn: Connection, parents_end: Connection) -> None:
     parents_end.close()
     # Ctrl-C is the parent's to handle (it stops this process): no second traceback from here
     child_signals()
+    die_with_parent()  # a SIGKILLed run leaves no side process behind
     failed: BaseException | None = None
     try:
         from memory_core.litellm_model import _litellm

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -132,3 +133,37 @@ def test_a_stop_whose_exception_was_lost_still_stops_the_run(tmp_path: Path, mon
         TERMINATED.clear()
     assert (code, capsys.readouterr().err.strip().splitlines()[-1]) == (143, "memharness: terminated")
     assert not out.exists()
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        return {int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    except OSError:
+        return set()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.slow  # waits for the workers (tests/_tiers.py)
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_a_killed_run_leaves_no_worker_behind() -> None:
+    """Hostile probe, round 8: a `run --jobs 2` SIGKILLed left its workers alive for good, holding the caller's
+    stderr open (3 of 11 kills); now each worker dies with the run's process."""
+    with _run(Path(tempfile.mkdtemp()) / "latest", 2) as proc:
+        deadline = time.monotonic() + 60
+        while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the workers' initialiser has run
+        workers = _children(proc.pid)
+        assert workers
+        proc.kill()
+        proc.communicate(timeout=60)
+    deadline = time.monotonic() + 10
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [w for w in workers if _alive(w)]
