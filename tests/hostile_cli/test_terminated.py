@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -151,10 +150,10 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow  # waits for the workers (tests/_tiers.py)
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
-def test_a_killed_run_leaves_no_worker_behind() -> None:
+def test_a_killed_run_leaves_no_worker_behind(tmp_path: Path) -> None:
     """Hostile probe, round 8: a `run --jobs 2` SIGKILLed left its workers alive for good, holding the caller's
     stderr open (3 of 11 kills); now each worker dies with the run's process."""
-    with _run(Path(tempfile.mkdtemp()) / "latest", 2) as proc:
+    with _run(tmp_path / "latest", 2) as proc:
         deadline = time.monotonic() + 60
         while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
