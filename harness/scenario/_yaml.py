@@ -23,6 +23,7 @@ from yaml.constructor import SafeConstructor
 
 from harness.errors import HarnessError, ScenarioError, one_line
 from harness.scenario import _limits as lim
+from harness.scenario._yaml_lines import breaks_as_text, error_line, restore
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -98,6 +99,8 @@ def _file_kind(mode: int) -> str:
 def compose_bounded(text: str, path: Path) -> yaml.Node | None:
     """The single document of ``text`` as a node graph, within ``MAX_DEPTH`` and ``MAX_NODES`` (aliases expanded)."""
     where = one_line(str(path))
+    source = text
+    text, swapped = breaks_as_text(text)  # NEL, U+2028, U+2029 are text, as in YAML 1.2 (_yaml_lines.py)
     loader = _Loader(text)
     anchors: dict[str, tuple[yaml.Node, int]] = {}
     open_anchors: set[str] = set()
@@ -158,8 +161,9 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
                     if tag is None:
                         tag = resolved[key] = loader.resolve(  # type: ignore[no-untyped-call]
                             yaml.ScalarNode, event.value, event.implicit)
-                lim.check_tag(event.tag, "text", where, start.line + 1, event.value)
-                node = yaml.ScalarNode(tag, event.value, start, end, style=event.style)
+                value = restore(event.value) if swapped else event.value
+                lim.check_tag(event.tag, "text", where, start.line + 1, value)
+                node = yaml.ScalarNode(tag, value, start, end, style=event.style)
                 if event.anchor is not None:
                     anchors[event.anchor] = (node, 1)
                 add(node, 1, start, 1)
@@ -189,18 +193,13 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
         line = mark.line + 1 if mark else 1
         raise ScenarioError(f"{where}:{line}: yaml: {one_line(str(exc.problem or exc.context))}") from None
     except yaml.YAMLError as exc:  # ReaderError (unacceptable character) …
-        raise ScenarioError(f"{where}:{_error_line(text, exc)}: yaml: {one_line(str(exc).splitlines()[0])}") \
+        raise ScenarioError(f"{where}:{error_line(source, exc)}: yaml: {one_line(str(exc).splitlines()[0])}") \
             from None
     finally:
         dispose = getattr(loader, "dispose", None)
         if callable(dispose):
             dispose()
     return root
-
-
-def _error_line(text: str, exc: yaml.YAMLError) -> int:
-    position = getattr(exc, "position", None)
-    return text.count("\n", 0, position) + 1 if isinstance(position, int) else 1
 
 
 class NodeReader:

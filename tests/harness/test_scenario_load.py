@@ -5,10 +5,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.errors import ScenarioError
 from harness.scenario import AdvanceStep, DreamStep, RecallStep, SessionStep, load_all, load_scenario
 from tests.harness.conftest import SCENARIOS
+from tests.helpers import examples
 
 GOOD = """\
 description: d
@@ -276,3 +279,42 @@ def test_a_padded_scripted_reply_is_the_answer_then_spaces_to_exactly_n_characte
     path.write_text("strategies: [model]\nscripted_model:\n  - {answer: {a: 1}, pad_to: 12}\n  - {answer: 'raw', pad_to: 3}\n"
                     "steps:\n  - recall: {query: x, measure: true}\n")
     assert load_scenario(path).scripted_model == ('{"a": 1}    ', "raw")
+
+
+_BREAK = st.sampled_from(["\x85", "\u2028", "\u2029"])
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=st.lists(st.sampled_from(["comment", "plain", "quoted", "blank-comment"]), min_size=1, max_size=4),
+       breaks=st.lists(_BREAK, min_size=1, max_size=3))
+def test_nel_and_unicode_separators_are_text_and_lines_are_counted_as_editors_count_them(
+        tmp_path: Path, where: list[str], breaks: list[str]) -> None:
+    """Hostile probe, round 8: PyYAML (YAML 1.1) counts NEL, U+2028 and U+2029 as line breaks, so each raw one
+    shifted every later line of an error or a step, ended a comment early and was folded inside a string."""
+    mark = "".join(breaks)
+    lines = ["description: a scenario with separators", "clock: 2026-03-02T09:00:00Z", "memories:",
+             "  - {path: user/a.md, type: user, body: \"Likes tea\"}", "steps:"]
+    texts: list[str] = []
+    for i, kind in enumerate(where):
+        if kind == "comment":
+            lines.append(f"  # note {i}{mark} more")
+        elif kind == "blank-comment":
+            lines.append(f"# {mark}")
+        else:
+            text = f"tea {i}{mark}x"
+            texts.append(text)
+            value = f'"{text}"' if kind == "quoted" else text
+            lines.append(f"  - recall: {{query: {value}, measure: true}}")
+    bad = len(lines) + 2
+    lines += ["  - recall:", "      query: tea", "      k: -3"]
+    path = tmp_path / "s.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ScenarioError, match=rf"s\.yaml:{bad + 1}: steps\[{len(texts)}\]\.recall\.k"):
+        load_scenario(path)
+    del lines[-3:]
+    path.write_text("\n".join(lines) + "\n  - recall: {query: tea, measure: true}\n", encoding="utf-8")
+    scenario = load_scenario(path)
+    queries = [s.query for s in scenario.steps if isinstance(s, RecallStep)]
+    assert queries[:len(texts)] == texts  # kept as written, never folded
+    assert list(scenario.step_lines) == [n + 1 for n, line in enumerate(path.read_text().split("\n"))
+                                         if line.startswith("  - recall")]
