@@ -134,12 +134,14 @@ def _row(row: sqlite3.Row) -> dict[str, Any]:
                 raise TypeError(type(value).__name__)
         except (TypeError, ValueError) as exc:
             raise sqlite3.DatabaseError(f"damaged memory row {str(data.get('id'))[:40]!r}: {key} = {value!r:.40}") from exc
-    for key in ("tags", "metadata"):
+    for key, kind in (("tags", list), ("metadata", dict)):
         if key in data and isinstance(data[key], str):
             try:
                 data[key] = json.loads(data[key])
-            except json.JSONDecodeError:
-                data[key] = [] if key == "tags" else {}
+            except (json.JSONDecodeError, RecursionError):
+                data[key] = kind()
+            if not isinstance(data[key], kind):  # fix: tags '5' (valid JSON, not a list) raised TypeError in recall
+                data[key] = kind()
     return data
 
 

@@ -9,8 +9,10 @@ SQLite message, no ``ValueError`` from a garbled stored timestamp.
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import sqlite3
 from functools import cache
 from pathlib import Path
 
@@ -123,3 +125,23 @@ def test_a_database_path_that_is_not_a_database(kind: str) -> None:
         if kind == "not-sqlite":
             assert path.read_bytes().startswith(b"this is definitely")  # never overwritten
         assert path.is_dir() == (kind == "directory")
+
+
+JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8),
+                        st.lists(st.one_of(st.integers(), st.text(max_size=4), st.none()), max_size=3),
+                        st.dictionaries(st.text(max_size=4), st.integers(), max_size=2))
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(column=st.sampled_from(["tags", "metadata"]),
+       stored=st.one_of(JSON_VALUES.map(json.dumps), st.text(max_size=12), st.just("[" * 5000)))
+def test_a_row_whose_json_column_has_another_shape_works_or_fails_with_the_documented_error(
+        column: str, stored: str) -> None:
+    """Hostile probe, round 8: tags stored as '5' (valid JSON, not a list) raised TypeError in recall."""
+    main, _ = _base()
+    with scratch() as tmp:
+        (tmp / "m.db").write_bytes(main)
+        with sqlite3.connect(tmp / "m.db") as conn:
+            conn.execute(f"UPDATE memories SET {column} = ?", (stored,))
+        conn.close()
+        assert _exercise(tmp / "m.db") == "ok"
