@@ -8,11 +8,11 @@ from harness.scenario._load import (
     DREAM_REASONS,
     DREAM_STATUSES,
     EXTRACT_REASONS,
-    TYPES,
     load_all,
     load_scenario,
 )
 from harness.scenario._load_more import EXTRACT_STATUSES
+from harness.scenario._memories import TYPES
 from harness.scenario._registry import (
     MODEL_STRATEGIES,
     OUTCOME_STRATEGIES,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any, Final
 
 import yaml
@@ -177,8 +178,8 @@ def system_fields(ctx: NodeReader, node: yaml.Node, field: str) -> dict[str, str
         if problem := lim.bad_char(key, allow_newlines=False):
             raise ctx.fail(node, f"{field}.{key}", f"{problem} in a key")
         scalar = ctx.scalar(value, f"{field}.{key}")
-        if not isinstance(scalar, (str, int, float, bool)):
-            raise ctx.fail(value, f"{field}.{key}", f"expected text, a number or true/false, got {scalar!r}")
+        if not isinstance(scalar, (str, int, float, bool)) or (isinstance(scalar, float) and not math.isfinite(scalar)):
+            raise ctx.fail(value, f"{field}.{key}", f"expected text, a finite number or true/false, got {scalar!r}")
         out[key] = ctx.text(value, f"{field}.{key}") if isinstance(scalar, str) else scalar  # control characters
     return out
 

@@ -153,11 +153,13 @@ class SqliteSystem:
 
     def system_check(self, name: str, expected: str | int | float | bool) -> str | None:  # noqa: FBT001
         """None when the named check holds, else what is wrong (one line)."""
-        from harness.systems.sqlite_checks import CHECKS
+        from harness.systems.sqlite_checks import CHECKS, expected_problem
 
         check = CHECKS.get(name)
         if check is None:
             return f"unknown check (known: {', '.join(sorted(CHECKS))})"
+        if problem := expected_problem(name, expected):  # fts_integrity: 'yes' passed, as any non-empty text
+            raise ScenarioInputError(f"check system.{name}: {problem}")
         return check(self, expected)
 
     def close(self) -> None:

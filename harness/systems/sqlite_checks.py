@@ -164,3 +164,21 @@ CHECKS: Final[dict[str, Callable[[SqliteSystem, Any], str | None]]] = {
     "traces_newest_lacks": _traces_newest_lacks,
     "sql": _sql,
 }
+
+KINDS: Final[dict[str, type]] = {"fts_integrity": bool, "index_within_limits": bool, "episodes": int, "memories": int,
+                                 "queue_open": int}
+"""What each check's expected value must be (every other check takes text): a wrong one is the scenario's error."""
+
+
+def expected_problem(name: str, expected: object) -> str | None:
+    """Why ``expected`` cannot be the value of check ``name`` ('yes' for a true/false check, 2.5 for a count), or
+    None."""
+    kind = KINDS.get(name, str)
+    if kind is bool and not isinstance(expected, bool):
+        return f"expected true or false, got {expected!r:.60}"
+    if kind is int and (isinstance(expected, bool) or not isinstance(expected, int) or expected < 0):
+        return f"expected a count (an integer from 0), got {expected!r:.60}"
+    if kind is str and not isinstance(expected, str):
+        return f"expected text, got {expected!r:.60}"
+    return None
+

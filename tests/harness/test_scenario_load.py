@@ -318,3 +318,44 @@ def test_nel_and_unicode_separators_are_text_and_lines_are_counted_as_editors_co
     assert queries[:len(texts)] == texts  # kept as written, never folded
     assert list(scenario.step_lines) == [n + 1 for n, line in enumerate(path.read_text().split("\n"))
                                          if line.startswith("  - recall")]
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), kind=st.sampled_from(["path", "repeat", "index", "override", "nonfinite"]))
+def test_contradictory_or_non_finite_data_is_a_located_error(tmp_path: Path, data: st.DataObject, kind: str) -> None:
+    """Hostile probe, round 8: two memories with one path (MEMORY.md included) were both accepted and one replaced
+    the other; strategy_overrides 1 and '01' named one step and one silently won; NaN in a system field passed."""
+    path = data.draw(st.sampled_from(["user/tabs.md", "project/x/deep.md", "feedback/a-b.md"]))
+    memories = [f'  - {{path: {path}, type: user, body: "one"}}']
+    overrides = ""
+    if kind == "path":
+        field, line = "memories[1].path", 5
+        memories.append(f'  - {{path: {path}, type: feedback, body: "two"}}')
+    elif kind == "repeat":  # two groups whose expansions meet: p/n000.md …
+        n = data.draw(st.integers(1, 3))
+        memories = [f'  - {{path: "p/n{{i}}.md", repeat: {n}, type: user}}',
+                    f'  - {{path: "p/n{{i}}.md", repeat: {data.draw(st.integers(1, 3))}, type: user}}']
+        field, line = "memories[1].path", 5
+    elif kind == "index":
+        memories = ['  - {path: MEMORY.md, raw: "- [A](a.md) — a"}', '  - {path: MEMORY.md, raw: "- [B](b.md) — b"}']
+        field, line = "memories[1].path", 5
+    elif kind == "override":
+        step = data.draw(st.sampled_from(["0", "1"]))
+        other = "0" + step if data.draw(st.booleans()) else f"'{step}'"
+        overrides = f"strategy_overrides: {{{step}: heuristic, {other}: bm25}}\n"
+        field, line = "strategy_overrides.", 3
+    else:
+        value = data.draw(st.sampled_from([".nan", ".inf", "-.inf", ".NaN", ".Inf"]))
+        memories = [f'  - {{path: {path}, type: user, body: "one", system: {{importance: {value}}}}}']
+        field, line = "memories[0].system.importance", 4
+    text = ("description: contradictory data\nclock: 2026-03-02T09:00:00Z\n" + overrides + "memories:\n"
+            + "\n".join(memories) + "\nsteps:\n  - recall: {query: tea, measure: true}\n  - recall: {query: x, measure: true}\n")
+    if kind == "override":
+        line = 3
+    file = tmp_path / "s.yaml"
+    file.write_text(text, encoding="utf-8")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(file)
+    message = str(caught.value)
+    assert f"s.yaml:{line}: {field}" in message, message
+    assert "\n" not in message
