@@ -358,3 +358,13 @@ steps:
     assert "needs capability io_faults" in reasons[1]
     assert reasons[3].startswith("after step 1 was skipped (fault io write_error needs capability io_faults)")
     assert reasons[4].startswith("after step 1 was skipped")
+
+
+@pytest.mark.parametrize("check", ["fts_integrity: 'yes'", "fts_integrity: 1", "memories: 2.5", "memories: true",
+                                   "episodes: -1", "queue_open: '0'", "index_contains: 5", "traces: true"])
+def test_an_sqlite_check_with_a_value_of_the_wrong_type_is_the_scenarios_error(tmp_path: Path, check: str) -> None:
+    """Hostile probe, round 8: `fts_integrity: 'yes'` passed (any non-empty text was true)."""
+    code, _ = _run(tmp_path, SQL.replace('sql: "QUERY"', check))
+    assert code == 2
+    errors = [json.loads(line)["error"] for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert any(f"check system.{check.split(':')[0]}: expected" in (e or "") for e in errors), errors
