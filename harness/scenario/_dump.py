@@ -22,6 +22,7 @@ from harness.scenario._types import (
     Step,
     Turn,
 )
+from harness.scenario._yaml_lines import STR_TAG, number_tag
 
 
 def duration(delta: timedelta) -> str:
@@ -186,9 +187,26 @@ def scenario_to_dict(s: Scenario) -> dict[str, Any]:
     return out
 
 
+class _Dumper(yaml.SafeDumper):
+    """Strings the loader reads as YAML 1.2 does (``_yaml_lines.py``) go back so that it reads them unchanged: one
+    holding NEL, U+2028 or U+2029 double-quoted (PyYAML then escapes them, where a plain or block scalar would take
+    them for line breaks and indent the next line), one YAML 1.2 reads as a number (``1e0``) quoted."""
+
+
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    if any(ch in data for ch in "\x85\u2028\u2029"):
+        return dumper.represent_scalar(STR_TAG, data, style='"')
+    if number_tag(STR_TAG, data) != STR_TAG:
+        return dumper.represent_scalar(STR_TAG, data, style="'")
+    return dumper.represent_str(data)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def dump_yaml(data: dict[str, Any]) -> str:
     """Scenario data as YAML, keys in the given order."""
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 
 def scenario_to_yaml(s: Scenario) -> str:

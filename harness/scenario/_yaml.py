@@ -23,7 +23,7 @@ from yaml.constructor import SafeConstructor
 
 from harness.errors import HarnessError, ScenarioError, one_line
 from harness.scenario import _limits as lim
-from harness.scenario._yaml_lines import breaks_as_text, error_line, restore
+from harness.scenario._yaml_lines import AMBIGUOUS_TAG, ambiguous, breaks_as_text, error_line, number_tag, restore, tag_name
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -159,8 +159,8 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
                     key = (event.value, event.implicit)
                     tag = resolved.get(key)
                     if tag is None:
-                        tag = resolved[key] = loader.resolve(  # type: ignore[no-untyped-call]
-                            yaml.ScalarNode, event.value, event.implicit)
+                        tag = resolved[key] = number_tag(loader.resolve(  # type: ignore[no-untyped-call]
+                            yaml.ScalarNode, event.value, event.implicit), event.value)
                 value = restore(event.value) if swapped else event.value
                 lim.check_tag(event.tag, "text", where, start.line + 1, value)
                 node = yaml.ScalarNode(tag, value, start, end, style=event.style)
@@ -220,12 +220,14 @@ class NodeReader:
         """The Python value of ``node`` (safe tags only); a bad tag or value is a located error."""
         if isinstance(node, yaml.ScalarNode) and node.tag == STR_TAG:
             return node.value
+        if isinstance(node, yaml.ScalarNode) and node.tag == AMBIGUOUS_TAG:
+            raise self.fail(node, field, ambiguous(node.value))
         try:
             return self._ctor.construct_object(node, deep=deep)
         except _SCALAR_ERRORS as exc:
             problem = exc.problem if isinstance(exc, yaml.MarkedYAMLError) and exc.problem else \
-                f"not a {_tag_name(node.tag)} value" if isinstance(exc, LookupError | AttributeError) else str(exc)
-            raise self.fail(node, field, f"invalid {_tag_name(node.tag)} value {node_text(node)!r:.60} "
+                f"not a {tag_name(node.tag)} value" if isinstance(exc, LookupError | AttributeError) else str(exc)
+            raise self.fail(node, field, f"invalid {tag_name(node.tag)} value {node_text(node)!r:.60} "
                                          f"({problem})") from None
 
     def mapping(self, node: yaml.Node, field: str, allowed: Iterable[str] | None) -> dict[str, yaml.Node]:
@@ -265,9 +267,10 @@ class NodeReader:
         return value
 
     def text(self, node: yaml.Node, field: str) -> str:
-        value = self.scalar(node, field)
+        ambiguous_number = isinstance(node, yaml.ScalarNode) and node.tag == AMBIGUOUS_TAG  # 0x1F: text as written
+        value = node.value if ambiguous_number else self.scalar(node, field)
         if isinstance(value, bool | bytes | list | dict | set | tuple) or value is None:  # !!omap 3 reads as []
-            raise self.fail(node, field, f"expected text, got {_tag_name(node.tag)} {value!r:.60}")
+            raise self.fail(node, field, f"expected text, got {tag_name(node.tag)} {value!r:.60}")
         out = value if isinstance(value, str) else \
             node.value if isinstance(node, yaml.ScalarNode) else str(value)  # a number or a date: as written (3.10)
         if len(out) > lim.MAX_TEXT_CHARS:
@@ -388,10 +391,6 @@ class NodeReader:
 
 def node_text(node: yaml.Node) -> str:
     return node.value if isinstance(node, yaml.ScalarNode) else _kind(node)
-
-
-def _tag_name(tag: str) -> str:
-    return "!!" + tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else tag
 
 
 def _kind(node: yaml.Node) -> str:

@@ -1,4 +1,6 @@
-"""Line numbers of a scenario file as editors and GitHub count them, whatever PyYAML counts.
+"""Where PyYAML (YAML 1.1) reads a scenario file otherwise than YAML 1.2, editors and JSON Schema do.
+
+**Line breaks.** Line numbers of a scenario file as editors and GitHub count them, whatever PyYAML counts.
 
 PyYAML reads YAML 1.1, where NEL (U+0085), LINE SEPARATOR (U+2028) and PARAGRAPH SEPARATOR (U+2029) are line
 breaks: each raw one shifted every later line number of an error or a step by one, ended a comment early (a valid
@@ -6,13 +8,29 @@ file became a parse error) and was folded inside a string. In YAML 1.2 and in ev
 characters. The loader hands PyYAML the text with each of them swapped for a noncharacter PyYAML takes as text
 (U+FDD0-U+FDD2) and swaps them back in every scalar it reads; a file that already holds one of those noncharacters
 is read as before.
+
+**Numbers.** YAML 1.1 reads ``0123`` as octal 83, ``1:30`` as 90 (base 60), ``0b11``, ``0x0A`` and ``1_000`` as
+numbers, and ``1e0`` as text; YAML 1.2 (and the JSON Schema ``memharness schema`` writes) reads ``0123`` as 123,
+``1:30``, ``0b11`` and ``1_000`` as text and ``1e0`` as 1.0. A plain number written the way both agree on (decimal
+digits, a decimal point, an exponent) is read; ``1e0`` is the number 1.0, as in YAML 1.2; every other form YAML 1.1
+would turn into a number is refused with a located error saying how to write it, never converted silently.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 import yaml
+
+INT_TAG: Final = "tag:yaml.org,2002:int"
+FLOAT_TAG: Final = "tag:yaml.org,2002:float"
+STR_TAG: Final = "tag:yaml.org,2002:str"
+AMBIGUOUS_TAG: Final = "tag:memharness,2026:ambiguous-number"
+"""A plain scalar YAML 1.1 reads as a number and YAML 1.2 does not (or reads as another number)."""
+_DECIMAL_INT: Final = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_FLOAT_12: Final = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                              r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
 
 _AS_TEXT: Final = str.maketrans({"\x85": "\ufdd0", "\u2028": "\ufdd1", "\u2029": "\ufdd2"})
 _BACK: Final = str.maketrans({"\ufdd0": "\x85", "\ufdd1": "\u2028", "\ufdd2": "\u2029"})
@@ -34,3 +52,25 @@ def error_line(text: str, exc: yaml.YAMLError) -> int:
     """The 1-based line of a reader error's character position (``\\n``-counted), else 1."""
     position = getattr(exc, "position", None)
     return text.count("\n", 0, position) + 1 if isinstance(position, int) else 1
+
+
+def number_tag(tag: str, value: str) -> str:
+    """The tag a plain scalar resolved to by YAML 1.1 (``tag``) gets here: ``AMBIGUOUS_TAG`` for a number form
+    YAML 1.2 reads otherwise, the float tag for ``1e0``-like text, else ``tag``."""
+    if tag == INT_TAG:
+        return tag if _DECIMAL_INT.fullmatch(value) else AMBIGUOUS_TAG
+    if tag == FLOAT_TAG:
+        return tag if _FLOAT_12.fullmatch(value) else AMBIGUOUS_TAG
+    if tag == STR_TAG and _FLOAT_12.fullmatch(value) and any(ch.isdigit() for ch in value):
+        return FLOAT_TAG
+    return tag
+
+
+def ambiguous(value: str) -> str:
+    """What to write instead of a plain ``value`` that ``number_tag`` found ambiguous."""
+    return (f"{value!r:.40} is a number only in YAML 1.1 (0123 octal, 1:30 base 60, 0x/0b, 1_000): write the "
+            "number in plain decimal digits, or quote it for text")
+
+
+def tag_name(tag: str) -> str:
+    return "!!" + tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else tag

@@ -195,14 +195,14 @@ def test_every_metric_a_run_reports_is_documented(tmp_path: Path) -> None:
 
 def test_the_schema_and_the_loader_accept_the_same_keys() -> None:
     """The JSON Schema is checked against the loader's own key lists, object by object, so neither drifts."""
-    from harness.scenario import _load, _load_more
+    from harness.scenario import _load, _load_more, _memories
 
     schema = json.loads((REPO / "harness" / "scenario" / "scenario.schema.json").read_text())
     steps = {alt["required"][0]: alt for alt in schema["properties"]["steps"]["items"]["oneOf"]
              if len(alt.get("required", [])) == 1}
     pairs = {
         "top level": (schema["properties"], _load.TOP_KEYS),
-        "memories[]": (schema["properties"]["memories"]["items"]["properties"], _load._MEMORY_KEYS),
+        "memories[]": (schema["properties"]["memories"]["items"]["properties"], _memories._MEMORY_KEYS),
         "recall": (steps["recall"]["properties"]["recall"]["properties"], _load_more._RECALL_KEYS),
         "check": (steps["check"]["properties"]["check"]["properties"], _load_more._CHECK_KEYS),
         "expect_trailing": (steps["session"]["properties"]["expect_trailing"]["properties"], _load_more.TRAILING_KEYS),

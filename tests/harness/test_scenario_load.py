@@ -359,3 +359,40 @@ def test_contradictory_or_non_finite_data_is_a_located_error(tmp_path: Path, dat
     message = str(caught.value)
     assert f"s.yaml:{line}: {field}" in message, message
     assert "\n" not in message
+
+
+_AMBIGUOUS = st.one_of(
+    st.integers(0, 7**6).map(lambda n: "0" + format(n, "o") if n else "00"),  # octal in YAML 1.1
+    st.tuples(st.integers(1, 99), st.integers(0, 59)).map(lambda t: f"{t[0]}:{t[1]:02d}"),  # base 60
+    st.integers(0, 4095).map(lambda n: f"0x{n:X}"), st.integers(0, 255).map(lambda n: f"0b{n:b}"),
+    st.integers(1, 999).map(lambda n: f"{n}_000"))
+
+
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(form=st.one_of(_AMBIGUOUS.map(lambda v: ("ambiguous", v)), st.integers(1, 10**6).map(lambda n: ("int", str(n))),
+                      st.sampled_from(["1e0", "1E0", "+1e0", "0.5e0", "5e-1", "1.0"]).map(lambda v: ("float", v))),
+       field=st.sampled_from(["k", "threshold"]))
+def test_a_number_yaml_1_1_and_1_2_read_differently_is_refused_never_converted(
+        tmp_path: Path, form: tuple[str, str], field: str) -> None:
+    """Hostile probe, round 8: `pid: 0123` became 83 and `k: 1:30` became 90 (YAML 1.1), while `1e0` (a number in
+    YAML 1.2 and in the JSON Schema `memharness schema` writes) was refused."""
+    kind, written = form
+    value = f"k: {written}" if field == "k" else f"require: {{heuristic: {{recall: {written}}}}}"
+    file = tmp_path / "s.yaml"
+    file.write_text("description: numbers\nclock: 2026-03-02T09:00:00Z\nmemories:\n"
+                    '  - {path: user/a.md, type: user, body: "tea"}\nsteps:\n'
+                    f"  - recall: {{query: tea, {value}}}\n", encoding="utf-8")
+    if kind == "ambiguous":
+        with pytest.raises(ScenarioError, match=r"s\.yaml:6: steps\[0\]\.recall\..*is a number only in YAML 1\.1"):
+            load_scenario(file)
+        return
+    if (field == "k" and kind == "float") or (field == "threshold" and kind == "int" and written != "1"):
+        with pytest.raises(ScenarioError, match=r"s\.yaml:6: steps\[0\]\.recall\."):  # out of range or not an int
+            load_scenario(file)
+        return
+    step = load_scenario(file).steps[0]
+    assert isinstance(step, RecallStep)
+    if field == "k":
+        assert step.k == int(written)
+    else:
+        assert step.requirements("heuristic") == {"recall": float(written)}
