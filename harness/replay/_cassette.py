@@ -255,29 +255,49 @@ def _parse_entry(line: str) -> tuple[dict[str, Any], tuple[str, str] | None]:
     if not line.strip():
         return {}, ("line", "an empty line; a cassette holds one JSON object per line")
     try:
-        entry = json.loads(line)
+        entry = json.loads(line, object_pairs_hook=_unique_members)
+        json.dumps(entry, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape (\ud800) is not text
     except json.JSONDecodeError as exc:
         return {}, ("line", f"invalid JSON: {exc.msg} at column {exc.colno}")
     except RecursionError:
         return {}, ("line", "invalid JSON: nested too deeply")
+    except UnicodeEncodeError:
+        return {}, ("line", "a lone surrogate escape (\\ud800-\\udfff): not text")
+    except _Duplicate as exc:
+        return {}, ("line", f"member {str(exc)[:60]!r} twice in one object (JSON keeps the last without a word)")
     if not isinstance(entry, dict):
         return {}, ("line", f"expected a JSON object, got {_kind(entry)}")
     key = entry.get("key")
     if not isinstance(key, str) or not _KEY.fullmatch(key):
         return {}, ("key", "missing" if "key" not in entry else f"expected 64 lowercase hex digits, got {_kind(key)}")
-    for name in _TEXT_FIELDS:
-        if entry.get(name) is not None and not isinstance(entry[name], str):
+    for name in _TEXT_FIELDS:  # each a string when present (null included: the recorder never writes one)
+        if name in entry and not isinstance(entry[name], str):
             return {}, (name, f"expected a string, got {_kind(entry[name])}")
     if entry.get("step") is not None and (type(entry["step"]) is not int):
         return {}, ("step", f"expected an integer, got {_kind(entry['step'])}")
     if entry.get("request") is not None and not isinstance(entry["request"], dict):
         return {}, ("request", f"expected an object, got {_kind(entry['request'])}")
+    if "error" in entry and "response" in entry:  # which one replay would answer with is not the file's to leave open
+        return {}, ("response", "an entry holds a response or an error, not both")
     if "error" in entry:
         return entry, _check_fields(entry["error"], "error", {"reason": str, "message": str})
     if "response" not in entry:
         return {}, ("response", "missing (an entry holds a response or an error)")
     return entry, _check_fields(entry["response"], "response", {"text": str, "model": str, "input_tokens": int,
                                                                "output_tokens": int, "latency_ms": float})
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Duplicate(key)
+        out[key] = value
+    return out
 
 
 def _check_fields(block: object, name: str, fields: dict[str, type]) -> tuple[str, str] | None:
