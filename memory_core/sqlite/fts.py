@@ -62,6 +62,11 @@ def query_terms(text: str, *, trigram: bool) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(fts)), list(dict.fromkeys(like))
 
 
+def fts_words(text: str) -> list[str]:
+    """The words the matcher takes from ``text`` (lowercased runs of letters and digits)."""
+    return _WORD.findall(text.lower())
+
+
 def build_match(db: Database, text: str, *, join: str = "OR") -> tuple[str | None, list[str], list[str]]:
     """The MATCH expression for ``text`` (None when nothing can match), any LIKE-only terms, and the MATCH's terms
     (none in seed mode, whose sanitiser keeps the text whole)."""

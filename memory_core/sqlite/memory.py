@@ -20,7 +20,7 @@ from memory_core.sqlite.render import inject_index, read_index, render_memory_md
 from memory_core.sqlite.retrieval import (
     Candidate,
     Decomposer,
-    decompose_rules,
+    match_keywords,
     retrieve_candidates,
     substring_search,
     typed_search,
@@ -350,7 +350,7 @@ class SqliteMemory:
         if self.quirks.q2_fts_sanitiser:
             hits = search_semantic(self.db, query, limit, memory_type)
         else:
-            keywords = [k for k in decompose_rules(query).keywords if k.strip() and k.lower() not in FORGET_WORDS]
+            keywords = match_keywords(query, FORGET_WORDS)
             hits = search_semantic(self.db, " ".join(keywords), limit, memory_type, join="AND") if keywords else []
         candidates = tuple(str(h.row["id"]) for h in hits)
         removed = () if dry_run else tuple(i for i in candidates if self.db.delete_memory(i))

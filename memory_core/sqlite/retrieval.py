@@ -12,7 +12,7 @@ from typing import Any, Final
 from memory_core.errors import ModelError
 from memory_core.model import Message, Model, ModelRequest
 from memory_core.sqlite.db import Database
-from memory_core.sqlite.fts import search_semantic
+from memory_core.sqlite.fts import fts_words, search_semantic
 from memory_core.sqlite.stamps import parse_iso
 from memory_core.sqlite.tables import age_days, search_episodes
 from memory_core.sqlite.templates import render
@@ -80,6 +80,14 @@ def decompose_rules(query: str) -> Decomposition:
         unique.setdefault(word.lower(), word)
     keywords = tuple(list(unique.values())[:6]) or (text,)
     return Decomposition(keywords, intent)
+
+
+def match_keywords(query: str, drop: frozenset[str] = frozenset()) -> list[str]:
+    """The rule keywords of ``query`` a matcher that requires every keyword gets: none in ``drop`` and none whose
+    words, as the matcher sees them, are all stop words (fix: 'AND“', a mark glued to the stop word 'and', was
+    kept as a term every match had to hold, so forget selected nothing)."""
+    return [k for k in decompose_rules(query).keywords
+            if k.lower() not in drop and not all(w in STOP_WORDS for w in fts_words(k))]
 
 
 @dataclass(slots=True)

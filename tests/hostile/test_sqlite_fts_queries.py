@@ -173,3 +173,30 @@ def test_whole_word_hits_crowded_out_by_inside_word_ones_are_still_found() -> No
         (mid,) = mem.seed([{"content": "a cat sat on the long mat " + " ".join(f"filler{i}" for i in range(60))}])
         assert mid in {c.memory_id for c in mem.recall("cat", 10, path="candidates").items}
         assert mem.forget("forget cat").removed == (mid,)
+
+
+MARKS = st.sampled_from(["\u201c", "\u201d", "\uff02", "\u200d", "\u200b", "\u00ab", "\u00bb", "\u2039", "\u00bf",
+                         "\u00a1", "\u00b7", "\u2026", "\u3001", "\uff0c", "\u2014", "\u00a7", "%", '"', ":"])
+
+
+@bounded
+@given(own=st.lists(words, min_size=1, max_size=3, unique=True), data=st.data())
+def test_a_mark_glued_to_a_stop_word_changes_nothing_forget_selects(own: list[str], data: st.DataObject) -> None:
+    """Hostile probe, round 8: 'AND“:deploy' selected nothing where 'AND deploy' selected the memory: the stop
+    word with a mark glued to it was kept as a term every match had to hold."""
+    from memory_core.sqlite.memory import FORGET_WORDS
+    from memory_core.sqlite.retrieval import STOP_WORDS, decompose_rules
+
+    assume(set(decompose_rules(" ".join(own)).keywords) - FORGET_WORDS)
+    stops = data.draw(st.lists(st.sampled_from(sorted({"and", "AND", "or", "OR", "not", "NOT", "the", "with"}
+                                                      & {w for w in STOP_WORDS} | {"AND", "OR", "NOT"})),
+                               min_size=1, max_size=3), label="stops")
+    glued = [data.draw(st.sampled_from(["{m}{w}", "{w}{m}", "{m}{w}{m}"])).format(m=data.draw(MARKS), w=w)
+             for w in stops]
+    with _memory("fixed") as mem:
+        (mid,) = mem.seed([{"content": "stored " + " ".join(own)}])
+        mem.seed([{"content": "an unrelated row and another"}])
+        plain = mem.forget(" ".join([*stops, *own]), dry_run=True).candidates
+        assert mid in plain
+        query = _interleave(own, glued, data.draw)
+        assert mem.forget(query, dry_run=True).candidates == plain, query
