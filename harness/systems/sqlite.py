@@ -25,6 +25,7 @@ from harness.errors import ScenarioInputError
 from harness.scenario import SeedMemory, Turn
 from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
 from memory_core.sqlite import Quirks, SqliteMemory
+from memory_core.sqlite.memory import PATHS as RECALL_PATHS
 
 RECALL_LIMIT: Final = 20
 """Spec §4.2: ``retrieve_candidates(…, limit=20)``."""
@@ -119,6 +120,10 @@ class SqliteSystem:
         opts = dict(options or {})
         if unknown := sorted(set(opts) - {"path", "memory_type"}):
             raise ScenarioInputError(f"unknown recall option(s) {', '.join(unknown)} (known: memory_type, path)")
+        if opts.get("path", "candidates") not in RECALL_PATHS:  # a typo is the scenario's, not a failure of the system
+            raise ScenarioInputError(f"recall option path: expected one of {', '.join(RECALL_PATHS)}, got {opts['path']!r:.60}")
+        if "memory_type" in opts and not isinstance(opts["memory_type"], str):
+            raise ScenarioInputError(f"recall option memory_type: expected a type name, got {opts['memory_type']!r:.60}")
         r = self.mem.recall(query, RECALL_LIMIT if limit is None else limit, _STRATEGIES.get(strategy, "heuristic"),
                             excluded=excluded, path=str(opts.get("path", "candidates")),
                             memory_type=str(opts["memory_type"]) if "memory_type" in opts else None)

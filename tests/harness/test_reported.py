@@ -368,3 +368,15 @@ def test_an_sqlite_check_with_a_value_of_the_wrong_type_is_the_scenarios_error(t
     assert code == 2
     errors = [json.loads(line)["error"] for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert any(f"check system.{check.split(':')[0]}: expected" in (e or "") for e in errors), errors
+
+
+@pytest.mark.parametrize("options", ["{path: nope}", "{path: 5}", "{path: typed, memory_type: 5}",
+                                     "{memory_type: true}", "{colour: red}"])
+def test_a_bad_sqlite_recall_option_is_the_scenarios_error_not_the_systems(tmp_path: Path, options: str) -> None:
+    """Hostile probe, round 8: `options: {path: nope}` failed the run as 'the system under test failed: recall()
+    raised ValueError' (exit 1), while forget's bad options were the scenario's error (exit 2)."""
+    scenario = SQL.replace('check: {system: {sql: "QUERY"}}', f"recall: {{query: tea, options: {options}, measure: true}}")
+    code, _ = _run(tmp_path, scenario)
+    errors = [json.loads(line)["error"] for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert code == 2, errors
+    assert any("recall option" in (e or "") and "system under test failed" not in (e or "") for e in errors), errors
