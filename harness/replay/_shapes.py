@@ -5,6 +5,7 @@ later (a harness error) or passing unnoticed."""
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -33,12 +34,25 @@ def _check(hint: Any) -> Check:
         item = _check(typing.get_args(hint)[0])
         return lambda v: isinstance(v, (tuple, list)) and all(item(x) for x in v)
     if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
-        return lambda v: isinstance(v, Mapping)
+        key_hint, value_hint = typing.get_args(hint) or (Any, Any)
+        key = _check(key_hint)
+        value = _scalar if value_hint is Any else _check(value_hint)  # details: name -> a value a scenario can state
+        return lambda v: isinstance(v, Mapping) and all(key(k) and value(x) for k, x in v.items())
     if hint is float:
-        return lambda v: isinstance(v, (int, float))
+        return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if hint is str:
+        return lambda v: isinstance(v, str) and "\x00" not in v
     if isinstance(hint, type):
         return lambda v: isinstance(v, hint)
     raise TypeError(f"no shape check for {hint!r}")  # a new protocol field of a new kind: teach _check
+
+
+def _scalar(value: Any) -> bool:
+    """A ``details`` value: text without NUL, a whole or finite number, true/false or null (what a scenario's
+    ``expect_details`` compares it with; anything else has no meaning in probes.jsonl)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, (bool, int)) or (isinstance(value, str) and "\x00" not in value)
 
 
 def _checks(cls: type) -> tuple[tuple[str, Check, str], ...]:
@@ -53,6 +67,10 @@ def _name(hint: Any) -> str:
         .replace("datetime.datetime", "datetime")
 
 
+_HOW: Final = {"float": " (finite)", "str": " (no NUL)", "tuple[float, ...]": " (finite)", "tuple[str, ...]": " (no NUL)",
+               "Mapping[str, Any]": " (names to text, numbers, true/false or null)"}
+"""What the annotation alone does not say about a value it refused."""
+
 SHAPES: Final[dict[type, tuple[tuple[str, Check, str], ...]]] = {
     cls: _checks(cls) for cls in (RecallResult, ExtractResult, DreamResult, ForgetResult, MemoryRecord, RecordEntry)}
 
@@ -63,7 +81,9 @@ def shape_problem(value: Any) -> str | None:
     for name, ok, wanted in checks:
         got = getattr(value, name, None)
         if not ok(got):
-            return f"{name}={_short(got)} ({type(got).__name__}), expected {wanted}"
+            return f"{name}={_short(got)} ({type(got).__name__}), expected {wanted}{_HOW.get(wanted, '')}"
+        if name == "warnings" and got and any("\n" in w or "\r" in w for w in got):  # one line each (reports)
+            return f"warnings={_short(got)}, expected one line each"
         if name == "entries" and got:
             for entry in got:
                 if (problem := shape_problem(entry)) is not None:
