@@ -318,9 +318,10 @@ def scripted_reply(ctx: NodeReader, item: yaml.Node, here: str) -> Any:
     N characters (a reply at a size cap without megabytes of YAML)."""
     value = ctx.json_value(item, here)
     if isinstance(value, dict) and "error" in value:
-        if set(value) - {"error", "message"} or not isinstance(value["error"], str) \
+        if set(value) - {"error", "message"} or not isinstance(value["error"], str) or not value["error"].strip() \
                 or not isinstance(value.get("message", ""), str):
-            raise ctx.fail(item, here, "expected {error: <reason>, message: <text>}")
+            raise ctx.fail(item, here, "expected {error: <reason>, message: <text>} (a reason such as timeout; the "
+                                       "message optional)")
     elif isinstance(value, dict) and set(value) == {"answer", "pad_to"}:
         answer = value["answer"]
         if not isinstance(answer, dict | str):

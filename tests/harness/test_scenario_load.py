@@ -396,3 +396,18 @@ def test_a_number_yaml_1_1_and_1_2_read_differently_is_refused_never_converted(
         assert step.k == int(written)
     else:
         assert step.requirements("heuristic") == {"recall": float(written)}
+
+
+@pytest.mark.parametrize(("reply", "ok"), [('{error: ""}', False), ("{error: '  ', message: m}", False),
+                                           ("{error: timeout}", True), ('{error: provider, message: ""}', True)])
+def test_a_scripted_error_needs_a_reason(tmp_path: Path, reply: str, ok: bool) -> None:
+    """Hostile probe, round 8: `{error: ""}` (no reason at all) was accepted; docs/limits.md said both needed text
+    while the shipped scenarios leave the message out."""
+    file = tmp_path / "s.yaml"
+    file.write_text(f"description: d\nstrategies: [model]\nscripted_model:\n  - {reply}\nclock: 2026-03-02T09:00:00Z\n"
+                    "steps:\n  - recall: {query: tea, measure: true}\n", encoding="utf-8")
+    if ok:
+        assert load_scenario(file).scripted_model is not None
+    else:
+        with pytest.raises(ScenarioError, match=r"s\.yaml:4: scripted_model\[0\]: expected \{error"):
+            load_scenario(file)
