@@ -23,7 +23,7 @@ from yaml.constructor import SafeConstructor
 
 from harness.errors import HarnessError, ScenarioError, one_line
 from harness.scenario import _limits as lim
-from harness.scenario._yaml_lines import AMBIGUOUS_TAG, ambiguous, breaks_as_text, error_line, number_tag, restore, tag_name
+from harness.scenario import _yaml_lines as v12  # where YAML 1.1 and YAML 1.2 read a file otherwise
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -100,7 +100,7 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
     """The single document of ``text`` as a node graph, within ``MAX_DEPTH`` and ``MAX_NODES`` (aliases expanded)."""
     where = one_line(str(path))
     source = text
-    text, swapped = breaks_as_text(text)  # NEL, U+2028, U+2029 are text, as in YAML 1.2 (_yaml_lines.py)
+    text, swapped = v12.breaks_as_text(text)  # NEL, U+2028, U+2029 are text, as in YAML 1.2 (_yaml_lines.py)
     loader = _Loader(text)
     anchors: dict[str, tuple[yaml.Node, int]] = {}
     open_anchors: set[str] = set()
@@ -159,9 +159,9 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
                     key = (event.value, event.implicit)
                     tag = resolved.get(key)
                     if tag is None:
-                        tag = resolved[key] = number_tag(loader.resolve(  # type: ignore[no-untyped-call]
+                        tag = resolved[key] = v12.number_tag(loader.resolve(  # type: ignore[no-untyped-call]
                             yaml.ScalarNode, event.value, event.implicit), event.value)
-                value = restore(event.value) if swapped else event.value
+                value = v12.restore(event.value) if swapped else event.value
                 lim.check_tag(event.tag, "text", where, start.line + 1, value)
                 node = yaml.ScalarNode(tag, value, start, end, style=event.style)
                 if event.anchor is not None:
@@ -193,7 +193,7 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
         line = mark.line + 1 if mark else 1
         raise ScenarioError(f"{where}:{line}: yaml: {one_line(str(exc.problem or exc.context))}") from None
     except yaml.YAMLError as exc:  # ReaderError (unacceptable character) …
-        raise ScenarioError(f"{where}:{error_line(source, exc)}: yaml: {one_line(str(exc).splitlines()[0])}") \
+        raise ScenarioError(f"{where}:{v12.error_line(source, exc)}: yaml: {one_line(str(exc).splitlines()[0])}") \
             from None
     finally:
         dispose = getattr(loader, "dispose", None)
@@ -213,21 +213,21 @@ class NodeReader:
     def fail(self, node: yaml.Node | None, field: str, expected: str) -> ScenarioError:
         line = node.start_mark.line + 1 if node is not None else 1
         # a field is built from keys the file chose: keep it short and colon-free so the line stays parseable
-        shown = one_line(field if len(field) <= 200 else field[:200] + "…").replace(":", "\\x3a")
+        shown = v12.visible(one_line(field if len(field) <= 200 else field[:200] + "…")).replace(":", "\\x3a") or "''"
         return ScenarioError(f"{self._where}:{line}: {shown}: {one_line(expected)}")
 
     def construct(self, node: yaml.Node, field: str, *, deep: bool = False) -> Any:
         """The Python value of ``node`` (safe tags only); a bad tag or value is a located error."""
         if isinstance(node, yaml.ScalarNode) and node.tag == STR_TAG:
             return node.value
-        if isinstance(node, yaml.ScalarNode) and node.tag == AMBIGUOUS_TAG:
-            raise self.fail(node, field, ambiguous(node.value))
+        if isinstance(node, yaml.ScalarNode) and node.tag == v12.AMBIGUOUS_TAG:
+            raise self.fail(node, field, v12.ambiguous(node.value))
         try:
             return self._ctor.construct_object(node, deep=deep)
         except _SCALAR_ERRORS as exc:
             problem = exc.problem if isinstance(exc, yaml.MarkedYAMLError) and exc.problem else \
-                f"not a {tag_name(node.tag)} value" if isinstance(exc, LookupError | AttributeError) else str(exc)
-            raise self.fail(node, field, f"invalid {tag_name(node.tag)} value {node_text(node)!r:.60} "
+                f"not a {v12.tag_name(node.tag)} value" if isinstance(exc, LookupError | AttributeError) else str(exc)
+            raise self.fail(node, field, f"invalid {v12.tag_name(node.tag)} value {node_text(node)!r:.60} "
                                          f"({problem})") from None
 
     def mapping(self, node: yaml.Node, field: str, allowed: Iterable[str] | None) -> dict[str, yaml.Node]:
@@ -267,10 +267,10 @@ class NodeReader:
         return value
 
     def text(self, node: yaml.Node, field: str) -> str:
-        ambiguous_number = isinstance(node, yaml.ScalarNode) and node.tag == AMBIGUOUS_TAG  # 0x1F: text as written
+        ambiguous_number = isinstance(node, yaml.ScalarNode) and node.tag == v12.AMBIGUOUS_TAG  # 0x1F: text as written
         value = node.value if ambiguous_number else self.scalar(node, field)
         if isinstance(value, bool | bytes | list | dict | set | tuple) or value is None:  # !!omap 3 reads as []
-            raise self.fail(node, field, f"expected text, got {tag_name(node.tag)} {value!r:.60}")
+            raise self.fail(node, field, f"expected text, got {v12.tag_name(node.tag)} {value!r:.60}")
         out = value if isinstance(value, str) else \
             node.value if isinstance(node, yaml.ScalarNode) else str(value)  # a number or a date: as written (3.10)
         if len(out) > lim.MAX_TEXT_CHARS:

@@ -19,6 +19,7 @@ would turn into a number is refused with a located error saying how to write it,
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Final
 
 import yaml
@@ -73,4 +74,12 @@ def ambiguous(value: str) -> str:
 
 
 def tag_name(tag: str) -> str:
-    return "!!" + tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else tag
+    """``!!python/object:os.system`` for ``tag:yaml.org,2002:python/object:os.system`` (not ``!!os.system``)."""
+    prefix = "tag:yaml.org,2002:"
+    return "!!" + tag[len(prefix):] if tag.startswith(prefix) else tag
+
+
+def visible(text: str) -> str:
+    """``text`` with its invisible format characters (a BOM, a zero-width joiner: Unicode category Cf) escaped, so
+    a field named after a key reads as it is written ('memo\\ufeffries', not 'memories')."""
+    return "".join(f"\\u{ord(ch):04x}" if unicodedata.category(ch) == "Cf" else ch for ch in text)

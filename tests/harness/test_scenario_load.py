@@ -411,3 +411,19 @@ def test_a_scripted_error_needs_a_reason(tmp_path: Path, reply: str, ok: bool) -
     else:
         with pytest.raises(ScenarioError, match=r"s\.yaml:4: scripted_model\[0\]: expected \{error"):
             load_scenario(file)
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("memo\ufeffries: []\n", r"s.yaml:1: memo\ufeffries: unknown key"),  # a BOM inside a key, shown, not hidden
+    ("memo\u200dries: []\n", r"s.yaml:1: memo\u200dries: unknown key"),
+    ("? \n: 1\n", "s.yaml:1: '': unknown key"),  # an empty key is named as one
+    ("description: !!python/object:os.system 1\n", "description: invalid !!python/object:os.system value"),
+])
+def test_an_error_names_the_key_as_written(tmp_path: Path, text: str, said: str) -> None:
+    """Hostile probe, round 8: 'memo<U+FEFF>ries: unknown key' read like 'memories: unknown key', an empty key gave
+    an empty field, and !!python/object:os.system was shown as !!os.system."""
+    file = tmp_path / "s.yaml"
+    file.write_text(text + "steps:\n  - recall: {query: q, measure: true}\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(file)
+    assert said in str(caught.value)
