@@ -96,6 +96,8 @@ def child_signals(*, pool: bool = False) -> None:
     Python 3.11's executor print an InvalidStateError traceback from its own thread."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN if pool else signal.SIG_DFL)
+    for unused in (signal.SIGUSR1, signal.SIGUSR2):  # the command ignores them (cli.entry); a system gets its own
+        signal.signal(unused, signal.SIG_DFL)
     if pool:
         die_with_parent()
 
