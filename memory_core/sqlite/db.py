@@ -121,9 +121,8 @@ _NUMBERS: Final = ("importance_score", "access_count", "confidence", "decay_rate
 
 
 def _row(row: sqlite3.Row) -> dict[str, Any]:
-    """A memory row as a dict (tags and metadata decoded); a value SQLite's own checks let through but no write of
-    the port makes (a garbled timestamp, text in a number column) is a damaged file: ``sqlite3.DatabaseError``, which
-    the callers turn into ``SqliteMemoryError``."""
+    """A memory row as a dict (tags and metadata decoded); a value SQLite lets through but no write of the port makes
+    (a garbled timestamp, text in a number column) is a damaged file: ``sqlite3.DatabaseError`` (``SqliteMemoryError``)."""
     data = dict(row)
     for key in (*_STAMPS, *_NUMBERS):  # fix: a damaged row is the documented error, not a ValueError deep inside
         value = data.get(key)
@@ -134,14 +133,13 @@ def _row(row: sqlite3.Row) -> dict[str, Any]:
                 raise TypeError(type(value).__name__)
         except (TypeError, ValueError) as exc:
             raise sqlite3.DatabaseError(f"damaged memory row {str(data.get('id'))[:40]!r}: {key} = {value!r:.40}") from exc
-    for key, kind in (("tags", list), ("metadata", dict)):
+    for key, kind in (("tags", list), ("metadata", dict)):  # fix: JSON of another shape (tags '5') reads as none
         if key in data and isinstance(data[key], str):
             try:
-                data[key] = json.loads(data[key])
+                value = json.loads(data[key])
             except (json.JSONDecodeError, RecursionError):
-                data[key] = kind()
-            if not isinstance(data[key], kind):  # fix: tags '5' (valid JSON, not a list) raised TypeError in recall
-                data[key] = kind()
+                value = None
+            data[key] = value if isinstance(value, kind) else kind()
     return data
 
 

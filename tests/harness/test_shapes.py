@@ -21,7 +21,7 @@ BAD_DETAILS = st.one_of(
                                                    st.just("a\x00b")), min_size=1, max_size=3))
 
 
-@given(details=st.dictionaries(st.text(max_size=8), GOOD_SCALARS, max_size=4),
+@given(details=st.dictionaries(st.text(max_size=8).filter(lambda t: "\x00" not in t), GOOD_SCALARS, max_size=4),
        scores=st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=4),
        warnings=st.lists(st.text(max_size=20).filter(lambda t: not set(t) & {"\x00", "\n", "\r"}), max_size=3))
 def test_a_well_formed_result_passes(details: dict[str, Any], scores: list[float], warnings: list[str]) -> None:
