@@ -40,8 +40,6 @@ def _check(hint: Any) -> Check:
         return lambda v: isinstance(v, Mapping) and all(key(k) and value(x) for k, x in v.items())
     if hint is float:
         return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    if hint is str:
-        return lambda v: isinstance(v, str) and "\x00" not in v
     if isinstance(hint, type):
         return lambda v: isinstance(v, hint)
     raise TypeError(f"no shape check for {hint!r}")  # a new protocol field of a new kind: teach _check
@@ -67,7 +65,7 @@ def _name(hint: Any) -> str:
         .replace("datetime.datetime", "datetime")
 
 
-_HOW: Final = {"float": " (finite)", "str": " (no NUL)", "tuple[float, ...]": " (finite)", "tuple[str, ...]": " (no NUL)",
+_HOW: Final = {"float": " (finite)", "tuple[float, ...]": " (finite)",
                "Mapping[str, Any]": " (names to text, numbers, true/false or null)"}
 """What the annotation alone does not say about a value it refused."""
 
@@ -82,8 +80,8 @@ def shape_problem(value: Any) -> str | None:
         got = getattr(value, name, None)
         if not ok(got):
             return f"{name}={_short(got)} ({type(got).__name__}), expected {wanted}{_HOW.get(wanted, '')}"
-        if name == "warnings" and got and any("\n" in w or "\r" in w for w in got):  # one line each (reports)
-            return f"warnings={_short(got)}, expected one line each"
+        if name == "warnings" and got and any(set(w) & {"\n", "\r", "\x00"} for w in got):  # one line each
+            return f"warnings={_short(got)}, expected one line of text each"
         if name == "entries" and got:
             for entry in got:
                 if (problem := shape_problem(entry)) is not None:
