@@ -75,6 +75,8 @@ def entry() -> None:
         signal.signal(unused, signal.SIG_IGN)  # harness's process with one ended the run with no output or verdict
     fds = _open_fds()
     code = main()
+    for stop in (signal.SIGINT, signal.SIGTERM):  # the command has its answer: a signal from here on would end the
+        signal.signal(stop, signal.SIG_IGN)  # interpreter's shutdown by SIGINT's default action, outputs whole but no code
     leaked = _open_fds() - fds
     if leaked > 16:  # the harness closes its own; a few may stay (caches, a log handler)
         print(f"note: {leaked} file descriptor(s) were left open during the run (the system under test?)",
