@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from memory_core.clock import Clock
 from memory_core.errors import MemoryCoreError
-from memory_core.sqlite.opening import ensure_fts, set_wal
+from memory_core.sqlite.opening import configure, ensure_fts
 from memory_core.sqlite.quirks import Quirks
 from memory_core.sqlite.stamps import iso, parse_iso
 
@@ -168,9 +168,7 @@ class Database:
         self.conn.row_factory = sqlite3.Row
         try:
             with self.guard("open"):
-                set_wal(self.conn, busy_timeout_ms)  # fix: retried while locked
-                self.conn.execute("PRAGMA synchronous=NORMAL")
-                self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+                configure(self.conn, busy_timeout_ms)
                 self.conn.executescript(_SCHEMA)
                 ensure_fts(self.conn, self.tokenizer, _FTS_DROP + _FTS.replace("{tok}", self.tokenizer))
                 self.conn.execute("INSERT OR REPLACE INTO _schema_meta(key, value) VALUES ('version', ?)",

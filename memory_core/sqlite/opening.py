@@ -25,6 +25,21 @@ def set_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
             time.sleep(0.005)
 
 
+def configure(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """WAL (retried while locked), ``synchronous=NORMAL``, the busy timeout, and every write transaction immediate.
+
+    fix: a write outside ``atomic()`` began a deferred transaction, so its INSERT read first and then asked for the
+    write lock; when another process had committed in between (a schema change above all: a process opening the file
+    in the other quirk mode rebuilds the FTS table), SQLite answered "database is locked" at once, without the busy
+    handler (3 of 8 processes in mixed-mode races, issue 33 F13). ``BEGIN IMMEDIATE`` takes the write lock first and
+    waits for it like any other lock.
+    """
+    set_wal(conn, busy_timeout_ms)
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+    conn.isolation_level = "IMMEDIATE"
+
+
 def fts_current(conn: sqlite3.Connection, tokenizer: str) -> bool:
     """The FTS table exists and was built with ``tokenizer``."""
     stored = conn.execute("SELECT value FROM _schema_meta WHERE key='fts_tokenizer'").fetchone()

@@ -29,7 +29,7 @@ import pytest
 
 from memory_core.clock import FixedClock
 from memory_core.model import ModelReply, ModelRequest
-from memory_core.sqlite import SqliteMemory
+from memory_core.sqlite import Quirks, SqliteMemory
 from memory_core.sqlite.extraction import EXTRACT_PURPOSE
 from memory_core.sqlite.lifecycle import deduplicate
 from tests.hostile.harness import race_children
@@ -170,6 +170,60 @@ def test_eight_processes_open_a_fresh_database_at_once() -> None:
                 assert mem.fts_integrity() is None, f"trial {trial}"
                 assert len(mem.db.load_all()) == PROCESSES
                 assert len(mem.recall("tooling", k=50).items) >= PROCESSES
+            finally:
+                mem.close()
+
+
+MIXED_WRITES = 25
+
+
+def _mixed_writer(path: Path, go: Path, index: int) -> int:
+    """Open at the start signal in this process's tokenizer mode (odd: unicode61, even: trigram, so each open may
+    rebuild the FTS table the others write through), then store ``MIXED_WRITES`` memories one write at a time."""
+    while not go.exists():
+        time.sleep(0.0005)
+    try:
+        mem = SqliteMemory(path, FixedClock(T0), quirks=Quirks.parse("fixed+q3_cjk_unsegmented" if index % 2 else "fixed"),
+                           identity_dir=path.parent / "identity")
+        for w in range(MIXED_WRITES):
+            mem.add_memory(_fact(f"m{index}w{w}"), "preference", 0.7)
+        mem.close()
+    except Exception as exc:  # the parent asserts on the exit code and reads it
+        go.with_name(f"error{index}").write_text(f"{type(exc).__name__}: {exc}")
+        return 3
+    return 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_processes_opening_one_database_in_both_tokenizer_modes_write_without_locked_errors() -> None:
+    """Regression (issue 33 F13): a write outside ``atomic()`` began a deferred transaction, read, then asked for the
+    write lock; when another process had committed in between (above all an open in the other tokenizer mode, which
+    rebuilds the FTS table), SQLite answered "database is locked" at once, without waiting. 3 of 8 processes failed
+    in mixed-mode races; every write transaction now begins immediate and waits."""
+    for trial in range(4):
+        with scratch() as tmp:
+            path, go = tmp / "m.db", tmp / "go"
+            _open(path).close()
+            pids = []
+            for i in range(PROCESSES):
+                pid = os.fork()
+                if pid == 0:  # pragma: no cover - the child never returns to pytest
+                    code = 1
+                    try:
+                        code = _mixed_writer(path, go, i)
+                    finally:
+                        os._exit(code)
+                pids.append(pid)
+            go.write_text("go")
+            codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
+            errors = [p.read_text() for p in sorted(tmp.glob("error*"))]
+            assert codes == [0] * PROCESSES, f"trial {trial}: a write failed: {codes} {errors}"
+            mem = _open(path)
+            try:
+                stored = {str(r["content"]) for r in mem.db.load_all()}
+                assert stored == {_fact(f"m{i}w{w}") for i in range(PROCESSES) for w in range(MIXED_WRITES)}
+                assert mem.fts_integrity() is None
             finally:
                 mem.close()
 
