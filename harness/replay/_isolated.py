@@ -83,11 +83,15 @@ class _Child:
             if not kill:
                 self.conn.send(None)  # leave: flush exporters, shut the worker down
                 if self.conn.poll(FLUSH_TIMEOUT_S):
-                    kind, left = _receive(self.conn)
-                    if kind == "left" and left:
+                    kind, said = _receive(self.conn)
+                    left, fds = said if kind == "left" else ([], 0)
+                    if left:
                         print(f"note: {len(left)} thread(s) the system under test started were still running when its "
                               f"replay process ended ({', '.join(map(str, left[:3]))}{', …' if len(left) > 3 else ''}):"
                               " it was stopped without waiting for them", file=sys.stderr)
+                    if fds:
+                        print(f"note: {fds} file descriptor(s) the system under test opened were still open when its "
+                              "replay process ended: they were closed with the process", file=sys.stderr)
         self.conn.close()
         if not kill:
             self.process.join(5.0)
@@ -204,6 +208,8 @@ def _receive(conn: Connection) -> tuple[str, Any]:
             results = [ScenarioResult.from_row(row, tuple(Probe.from_row(p) for p in probes))
                        for row, probes in message[1]]
             return "ok", (results, [s for s in message[2] if isinstance(s, dict)])
+        if kind == "left":  # threads still running (names), and how many more descriptors are open than at the start
+            return "left", ([str(n) for n in message[1]], max(0, int(message[2])))
         return str(kind), message[1]
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
         return "unreadable", f"its answer is not what a replay sends: {type(exc).__name__}"
@@ -226,6 +232,7 @@ def _failed(scenario: Scenario, config: RunConfig, message: str, seconds: float,
 def _main(conn: Connection, parents_end: Connection, config: RunConfig, watch: CallWatch, tmp: str) -> None:
     parents_end.close()
     enter_child(tmp)
+    fds = _open_fds()
     from harness.replay._suite import Worker
 
     try:
@@ -262,7 +269,15 @@ def _main(conn: Connection, parents_end: Connection, config: RunConfig, watch: C
         left = [t.name for t in threading.enumerate()
                 if t is not threading.main_thread() and not t.daemon and t.is_alive()]
         with contextlib.suppress(Exception):
-            conn.send_bytes(json.dumps(["left", [str(n) for n in left]]).encode("utf-8", "replace"))
+            conn.send_bytes(json.dumps(["left", [str(n) for n in left], _open_fds() - fds]).encode("utf-8", "replace"))
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+def _open_fds() -> int:
+    """How many file descriptors this process has open (0 where ``/proc`` cannot say)."""
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0

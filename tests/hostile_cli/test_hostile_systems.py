@@ -199,6 +199,35 @@ def test_threads_left_running_do_not_keep_memharness_alive(tmp_path: Path) -> No
         in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("leak", [0, 1, 3])
+def test_descriptors_a_plug_in_leaves_open_are_said_by_its_replay_process(tmp_path: Path, leak: int) -> None:
+    """Issue 33 F11: a plug-in that opens files (or sockets, pipes) and never closes them ran clean; its replay
+    process now says how many descriptors more than at its start were open when it ended. A system that closes what
+    it opens (``leak`` 0: it opens and closes as many) gets no note: the count is the system's, not the harness's."""
+    system = tmp_path / f"fdleak{leak}.py"
+    system.write_text("import os, socket\nfrom harness.system import reference_factory\nKEPT = []\n"
+                      "OPENERS = [lambda: os.open(os.devnull, os.O_RDONLY), socket.socket, lambda: open(__file__)]\n"
+                      "def factory(w, c, m, e):\n"
+                      "    for i in range(3):  # each kind opened; the first `leak` kept, the others closed\n"
+                      "        f = OPENERS[i]()\n"
+                      f"        if i < {leak}:\n"
+                      "            KEPT.append(f)\n"
+                      "        else:\n"
+                      "            os.close(f) if isinstance(f, int) else f.close()\n"
+                      "    return reference_factory(w, c, m, e)\n")
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-m", "harness", "run", str(HOSTILE_SCENARIO), "--system",
+                           f"fdleak{leak}:factory", "--no-gates", "--out", str(tmp_path / "out")], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = [line for line in done.stderr.splitlines() if "file descriptor(s)" in line]
+    if leak:
+        assert said == [f"note: {leak} file descriptor(s) the system under test opened were still open when its "
+                        "replay process ended: they were closed with the process"], done.stderr
+    else:
+        assert not said, done.stderr
+
+
 @pytest.mark.parametrize("where", ["close"])
 def test_a_close_that_raises_fails_the_scenario_after_its_last_step(tmp_path: Path, where: str) -> None:
     PLAN.clear()
