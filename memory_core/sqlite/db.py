@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from memory_core.clock import Clock
 from memory_core.errors import MemoryCoreError
-from memory_core.sqlite.opening import configure, ensure_fts
+from memory_core.sqlite.opening import configure, ensure_fts, migrate
 from memory_core.sqlite.quirks import Quirks
 from memory_core.sqlite.stamps import iso, parse_iso
 
@@ -122,8 +122,10 @@ _NUMBERS: Final = ("importance_score", "access_count", "confidence", "decay_rate
 
 def _row(row: sqlite3.Row) -> dict[str, Any]:
     """A memory row as a dict (tags and metadata decoded); a value SQLite lets through but no write of the port makes
-    (a garbled timestamp, text in a number column) is a damaged file: ``sqlite3.DatabaseError`` (``SqliteMemoryError``)."""
+    (a garbled timestamp, text in a number column) is a damaged file: ``sqlite3.DatabaseError`` (``SqliteMemoryError``);
+    a NULL reads as the column's default (before: TypeError from recall's access bump)."""
     data = dict(row)
+    data.update({k: _DEFAULTS[k] for k in _DEFAULTS.keys() - {"tags", "metadata"} if k in data and data[k] is None})
     for key in (*_STAMPS, *_NUMBERS):  # fix: a damaged row is the documented error, not a ValueError deep inside
         value = data.get(key)
         try:
@@ -134,9 +136,9 @@ def _row(row: sqlite3.Row) -> dict[str, Any]:
         except (TypeError, ValueError) as exc:
             raise sqlite3.DatabaseError(f"damaged memory row {str(data.get('id'))[:40]!r}: {key} = {value!r:.40}") from exc
     for key, kind in (("tags", list), ("metadata", dict)):  # fix: JSON of another shape (tags '5') reads as none
-        if key in data and isinstance(data[key], str):
+        if key in data:
             try:
-                value = json.loads(data[key])
+                value = json.loads(data[key]) if isinstance(data[key], str) else None
             except (json.JSONDecodeError, RecursionError):
                 value = None
             data[key] = value if isinstance(value, kind) else kind()
@@ -169,6 +171,7 @@ class Database:
         try:
             with self.guard("open"):
                 configure(self.conn, busy_timeout_ms)
+                migrate(self.conn, _SCHEMA, SCHEMA_VERSION)
                 self.conn.executescript(_SCHEMA)
                 ensure_fts(self.conn, self.tokenizer, _FTS_DROP + _FTS.replace("{tok}", self.tokenizer))
                 self.conn.execute("INSERT OR REPLACE INTO _schema_meta(key, value) VALUES ('version', ?)",
@@ -212,8 +215,7 @@ class Database:
             if not self._depth:
                 conn.commit()
 
-    def close(self) -> None:
-        """Close the connection."""
+    def close(self) -> None:  # the connection
         with self._lock:
             self.conn.close()
 

@@ -70,3 +70,67 @@ def ensure_fts(conn: sqlite3.Connection, tokenizer: str, script: str) -> None:
             conn.execute(statement)
         conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
         conn.execute("INSERT OR REPLACE INTO _schema_meta(key, value) VALUES ('fts_tokenizer', ?)", (tokenizer,))
+
+
+def stored_version(conn: sqlite3.Connection, current: int) -> int | None:
+    """The schema version the file says it has (None: a new file, or one without the version row).
+
+    fix: a version this port does not know was rewritten to ``current`` on open: a newer program's database was
+    silently claimed as this schema (issue 33). A version above ``current`` or one that is not a whole number is
+    refused, with the file left as it was.
+    """
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='_schema_meta'").fetchone():
+        return None
+    row = conn.execute("SELECT value FROM _schema_meta WHERE key='version'").fetchone()
+    if row is None:
+        return None
+    text = str(row[0]).strip()
+    if not text.isascii() or not text.isdigit():
+        raise sqlite3.DatabaseError(f"schema version {str(row[0])[:40]!r} is not a whole number: not a database this port wrote")
+    if int(text) > current:
+        raise sqlite3.DatabaseError(f"schema version {int(text)} is newer than this port's ({current}): not opened, so a newer "
+                         "program's data is not rewritten")
+    return int(text)
+
+
+def add_missing_columns(conn: sqlite3.Connection, schema: str) -> list[str]:
+    """Spec §2 "Schema version": below version 2, the v1→v2 migration adds each v2 column a table lacks (a column
+    that appeared meanwhile is fine). Returns the ``table.column`` names added. Defaults come with the column; a
+    ``NOT NULL`` column without a default is added nullable (SQLite cannot add it otherwise)."""
+    reference = sqlite3.connect(":memory:")
+    try:
+        reference.executescript(schema)
+        tables = [r[0] for r in reference.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                                                  "AND name NOT LIKE 'sqlite_%'")]
+        added = []
+        for table in tables:
+            have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+            if not have:  # a table the file does not have yet: the schema script creates it whole
+                continue
+            for _cid, name, kind, notnull, default, _pk in reference.execute(f"PRAGMA table_info({table})"):
+                if name in have:
+                    continue
+                clause = f" DEFAULT {default}" + (" NOT NULL" if notnull else "") if default is not None else ""
+                try:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}{clause}")
+                except sqlite3.OperationalError as exc:
+                    if "duplicate column" not in str(exc):
+                        raise
+                added.append(f"{table}.{name}")
+        return added
+    finally:
+        reference.close()
+
+
+def migrate(conn: sqlite3.Connection, schema: str, current: int) -> None:
+    """In one write transaction: refuse a version this port does not know (``stored_version``); below ``current``
+    (or with no version row), add the columns the file lacks (``add_missing_columns``)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = stored_version(conn, current)
+        if version is None or version < current:
+            add_missing_columns(conn, schema)
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from memory_core.clock import FixedClock
 from memory_core.sqlite import SqliteMemory, SqliteMemoryError
+from memory_core.sqlite.db import MEMORY_COLUMNS
 from tests.hostile.harness import within
 from tests.sqlite.conftest import T0, scratch
 
@@ -145,3 +146,85 @@ def test_a_row_whose_json_column_has_another_shape_works_or_fails_with_the_docum
             conn.execute(f"UPDATE memories SET {column} = ?", (stored,))
         conn.close()
         assert _exercise(tmp / "m.db") == "ok"
+
+
+_NULLABLE = [c for c in MEMORY_COLUMNS if c not in ("id", "content", "type", "priority", "created_at", "updated_at")]
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(columns=st.sets(st.sampled_from(_NULLABLE), min_size=1), every=st.integers(1, 5))
+def test_nulls_the_schema_allows_work(columns: set[str], every: int) -> None:
+    """A NULL in a column the schema leaves nullable (no ``NOT NULL``), in every ``every``-th row: before, a NULL
+    ``access_count`` raised TypeError from recall's access bump (found by the v1-migration test); every operation
+    now works (a NULL reads as the column's default)."""
+    main, _ = _base()
+    with scratch() as tmp:
+        (tmp / "m.db").write_bytes(main)
+        with sqlite3.connect(tmp / "m.db") as conn:
+            conn.execute(f"UPDATE memories SET {', '.join(f'{c} = NULL' for c in sorted(columns))} "
+                         "WHERE rowid % ? = 0", (every,))
+        conn.close()
+        assert _exercise(tmp / "m.db") == "ok"
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(version=st.one_of(st.integers(-5, 10**6).map(str), st.text(max_size=8)))
+def test_a_stored_schema_version_this_port_does_not_know_is_refused_and_kept(version: str) -> None:
+    """Regression (issue 33): the stored version was rewritten to 2 whatever it was, so a newer program's database
+    was claimed as this schema. Now a whole number up to 2 opens (and is set to 2); anything else (newer, negative,
+    not a number) is refused with the documented error naming the version, and the stored row stays as written."""
+    main, _ = _base()
+    with scratch() as tmp:
+        path = tmp / "m.db"
+        path.write_bytes(main)
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE _schema_meta SET value=? WHERE key='version'", (version,))
+            rows = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+        known = version.strip().isascii() and version.strip().isdigit() and int(version) <= 2
+        if known:
+            mem = SqliteMemory(path, FixedClock(T0))
+            assert mem.db.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == rows
+            mem.close()
+        else:
+            with pytest.raises(SqliteMemoryError) as refused:
+                SqliteMemory(path, FixedClock(T0)).close()
+            assert str(refused.value).startswith(f"{path}: open failed: schema version ")
+            assert "\n" not in str(refused.value)
+        with sqlite3.connect(path) as conn:
+            stored = conn.execute("SELECT value FROM _schema_meta WHERE key='version'").fetchone()[0]
+        assert stored == ("2" if known else version)
+
+
+_V1_REQUIRED = ("id", "content", "created_at", "updated_at")
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(present=st.sets(st.sampled_from([c for c in MEMORY_COLUMNS if c not in _V1_REQUIRED])),
+       meta=st.sampled_from(["none", "no-version-row", "version-1", "version-0"]))
+def test_an_older_database_gains_the_columns_it_lacks_and_keeps_its_rows(present: set[str], meta: str) -> None:
+    """Spec §2 "Schema version": below version 2 the migration ALTERs in each v2 column. Before, a database whose
+    ``memories`` lacked any of them failed to open ("no such column", from an index on it). Generated: which columns
+    the old table has, and how (or whether) it records its version; its row survives, gains every column, is
+    recalled, and the database is version 2 with a whole FTS index. The old columns are untyped and the row leaves
+    them NULL (a NULL access_count raised TypeError from recall's access bump; a NULL now reads as the default)."""
+    columns = [c for c in MEMORY_COLUMNS if c in _V1_REQUIRED or c in present]
+    with scratch() as tmp:
+        path = tmp / "m.db"
+        with sqlite3.connect(path) as conn:
+            conn.execute(f"CREATE TABLE memories({', '.join(c + (' TEXT PRIMARY KEY' if c == 'id' else '') for c in columns)})")
+            conn.execute("INSERT INTO memories(id, content, created_at, updated_at) VALUES "
+                         "('abcd1234', 'I always deploy with terraform', '2026-03-01T00:00:00', '2026-03-01T00:00:00')")
+            if meta != "none":
+                conn.execute("CREATE TABLE _schema_meta(key TEXT PRIMARY KEY, value TEXT)")
+            if meta.startswith("version-"):
+                conn.execute("INSERT INTO _schema_meta VALUES ('version', ?)", (meta[-1],))
+        mem = SqliteMemory(path, FixedClock(T0))
+        try:
+            have = [r[1] for r in mem.db.conn.execute("PRAGMA table_info(memories)")]
+            assert set(MEMORY_COLUMNS) <= set(have)
+            assert [r["content"] for r in mem.db.load_all()] == ["I always deploy with terraform"]
+            assert [c.content for c in mem.recall("terraform deploy").items if "terraform" in c.content]
+            assert mem.fts_integrity() is None
+            assert mem.db.conn.execute("SELECT value FROM _schema_meta WHERE key='version'").fetchone()[0] == "2"
+        finally:
+            mem.close()
