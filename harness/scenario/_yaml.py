@@ -258,7 +258,7 @@ class NodeReader:
         return self.construct(node, field)
 
     def string(self, node: yaml.Node, field: str, *, choices: Iterable[str] | None = None) -> str:
-        value = self.scalar(node, field)
+        value = node.value if node.tag == v12.AMBIGUOUS_TAG else self.scalar(node, field)  # `no`, 0x1F: as written
         if not isinstance(value, str):
             raise self.fail(node, field, f"expected a string, got {value!r:.60}")
         options = tuple(choices) if choices is not None else None
@@ -267,7 +267,7 @@ class NodeReader:
         return value
 
     def text(self, node: yaml.Node, field: str) -> str:
-        ambiguous_number = isinstance(node, yaml.ScalarNode) and node.tag == v12.AMBIGUOUS_TAG  # 0x1F: text as written
+        ambiguous_number = isinstance(node, yaml.ScalarNode) and node.tag == v12.AMBIGUOUS_TAG  # 0x1F, no: as written
         value = node.value if ambiguous_number else self.scalar(node, field)
         if isinstance(value, bool | bytes | list | dict | set | tuple) or value is None:  # !!omap 3 reads as []
             raise self.fail(node, field, f"expected text, got {v12.tag_name(node.tag)} {value!r:.60}")

@@ -27,8 +27,10 @@ import yaml
 INT_TAG: Final = "tag:yaml.org,2002:int"
 FLOAT_TAG: Final = "tag:yaml.org,2002:float"
 STR_TAG: Final = "tag:yaml.org,2002:str"
+BOOL_TAG: Final = "tag:yaml.org,2002:bool"
 AMBIGUOUS_TAG: Final = "tag:memharness,2026:ambiguous-number"
-"""A plain scalar YAML 1.1 reads as a number and YAML 1.2 does not (or reads as another number)."""
+"""A plain scalar YAML 1.1 reads as a number or a boolean and YAML 1.2 does not (or reads as another number)."""
+_BOOL_12: Final = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
 _DECIMAL_INT: Final = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _FLOAT_12: Final = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
                               r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
@@ -56,8 +58,11 @@ def error_line(text: str, exc: yaml.YAMLError) -> int:
 
 
 def number_tag(tag: str, value: str) -> str:
-    """The tag a plain scalar resolved to by YAML 1.1 (``tag``) gets here: ``AMBIGUOUS_TAG`` for a number form
-    YAML 1.2 reads otherwise, the float tag for ``1e0``-like text, else ``tag``."""
+    """The tag a plain scalar resolved to by YAML 1.1 (``tag``) gets here: ``AMBIGUOUS_TAG`` for a number or
+    boolean form YAML 1.2 reads otherwise (``0123``, ``yes``, ``off``), the float tag for ``1e0``-like text, else
+    ``tag``."""
+    if tag == BOOL_TAG:
+        return tag if value in _BOOL_12 else AMBIGUOUS_TAG
     if tag == INT_TAG:
         return tag if _DECIMAL_INT.fullmatch(value) else AMBIGUOUS_TAG
     if tag == FLOAT_TAG:
@@ -69,6 +74,9 @@ def number_tag(tag: str, value: str) -> str:
 
 def ambiguous(value: str) -> str:
     """What to write instead of a plain ``value`` that ``number_tag`` found ambiguous."""
+    if value.lower() in ("yes", "no", "on", "off"):
+        return (f"{value!r:.40} is a boolean only in YAML 1.1 (yes/no/on/off): write true or false, or quote it for "
+                "text")
     return (f"{value!r:.40} is a number only in YAML 1.1 (0123 octal, 1:30 base 60, 0x/0b, 1_000): write the "
             "number in plain decimal digits, or quote it for text")
 

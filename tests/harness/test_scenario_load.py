@@ -398,6 +398,53 @@ def test_a_number_yaml_1_1_and_1_2_read_differently_is_refused_never_converted(
         assert step.requirements("heuristic") == {"recall": float(written)}
 
 
+_YAML11_BOOLS = st.sampled_from(["yes", "no", "on", "off"]).flatmap(
+    lambda w: st.sampled_from([w, w.capitalize(), w.upper()]))  # what PyYAML's YAML 1.1 resolver reads as a bool
+
+
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(form=st.one_of(_YAML11_BOOLS.map(lambda v: ("1.1", v)),
+                      st.sampled_from(["true", "True", "TRUE", "false", "False", "FALSE"]).map(lambda v: ("1.2", v))),
+       where=st.sampled_from(["body", "description", "query", "force", "system"]))
+def test_a_boolean_only_yaml_1_1_reads_is_text_where_text_is_expected_and_refused_elsewhere(
+        tmp_path: Path, form: tuple[str, str], where: str) -> None:
+    """`body: no` became False ("expected text, got !!bool False") and `force: yes` became True, as YAML 1.1 reads
+    them; YAML 1.2 (and the JSON Schema) reads yes/no/on/off as text. Now: text as written in a text field; where a
+    boolean or a JSON value is expected, a located error saying to write true/false or quote it. true/false (any of
+    YAML 1.2's three spellings) stay booleans."""
+    kind, written = form
+    memory = {"body": f"body: {written}", "description": f'description: {written}, body: "tea"',
+              "system": f'body: "tea", system: {{flag: {written}}}'}.get(where, 'body: "tea"')
+    step = {"query": f"recall: {{query: {written}}}", "force": f"dream: {{force: {written}}}"}.get(
+        where, "recall: {query: tea}")
+    file = tmp_path / "s.yaml"
+    file.write_text("description: booleans\nclock: 2026-03-02T09:00:00Z\nmemories:\n"
+                    f"  - {{path: user/a.md, type: user, {memory}}}\nsteps:\n  - {step}\n", encoding="utf-8")
+    text_field = where in ("body", "description", "query")
+    if text_field and kind == "1.2":
+        with pytest.raises(ScenarioError, match=r"s\.yaml:\d: .*expected text, got !!bool"):
+            load_scenario(file)
+        return
+    if not text_field and kind == "1.1":
+        line = 6 if where == "force" else 4
+        with pytest.raises(ScenarioError, match=rf"s\.yaml:{line}: .*is a boolean only in YAML 1\.1"):
+            load_scenario(file)
+        return
+    scenario = load_scenario(file)
+    memory_read, first = scenario.memories[0], scenario.steps[0]
+    if where == "body":
+        assert memory_read.body == written
+    elif where == "description":
+        assert memory_read.description == written
+    elif where == "query":
+        assert isinstance(first, RecallStep)
+        assert first.query == written
+    elif where == "force":
+        assert first.force is (written.lower() == "true")  # type: ignore[attr-defined]
+    else:
+        assert dict(memory_read.system) == {"flag": written.lower() == "true"}
+
+
 @pytest.mark.parametrize(("reply", "ok"), [('{error: ""}', False), ("{error: '  ', message: m}", False),
                                            ("{error: timeout}", True), ('{error: provider, message: ""}', True)])
 def test_a_scripted_error_needs_a_reason(tmp_path: Path, reply: str, ok: bool) -> None:
