@@ -184,6 +184,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         except ScenarioError as exc:
             problems.append(str(exc))
     problems += duplicate_ids(scenarios)
+    if any(s.design or s.systems for s in scenarios):  # seed fields and recall options the targeted shipped system
+        from harness.replay import input_problems  # refuses (its own code decides): before, only `run` found them
+
+        problems += [p for s in scenarios for p in input_problems(s)]
     problems += [p for s in scenarios for p in strict_problems(s)] if args.strict else []
     for problem in problems:
         print(f"memharness: {problem}", file=sys.stderr)

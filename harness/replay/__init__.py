@@ -18,6 +18,7 @@ from harness.replay._cassette import (
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
 from harness.replay._factory import load_factory, shipped
 from harness.replay._index import SPEC_LIMITS, IndexLimits, index_stats
+from harness.replay._inputs import input_problems, needs_input_check
 from harness.replay._inspect import INSPECT_TIMEOUT_S, Traits, plugin_traits
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._needs import step_needs
@@ -109,9 +110,11 @@ __all__ = [
     "doc_covers",
     "entry_coverage",
     "index_stats",
+    "input_problems",
     "load_factory",
     "nearest_cassettes",
     "needs_cassette_model",
+    "needs_input_check",
     "plan_columns",
     "plan_primary",
     "plugin_traits",

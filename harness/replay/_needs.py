@@ -12,6 +12,7 @@ from harness.scenario import (
     ForgetStep,
     LockStep,
     RecallStep,
+    Scenario,
     SessionStep,
     StateStep,
     Step,
@@ -88,3 +89,10 @@ def scenario_needs(steps: Sequence[Step]) -> list[list[tuple[Capability, str]]]:
         for i in members:
             needs[i] = union
     return needs
+
+
+def step_kind(scenario: Scenario, step: int) -> str:
+    """``session`` / ``dream`` / … for step ``step``, or ``seeding`` before the first step."""
+    if 0 <= step < len(scenario.steps):
+        return type(scenario.steps[step]).__name__.removesuffix("Step").lower()
+    return "seeding"

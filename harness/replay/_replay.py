@@ -14,13 +14,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from harness.errors import HarnessError, SystemFailure
+from harness.errors import HarnessError, ScenarioInputError, SystemFailure
 from harness.replay._checks import hold_extractions, run_check, run_trailing
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
 from harness.replay._expect import FaultingModel, RecordingSink, check_outcome
 from harness.replay._index import index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
-from harness.replay._needs import PROBE_KIND, scenario_needs
+from harness.replay._needs import PROBE_KIND, scenario_needs, step_kind
 from harness.replay._observed import SPENT, Observed, close_system, op_timeout, open_system
 from harness.replay._quality import recall_verdict
 from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult
@@ -329,13 +329,6 @@ class _Run:
                    metrics=metrics, final=True)
 
 
-def _kind(scenario: Scenario, step: int) -> str:
-    """``session`` / ``dream`` / … for step ``step``, or ``seeding`` before the first step."""
-    if 0 <= step < len(scenario.steps):
-        return type(scenario.steps[step]).__name__.removesuffix("Step").lower()
-    return "seeding"
-
-
 def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Model | None = None,
            context: ProbeContext | None = None, system_factory: SystemFactory = reference_factory) -> ScenarioResult:
     """Run ``scenario`` once with ``strategy``; expectations fail the result, exceptions make it an error."""
@@ -367,11 +360,11 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
                 if ran and all(q.skipped for q in ran) and not run.failures:
                     skipped = f"every step was skipped: {ran[0].skipped}"
         except SystemFailure as exc:  # the system's failure, not the harness's: a failed run naming the step
-            run.fail(context.step, _kind(scenario, context.step), str(exc))
+            run.fail(context.step, step_kind(scenario, context.step), str(exc))
         except HarnessError as exc:
-            error = f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: {exc}"
+            error = f"{scenario.id} [{strategy}] {run.where(context.step, step_kind(scenario, context.step))}: {exc}"
         except Exception as exc:
-            error = (f"{scenario.id} [{strategy}] {run.where(context.step, _kind(scenario, context.step))}: "
+            error = (f"{scenario.id} [{strategy}] {run.where(context.step, step_kind(scenario, context.step))}: "
                      f"{type(exc).__name__}: {exc}")
         finally:
             run.failures.extend(f"after the last step: {m}" for m in close_system(cast(Observed, observed)))
@@ -389,7 +382,10 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
 
 def _seed_and_run(scenario: Scenario, system: MemorySystem, clock: FixedClock, run: _Run) -> None:
     for memory in scenario.memories:
-        system.seed(memory, mtime=clock.now() - memory.age)
+        try:
+            system.seed(memory, mtime=clock.now() - memory.age)
+        except ScenarioInputError as exc:  # a seed field the system refuses: located by its entry and line
+            raise ScenarioInputError(f"memories[{memory.source[0]}] (line {memory.source[1]}): {exc}") from None
         if memory.facts:
             run.seeded[memory.path] = frozenset(memory.facts)
     system.finish_seeding(now=clock.now())

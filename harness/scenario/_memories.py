@@ -49,6 +49,7 @@ def memories(ctx: NodeReader, node: yaml.Node, facts: dict[str, Fact], clock: da
             raw_pad=ctx.integer(f["raw_pad"], f"memories[{i}].raw_pad", minimum=1, maximum=lim.MAX_RAW_PAD)
             if "raw_pad" in f else None,
             system=more.system_fields(ctx, f["system"], f"memories[{i}].system") if "system" in f else {},
+            source=(i, f.get("system", item).start_mark.line + 1),
         )
         if seed.raw_pad is not None and (seed.raw is None or "repeat" in f
                                          or len(seed.raw.encode("utf-8")) > seed.raw_pad):

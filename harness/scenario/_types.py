@@ -40,6 +40,9 @@ class SeedMemory:
     size cap without a megabyte of YAML)."""
     system: dict[str, str | int | float | bool] = field(default_factory=dict)
     """System-specific seed fields passed through untouched (e.g. the SQLite memory's importance or duration)."""
+    source: tuple[int, int] = field(default=(0, 1), compare=False, repr=False)
+    """Where the file wrote it: its ``memories[]`` index and the line of its ``system:`` fields (else of the entry),
+    so a field the system refuses is located (``repeat`` copies share their entry's)."""
 
 
 def raw_text(memory: SeedMemory) -> str | None:
@@ -332,8 +335,13 @@ class Scenario:
     def digest(self) -> str:
         """A short hash of the scenario content (reported as ``memory.scenario.hash``)."""
         payload = json.dumps(
-            {"facts": {k: asdict(v) for k, v in self.facts.items()}, "memories": [asdict(m) for m in self.memories],
+            {"facts": {k: asdict(v) for k, v in self.facts.items()}, "memories": [_content(m) for m in self.memories],
              "steps": [repr(s) for s in self.steps], "clock": self.clock.astimezone(UTC).isoformat()},
             sort_keys=True, default=str,
         )
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _content(memory: SeedMemory) -> dict[str, Any]:
+    """A seeded memory's fields for the digest: what it seeds, not where the file wrote it (``source``)."""
+    return {k: v for k, v in asdict(memory).items() if k != "source"}

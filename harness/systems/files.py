@@ -120,6 +120,9 @@ class ReferenceSystem:
                                      cache=self._cache)
 
     def seed(self, memory: SeedMemory, *, mtime: datetime) -> None:
+        if memory.system and "special" not in memory.system:  # fix: other fields were silently ignored
+            raise ScenarioInputError(f"memory {memory.path}: unknown system field(s) {', '.join(sorted(memory.system))} "
+                                     "(known: special, with to for a symlink)")
         raw = raw_text(memory)
         text = raw if raw is not None else render_topic(
             name=memory.name or memory.path, description=memory.description, kind=memory.type,  # type: ignore[arg-type]
