@@ -61,6 +61,7 @@ def entry() -> None:
     alive after every output is written: it says so in one line and exits anyway. Leaked file descriptors are said
     too."""
     import os
+    import signal
     import sys
     import threading
     import time
@@ -69,8 +70,6 @@ def entry() -> None:
         reconfigure = getattr(stream, "reconfigure", None)  # never a UnicodeEncodeError after the run's work is done
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    import signal
-
     for unused in (signal.SIGUSR1, signal.SIGUSR2):  # nothing here uses them: a system under test signalling the
         signal.signal(unused, signal.SIG_IGN)  # harness's process with one ended the run with no output or verdict
     fds = _open_fds()

@@ -31,7 +31,6 @@ except ImportError:  # pragma: no cover - libyaml missing: the pure-Python parse
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 T = TypeVar("T")
-STR_TAG: Final = "tag:yaml.org,2002:str"
 MERGE_TAG: Final = "tag:yaml.org,2002:merge"
 _SCALAR_ERRORS: Final = (ValueError, TypeError, OverflowError, ArithmeticError, LookupError, AttributeError,
                           yaml.YAMLError)
@@ -154,7 +153,7 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
             elif isinstance(event, yaml.ScalarEvent):
                 tag = event.tag
                 if tag is None and not event.implicit[0]:  # quoted: always a string, skip the resolver
-                    tag = STR_TAG
+                    tag = v12.STR_TAG
                 elif tag is None or tag == "!":
                     key = (event.value, event.implicit)
                     tag = resolved.get(key)
@@ -218,7 +217,7 @@ class NodeReader:
 
     def construct(self, node: yaml.Node, field: str, *, deep: bool = False) -> Any:
         """The Python value of ``node`` (safe tags only); a bad tag or value is a located error."""
-        if isinstance(node, yaml.ScalarNode) and node.tag == STR_TAG:
+        if isinstance(node, yaml.ScalarNode) and node.tag == v12.STR_TAG:
             return node.value
         if isinstance(node, yaml.ScalarNode) and node.tag == v12.AMBIGUOUS_TAG:
             raise self.fail(node, field, v12.ambiguous(node.value))

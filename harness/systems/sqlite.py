@@ -73,7 +73,10 @@ class SqliteSystem:
                              f"(known: {', '.join(sorted(SEED_FIELDS))})")
         body = "\n".join(x for x in (memory.description, memory.body) if x) or memory.name or memory.path
         if "queue" in extra:
-            self.mem.plant_queue_row(memory.path, body, status=str(extra["queue"]), last_attempted_at=mtime)
+            try:
+                self.mem.plant_queue_row(memory.path, body, status=str(extra["queue"]), last_attempted_at=mtime)
+            except ValueError as exc:  # a status the queue has not: the scenario's, not a failure of the system
+                raise ScenarioInputError(f"memory {memory.path}: system.queue: {exc}") from None
             return
         if extra.get("via") == "add_memory":
             try:
@@ -165,7 +168,7 @@ class SqliteSystem:
             return f"unknown check (known: {', '.join(sorted(CHECKS))})"
         if problem := expected_problem(name, expected):  # fts_integrity: 'yes' passed, as any non-empty text
             raise ScenarioInputError(f"check system.{name}: {problem}")
-        return check(self, expected)
+        return check[0](self, expected)
 
     def close(self) -> None:
         self.mem.close()

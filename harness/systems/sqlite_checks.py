@@ -147,33 +147,30 @@ def _sql(system: SqliteSystem, expected: object) -> str | None:
     return None if got == want.strip() else f"sql {query.strip()!r} gave {got[:300]!r}, expected {want.strip()!r}"
 
 
-CHECKS: Final[dict[str, Callable[[SqliteSystem, Any], str | None]]] = {
-    "fts_integrity": _fts_integrity,
-    "index_contains": _text_check(lambda s: s.mem.index_text(), "MEMORY.md", present=True),
-    "index_lacks": _text_check(lambda s: s.mem.index_text(), "MEMORY.md", present=False),
-    "injected_index_contains": _text_check(lambda s: s.mem.injected_index(), "the injected MEMORY.md", present=True),
-    "injected_index_lacks": _text_check(lambda s: s.mem.injected_index(), "the injected MEMORY.md", present=False),
-    "profile_contains": _text_check(lambda s: s.mem.user_profile_text(), "USER.md", present=True),
-    "index_within_limits": _within_caps,
-    "episodes": _count(lambda s: s.mem.episode_count(), "episodes"),
-    "memories": _count(lambda s: len(s.mem.documents()), "memory rows"),
-    "queue_open": _count(lambda s: s.mem.queue_count("pending") + s.mem.queue_count("processing"), "open queue rows"),
-    "no_episode_hits": _no_episode_hits,
-    "traces": _traces,
-    "traces_newest": _traces_newest,
-    "traces_newest_lacks": _traces_newest_lacks,
-    "sql": _sql,
+CHECKS: Final[dict[str, tuple[Callable[[SqliteSystem, Any], str | None], type]]] = {
+    "fts_integrity": (_fts_integrity, bool),
+    "index_contains": (_text_check(lambda s: s.mem.index_text(), "MEMORY.md", present=True), str),
+    "index_lacks": (_text_check(lambda s: s.mem.index_text(), "MEMORY.md", present=False), str),
+    "injected_index_contains": (_text_check(lambda s: s.mem.injected_index(), "the injected MEMORY.md", present=True), str),
+    "injected_index_lacks": (_text_check(lambda s: s.mem.injected_index(), "the injected MEMORY.md", present=False), str),
+    "profile_contains": (_text_check(lambda s: s.mem.user_profile_text(), "USER.md", present=True), str),
+    "index_within_limits": (_within_caps, bool),
+    "episodes": (_count(lambda s: s.mem.episode_count(), "episodes"), int),
+    "memories": (_count(lambda s: len(s.mem.documents()), "memory rows"), int),
+    "queue_open": (_count(lambda s: s.mem.queue_count("pending") + s.mem.queue_count("processing"), "open queue rows"), int),
+    "no_episode_hits": (_no_episode_hits, str),
+    "traces": (_traces, str),
+    "traces_newest": (_traces_newest, str),
+    "traces_newest_lacks": (_traces_newest_lacks, str),
+    "sql": (_sql, str),
 }
-
-KINDS: Final[dict[str, type]] = {"fts_integrity": bool, "index_within_limits": bool, "episodes": int, "memories": int,
-                                 "queue_open": int}
-"""What each check's expected value must be (every other check takes text): a wrong one is the scenario's error."""
+"""Each check by name: what it runs, and what its expected value must be (a wrong one is the scenario's error)."""
 
 
 def expected_problem(name: str, expected: object) -> str | None:
     """Why ``expected`` cannot be the value of check ``name`` ('yes' for a true/false check, 2.5 for a count), or
     None."""
-    kind = KINDS.get(name, str)
+    kind = CHECKS[name][1] if name in CHECKS else str
     if kind is bool and not isinstance(expected, bool):
         return f"expected true or false, got {expected!r:.60}"
     if kind is int and (isinstance(expected, bool) or not isinstance(expected, int) or expected < 0):
