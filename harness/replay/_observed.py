@@ -190,14 +190,14 @@ class Observed:
         def call(*args: Any, **kwargs: Any) -> Any:
             self._docs = None
             try:
-                with _contained(name, self._timeout):
-                    result = method(*args, **kwargs)
+                with _contained(name, self._timeout):  # its answer is read in here too: a value whose own methods
+                    result = method(*args, **kwargs)  # raise or hang (a str subclass's __hash__) is the system's
+                    if expected is not None and not isinstance(result, expected):
+                        raise SystemFailure(f"{SYSTEM_FAILED}: {name}() returned {type(result).__name__}, expected "
+                                            f"{expected.__name__} (docs/system-protocol.md)")
+                    return checked_result(name, result) if expected is not None else result
             finally:
                 self._docs = None
-            if expected is not None and not isinstance(result, expected):
-                raise SystemFailure(f"{SYSTEM_FAILED}: {name}() returned {type(result).__name__}, expected "
-                                    f"{expected.__name__} (docs/system-protocol.md)")
-            return checked_result(name, result) if expected is not None else result
         return call
 
 

@@ -97,12 +97,59 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+MAX_RESULT_ITEMS: Final = 10_000
+"""The most items a result's list (``selected``, ``scores``, ``removed``, ``entries``, ``details``, a record's
+entries) may hold: a recall selects at most a few, and 2,000,000 selections took a minute a scenario to judge."""
+
+
+def _too_long(value: Any, path: str = "") -> str | None:
+    """The first list or mapping in ``value`` (a protocol dataclass, nested) longer than ``MAX_RESULT_ITEMS``."""
+    if isinstance(value, (tuple, list, Mapping)):
+        return f"{path or 'the result'} holds {len(value):,} items (at most {MAX_RESULT_ITEMS:,})" \
+            if len(value) > MAX_RESULT_ITEMS else None
+    for name in (f.name for f in fields(value)) if type(value) in SHAPES or isinstance(value, tuple(SHAPES)) else ():
+        got = getattr(value, name, None)
+        problem = _too_long(got, name) if isinstance(got, (tuple, list, Mapping)) else None
+        if problem is None and name == "entries" and isinstance(got, (tuple, list)):
+            problem = next((p for e in got if (p := _too_long(e, "entries")) is not None), None)
+        if problem is not None:
+            return problem
+    return None
+
+
+def plain(value: Any) -> Any:
+    """A copy of a checked result built from the built-in types only (a ``str`` subclass becomes its text, a
+    protocol dataclass's subclass the protocol class), so nothing the system defined runs in the harness later:
+    a subclass whose ``__hash__``, ``__eq__``, ``__float__`` or ``__repr__`` raises crashed the harness (an
+    INCOMPLETE run, exit 2) instead of failing the system's scenario."""
+    kind = type(value)
+    if kind in (str, int, float, bool, type(None), datetime):
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):  # bool cannot be subclassed
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, (tuple, list)):
+        return tuple(plain(x) for x in value) if isinstance(value, tuple) else [plain(x) for x in value]
+    if isinstance(value, Mapping):
+        return {plain(k): plain(v) for k, v in value.items()}
+    base = next((k for k in kind.__mro__ if k in SHAPES), None)
+    if base is not None:
+        return base(**{f.name: plain(getattr(value, f.name)) for f in fields(base)})
+    return value
+
+
 def checked_result(call: str, result: Any) -> Any:
-    """``result`` of operation ``call`` if its fields have the protocol's shape, else the system's failure."""
-    if (problem := shape_problem(result)) is not None:
+    """A plain copy of ``result`` of operation ``call`` if its fields have the protocol's shape and no list in it
+    is longer than ``MAX_RESULT_ITEMS``, else the system's failure."""
+    problem = _too_long(result)
+    copy = plain(result) if problem is None else result  # checked as built-in values: no method of the system's
+    if (problem := problem or shape_problem(copy)) is not None:
         raise SystemFailure(f"{SYSTEM_FAILED}: {call}() returned a {type(result).__name__} with {problem} "
                             "(docs/system-protocol.md)")
-    return result
+    return copy
 
 
 def checked_records(result: Any) -> list[MemoryRecord]:
@@ -111,11 +158,15 @@ def checked_records(result: Any) -> list[MemoryRecord]:
         raise SystemFailure(f"{SYSTEM_FAILED}: documents() returned {type(result).__name__}, expected a list of "
                             "MemoryRecord (docs/system-protocol.md)")
     records = list(result)
+    if len(records) > MAX_RESULT_ITEMS * 10:
+        raise SystemFailure(f"{SYSTEM_FAILED}: documents() returned {len(records):,} records (at most "
+                            f"{MAX_RESULT_ITEMS * 10:,}; docs/system-protocol.md)")
     for i, record in enumerate(records):
         if type(record) is not MemoryRecord and not isinstance(record, MemoryRecord):
             raise SystemFailure(f"{SYSTEM_FAILED}: documents() item {i} is {type(record).__name__}, expected "
                                 "MemoryRecord (docs/system-protocol.md)")
-        if (problem := shape_problem(record)) is not None:
+        records[i] = plain(record)  # checked as built-in values: no method of the system's runs later
+        if (problem := shape_problem(records[i])) is not None:
             raise SystemFailure(f"{SYSTEM_FAILED}: documents() item {i} is a MemoryRecord with {problem} "
                                 "(docs/system-protocol.md)")
     return records

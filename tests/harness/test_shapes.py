@@ -43,3 +43,58 @@ def test_a_result_breaking_its_annotation_is_named(field: str, data: st.DataObje
     problem = shape_problem(result)
     assert problem is not None
     assert problem.startswith(f"{field}=")
+
+
+def _booby_trapped(base: type) -> type:
+    """A subclass of ``base`` each of whose value methods raises (what a hostile system can return)."""
+    def boom(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError(f"{base.__name__} subclass method called")
+    names = ("__eq__", "__hash__", "__str__", "__repr__", "__format__", "__float__", "__int__", "__index__", "__lt__",
+             "__contains__", "__bool__", "__add__", "lower", "strip", "split")
+    return type(f"Hostile{base.__name__}", (base,), {n: boom for n in names if hasattr(base, n)})
+
+
+HOSTILE_STR, HOSTILE_FLOAT, HOSTILE_INT = _booby_trapped(str), _booby_trapped(float), _booby_trapped(int)
+HOSTILE_KEY = type("HostileKey", (HOSTILE_STR,), {"__hash__": str.__hash__})  # a dict key must hash to be one
+
+
+@given(selected=st.lists(st.text(min_size=1, max_size=8).filter(lambda t: "\x00" not in t), max_size=4),
+       wrap=st.lists(st.booleans(), min_size=8, max_size=8),
+       count=st.integers(0, 3), note=st.text(max_size=8).filter(lambda t: "\x00" not in t))
+def test_a_result_built_of_hostile_subclasses_is_read_as_plain_values(
+        selected: list[str], wrap: list[bool], count: int, note: str) -> None:
+    """Hostile probe, round 9: a str subclass whose ``__hash__`` raised, a float subclass whose ``__float__``
+    raised, returned in a result, crashed the harness later (an INCOMPLETE run, exit 2, "RuntimeError: hash boom")
+    instead of being read. ``checked_result`` now returns a copy of built-in types only (the same text and
+    numbers), and never calls the system's methods on them."""
+    from harness.replay._shapes import checked_result
+
+    def maybe(i: int, value: Any, hostile: type) -> Any:
+        return hostile(value) if wrap[i] else value
+    result = RecallResult(tuple(maybe(0, s, HOSTILE_STR) for s in selected), maybe(1, "heuristic", HOSTILE_STR),
+                          scores=tuple(maybe(2, float(i), HOSTILE_FLOAT) for i in range(len(selected))),
+                          prompt=maybe(3, note, HOSTILE_STR),
+                          details={maybe(4, "note", HOSTILE_KEY): maybe(5, note, HOSTILE_STR),
+                                   "count": maybe(6, count, HOSTILE_INT), "ratio": maybe(7, 0.5, HOSTILE_FLOAT)})
+    plain = checked_result("recall", result)
+    assert type(plain) is RecallResult
+    assert [type(s) for s in plain.selected] == [str] * len(selected)
+    assert list(plain.selected) == selected  # compared as built-in values: no hostile method runs
+    assert type(plain.strategy) is str
+    assert plain.strategy == "heuristic"
+    assert [type(x) for x in plain.scores] == [float] * len(selected)
+    assert {type(k) for k in plain.details} == {str}
+    assert [type(v) for v in plain.details.values()] == [str, int, float]
+    assert dict(plain.details) == {"note": note, "count": count, "ratio": 0.5}
+
+
+def test_a_result_with_more_items_than_a_result_can_hold_is_the_systems_failure() -> None:
+    """Hostile probe, round 9: 2,000,000 selections took over a minute a scenario to judge."""
+    import pytest
+
+    from harness.errors import SystemFailure
+    from harness.replay._shapes import MAX_RESULT_ITEMS, checked_result
+
+    assert checked_result("recall", RecallResult(("a",) * MAX_RESULT_ITEMS, "heuristic")).selected[0] == "a"
+    with pytest.raises(SystemFailure, match=r"recall\(\) returned a RecallResult with selected holds 10,001 items"):
+        checked_result("recall", RecallResult(("a",) * (MAX_RESULT_ITEMS + 1), "heuristic"))
