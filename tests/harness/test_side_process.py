@@ -36,7 +36,29 @@ def test_a_prestarted_side_process_the_run_does_not_need_is_stopped(monkeypatch:
         _side.discard()
     assert _side._PRESTARTED is None
     assert not side.process.is_alive()
-    assert side.process.exitcode in (0, -signal.SIGTERM)
+    assert side.process.exitcode in (0, -signal.SIGKILL)
+
+
+def test_a_side_process_not_needed_is_stopped_at_once_whatever_its_sigterm_handler(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: a run that ended at once (a path with no scenario) waited 3-4 s in ``discard``: SIGTERM reached
+    the child before it dropped the run's inherited handler (which only notes the request), and litellm's import
+    went on. Here the child keeps such a handler and its import takes 30 s; ``discard`` returns at once."""
+    import time
+
+    import memory_core.litellm_model as lm
+
+    monkeypatch.setattr(lm, "_litellm", lambda: time.sleep(30))
+    monkeypatch.setattr(_side, "child_signals", lambda: signal.signal(signal.SIGTERM, lambda *_: None))
+    monkeypatch.setattr(_side, "possible", lambda: True)
+    _side.prestart()
+    side = _side._PRESTARTED
+    assert side is not None
+    time.sleep(0.3)  # the child is in its import now, SIGTERM noted and ignored
+    started = time.perf_counter()
+    _side.discard()
+    assert time.perf_counter() - started < 5.0
+    assert not side.process.is_alive()
 
 
 @pytest.mark.usefixtures("no_litellm_import")
