@@ -177,7 +177,7 @@ class Mem0System:
         hits = [h for h in self._search(query, limit + len(excluded)) if self._ours(h["id"]) not in excluded][:limit]
         return RecallResult(tuple(self._ours(h["id"]) for h in hits), "heuristic" if hits else "none", None,
                             tuple(float(h.get("score") or 0.0) for h in hits),
-                            details={"memories": " | ".join(str(h.get("memory", "")) for h in hits)[:2000]})
+                            details={"memories": " | ".join(" ".join(str(h.get("memory", "")).split()) for h in hits)[:2000]})
 
     def forget(self, query: str, *, now: datetime, strategy: str) -> ForgetResult:
         hits = self._search(query, 1)
