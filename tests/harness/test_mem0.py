@@ -141,3 +141,15 @@ def test_the_offline_guard_refuses_the_network(offline: list[Any]) -> None:
     with pytest.raises(OSError, match="no name lookups"):
         socket.getaddrinfo("us.i.posthog.com", 443)
     assert len(offline) == 2
+
+
+@needs_mem0
+def test_conformance_builds_it_behind_a_proxy_with_nothing_recorded(offline: list[Any]) -> None:
+    from harness.cli._conformance import conformance
+
+    rows = {r.capability: r for r in conformance("mem0", [SUITE])}
+    assert rows["model path (strategy model)"].verdict == "not declared"
+    assert {c for c, r in rows.items() if r.verdict == "not declared"} >= {"dream", "file_index", "file_paths"}
+    assert all(r.verdict != "missing method" for r in rows.values())
+    assert rows["core (the portable operations its cases call)"].cases > 0
+    assert offline == []
