@@ -28,6 +28,7 @@
 #
 # Environment: MEMHARNESS_LOCAL_MODEL_DIR (default ~/.cache/memharness/local-model; wheels/ in it is the build cache),
 # MEMHARNESS_LOCAL_MODEL_PORT (default 8765), MEMHARNESS_LOCAL_MODEL_THREADS (default 2),
+# MEMHARNESS_LOCAL_MODEL_CTX (the context window, default 4096; mem0's prompts need 8192),
 # MEMHARNESS_LOCAL_MODEL_PYTHON (the interpreter for the runtime venv, default python3).
 # Exit codes: 0 ok, 1 failure (build, download, sha256 mismatch, server not ready), 2 usage or model not configured.
 set -euo pipefail
@@ -37,6 +38,7 @@ VENV=$DIR/venv
 WHEELS=$DIR/wheels
 PORT=${MEMHARNESS_LOCAL_MODEL_PORT:-8765}
 THREADS=${MEMHARNESS_LOCAL_MODEL_THREADS:-2}
+CTX=${MEMHARNESS_LOCAL_MODEL_CTX:-4096}
 PYTHON=${MEMHARNESS_LOCAL_MODEL_PYTHON:-python3}
 LLAMA_VERSION=0.3.36
 # Portable build: no -march=native (the wheel runs on any x86-64 with AVX2/FMA/F16C), no tools/examples/tests.
@@ -268,7 +270,7 @@ cmd_serve() {
   cmd_verify "$model" >/dev/null
   echo "serving $model ($ALIAS) at http://127.0.0.1:$PORT/v1 (litellm: model openai/$ALIAS, api_base http://127.0.0.1:$PORT/v1)"
   exec "$VENV/bin/python" -m llama_cpp.server --model "$GGUF" --model_alias "$ALIAS" \
-    --host 127.0.0.1 --port "$PORT" --n_ctx 4096 --n_threads "$THREADS" --seed 0
+    --host 127.0.0.1 --port "$PORT" --n_ctx "$CTX" --n_threads "$THREADS" --seed 0
 }
 
 cmd_wait() {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -21,6 +22,7 @@ from typing import Any, Final
 from harness.errors import SYSTEM_FAILED, HarnessError, SystemFailure
 from harness.replay._child import ChildGone, ask, enter_child, leave
 from harness.replay._observed import describe
+from harness.replay._proxy import PROXY_URL_ENV, ModelProxy
 
 INSPECT_TIMEOUT_S: Final = 120.0
 """How long importing a plug-in system's module, checking its factory and building one instance may take."""
@@ -106,6 +108,11 @@ def _read(spec: str, methods: tuple[str, ...], tmp: Path, stage: Any, *, instanc
     from memory_core.events import NullSink
 
     (tmp / "workdir").mkdir()
+    if proxy and not os.environ.get(PROXY_URL_ENV):  # a factory reads the proxy's URL: one that has nothing recorded
+        (tmp / "proxy").mkdir()
+        empty = ModelProxy(tmp / "proxy", "replay")  # a model call while it is built is a 404; the child ends here
+        empty.start()
+        os.environ[PROXY_URL_ENV] = empty.base_url
     try:
         system = factory(tmp / "workdir", FixedClock(datetime(2026, 1, 1, tzinfo=UTC)), None, NullSink())
     except HarnessError:

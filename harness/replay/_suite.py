@@ -21,7 +21,7 @@ from harness.replay._proxy import PROXY_URL_ENV, ModelProxy, proxy_for
 from harness.replay._records import ScenarioResult
 from harness.replay._replay import replay
 from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario, base_strategy
-from harness.systems import SHIPPED_DESIGNS, SYSTEMS
+from harness.systems import DEFAULT_SYSTEMS, SHIPPED_DESIGNS, SYSTEMS
 from harness.telemetry import EncodedTrace, TelemetrySetup, build_telemetry, proxied_call_span
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model
@@ -71,12 +71,13 @@ class SuiteRun:
 
 
 def system_plan(spec: str | None, selected: Sequence[Scenario]) -> list[tuple[str, str | None, list[Scenario]]]:
-    """(name, --system spec, scenarios) per system the run replays. No ``--system``: every shipped system, each
-    with the scenarios written for it (:func:`_targets`); a shipped system's name narrows the run to it; a system of
-    your own replays every scenario (those for another design or system are reported skipped, with the reason). A
-    scenario no shipped system runs (``design: sqllite``) goes to the first, which reports why it is skipped."""
+    """(name, --system spec, scenarios) per system the run replays. No ``--system``: every shipped system but the
+    ``OPT_IN`` ones (those only when named), each with the scenarios written for it (:func:`_targets`); a shipped
+    system's name narrows the run to it; a system of your own replays every scenario (those for another design or
+    system are reported skipped, with the reason). A scenario no shipped system runs (``design: sqllite``) goes to
+    the first, which reports why it is skipped."""
     if spec is None:
-        names = list(SYSTEMS)
+        names = list(DEFAULT_SYSTEMS)
     else:
         name = spec.split(":", 1)[0]
         if name not in SYSTEMS:
@@ -100,7 +101,7 @@ def _targets(scenario: Scenario, name: str) -> bool:
 
 
 def _shipped(scenario: Scenario) -> bool:
-    return any(_targets(scenario, name) for name in SYSTEMS)  # else: a misspelt name, never vanishes
+    return any(_targets(scenario, name) for name in DEFAULT_SYSTEMS)  # else: a misspelt name, never vanishes
 
 
 def split_column(column: str, system: str = "reference") -> tuple[str, str]:

@@ -5,6 +5,7 @@
       faulty_store.py   its store with injected I/O faults (a scenario's ``fault`` steps)
       sqlite.py         the SQLite system (``memory_core.sqlite``, design ``s1-sqlite``): ``SqliteSystem``
       sqlite_checks.py  the SQLite adapter's ``check: {system: {...}}`` keys
+      mem0ai.py         mem0 (PyPI ``mem0ai``, optional extra ``mem0``) behind the model proxy: ``Mem0System``
 
 Each adapter imports the public protocol (``harness.system``), public harness names (``harness.errors``,
 ``harness.scenario``) and its own memory core, nothing private of the harness. ``memharness run --system NAME``
@@ -16,9 +17,14 @@ from __future__ import annotations
 SYSTEMS: dict[str, str] = {
     "reference": "harness.systems.files:factory_for",
     "sqlite": "harness.systems.sqlite:factory_for",
+    "mem0": "harness.systems.mem0ai:factory",
 }
 """Built-in systems by name. ``NAME`` or ``NAME:VARIANT`` (e.g. ``sqlite:seed``); a built-in whose entry ends in
 ``factory_for`` takes the variant (``factory_for(variant) -> factory``)."""
 SHIPPED_DESIGNS: dict[str, str] = {"reference": "qwen-file", "sqlite": "s1-sqlite"}  # = each one's ``design``
+OPT_IN: frozenset[str] = frozenset({"mem0"})
+"""Shipped systems a run replays only when ``--system`` names them: they need an optional extra (``mem0``)."""
+DEFAULT_SYSTEMS: tuple[str, ...] = tuple(n for n in SYSTEMS if n not in OPT_IN)
+"""What a run without ``--system`` replays."""
 
-__all__ = ["SHIPPED_DESIGNS", "SYSTEMS"]
+__all__ = ["DEFAULT_SYSTEMS", "OPT_IN", "SHIPPED_DESIGNS", "SYSTEMS"]
