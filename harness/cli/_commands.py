@@ -151,6 +151,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         system_plan,
     )
     from harness.reporting import TraceSpool, prepare_report
+    from harness.systems import ALL_SYSTEMS, OPT_IN
 
     paths = args.paths or [DEFAULT_SCENARIOS]
     scenarios = load_all(paths, jobs=args.jobs)  # a large suite parses on the run's cores
@@ -172,8 +173,12 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     cassettes = shelf
     model = None
     # its own model client? A plug-in's module is imported in a child process only (harness.replay.plugin_traits)
-    proxied = bool(args.system) and (getattr(load_factory(args.system), "model_proxy", False) if shipped(args.system)
-                                     else plugin_traits(args.system).model_proxy)
+    every = args.system == ALL_SYSTEMS  # every shipped system, the opt-in ones (mem0) included, in one report
+    if every:
+        args.system = None
+    proxied = any(getattr(load_factory(n), "model_proxy", False) for n in OPT_IN) if every else \
+        bool(args.system) and (getattr(load_factory(args.system), "model_proxy", False) if shipped(args.system)
+                               else plugin_traits(args.system).model_proxy)
     if proxied or any(STRATEGIES[base_strategy(s)].uses_model for s in strategies if base_strategy(s) in STRATEGIES):
         cassettes = resolve_set(shelf)  # a shelf of sets (sets.toml): its default set; only a model run reads it
         mode: Mode = "record" if args.record else "live" if args.live else "replay"
@@ -202,7 +207,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     bench = read_benchmark(args.benchmark) if args.benchmark else None  # fail fast, before replaying anything
     run_id = environ.get("MEMHARNESS_RUN_ID") or uuid.uuid4().hex[:12]  # fixed: reproducible trace ids
     env = {**environ, "MEMHARNESS_GIT_COMMIT": environ.get("MEMHARNESS_GIT_COMMIT") or _git_commit()}
-    plan = system_plan(args.system, selected)
+    plan = system_plan(args.system, selected, every=every)
     primary = plan_primary(plan, args.system)
     if args.system is None:  # every shipped system: columns `strategy` (the reference) and `strategy@system`
         strategies = plan_columns(plan, requested, primary)

@@ -130,9 +130,10 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=_positive, default=1, help="scenario × strategy runs replayed in parallel processes")
     run.add_argument("--shard", type=_shard, metavar="I/N",
                      help="run only the I-th of N slices of the scenarios (merge the shards with `memharness merge`)")
-    run.add_argument("--system", help="a shipped system (reference, sqlite, sqlite:seed) or package.module:factory of your "
-                                      "own MemorySystem (default: every shipped system, each replaying the scenarios "
-                                      "that target it; columns heuristic, heuristic@sqlite, ...)")
+    run.add_argument("--system", help="a shipped system (reference, sqlite, sqlite:seed, mem0) or package.module:factory of "
+                                      "your own MemorySystem (default: every shipped system but the opt-in mem0, each "
+                                      "replaying the scenarios that target it; columns heuristic, heuristic@sqlite, ...; "
+                                      "all: mem0 too, side by side)")
     run.add_argument("--plugin", action="append", dest="plugins", metavar="MODULE",
                      help="a module path or .py file registering metrics of your own (harness.plugins; repeatable; "
                           "also $MEMHARNESS_PLUGINS and the memharness.plugins entry points)")

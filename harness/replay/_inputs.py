@@ -19,7 +19,7 @@ from harness.errors import HarnessError, ScenarioInputError
 from harness.replay._factory import load_factory
 from harness.scenario import RecallStep, Scenario
 from harness.system import Capability, capabilities_of, variant_factory
-from harness.systems import SHIPPED_DESIGNS, SYSTEMS
+from harness.systems import OPT_IN, SHIPPED_DESIGNS, SYSTEMS
 from memory_core.clock import FixedClock
 
 _SCRATCH: Final = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
@@ -39,7 +39,7 @@ def input_problems(scenario: Scenario) -> list[str]:
     if not needs_input_check(scenario):
         return []
     names = [n for n, d in SHIPPED_DESIGNS.items() if d == scenario.design] if scenario.design else \
-        [n for n in scenario.systems if n in SYSTEMS]
+        [n for n in scenario.systems if n in SYSTEMS and n not in OPT_IN]  # an opt-in one needs its extra
     problems: list[str] = []
     for name in names:
         for problem in _problems_in(scenario, name):

@@ -70,14 +70,15 @@ class SuiteRun:
     cassette_entries: int = 0
 
 
-def system_plan(spec: str | None, selected: Sequence[Scenario]) -> list[tuple[str, str | None, list[Scenario]]]:
+def system_plan(spec: str | None, selected: Sequence[Scenario], *,
+                every: bool = False) -> list[tuple[str, str | None, list[Scenario]]]:
     """(name, --system spec, scenarios) per system the run replays. No ``--system``: every shipped system but the
     ``OPT_IN`` ones (those only when named), each with the scenarios written for it (:func:`_targets`); a shipped
     system's name narrows the run to it; a system of your own replays every scenario (those for another design or
     system are reported skipped, with the reason). A scenario no shipped system runs (``design: sqllite``) goes to
-    the first, which reports why it is skipped."""
+    the first, which reports why it is skipped. ``every`` (``--system all``): the opt-in ones too, side by side."""
     if spec is None:
-        names = list(DEFAULT_SYSTEMS)
+        names = list(SYSTEMS if every else DEFAULT_SYSTEMS)
     else:
         name = spec.split(":", 1)[0]
         if name not in SYSTEMS:
@@ -85,7 +86,8 @@ def system_plan(spec: str | None, selected: Sequence[Scenario]) -> list[tuple[st
         names = [name]
     plan = []
     for name in names:
-        part = [s for s in selected if _targets(s, name) or (spec is None and name == names[0] and not _shipped(s))]
+        part = [s for s in selected if _targets(s, name) or (spec is None and name == names[0]
+                                                            and not any(_targets(s, n) for n in names))]
         if part:
             plan.append((name, spec if spec is not None else None if name == "reference" else name, part))
     if not plan:

@@ -26,5 +26,7 @@ OPT_IN: frozenset[str] = frozenset({"mem0"})
 """Shipped systems a run replays only when ``--system`` names them: they need an optional extra (``mem0``)."""
 DEFAULT_SYSTEMS: tuple[str, ...] = tuple(n for n in SYSTEMS if n not in OPT_IN)
 """What a run without ``--system`` replays."""
+ALL_SYSTEMS: str = "all"
+"""``memharness run --system all``: every shipped system, the opt-in ones too, side by side in one report."""
 
-__all__ = ["DEFAULT_SYSTEMS", "OPT_IN", "SHIPPED_DESIGNS", "SYSTEMS"]
+__all__ = ["ALL_SYSTEMS", "DEFAULT_SYSTEMS", "OPT_IN", "SHIPPED_DESIGNS", "SYSTEMS"]

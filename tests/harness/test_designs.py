@@ -162,3 +162,21 @@ def test_a_system_without_variants_skips_a_variant_scenario_and_says_why(tmp_pat
     assert target_problem(scenario, _Named("mine", "s1-sqlite")) is None
     assert target_problem(varied, _Named("mine", "s1-sqlite")) == \
         "tests the s1-sqlite variant seed; mine offers no variants (a factory offers them with for_variant(text))"
+
+
+def test_system_all_plans_every_shipped_system_each_with_its_own_scenarios() -> None:
+    """``--system all`` (issue 35's side by side): the opt-in systems too; a scenario written for one of them goes to
+    it alone (before, a mem0-only scenario was also handed to the reference, which reported it skipped)."""
+    from harness.systems import OPT_IN, SYSTEMS
+
+    suite = load_all([SCENARIOS])
+    plain, every = system_plan(None, suite), system_plan(None, suite, every=True)
+    assert [name for name, _, _ in every] == list(SYSTEMS)
+    assert [name for name, _, _ in plain] == [n for n in SYSTEMS if n not in OPT_IN]
+    for name, _, part in every:
+        pinned_elsewhere = [s.id for s in part if s.systems and name not in s.systems]
+        assert pinned_elsewhere == [], (name, pinned_elsewhere)
+    mem0 = dict((name, part) for name, _, part in every)["mem0"]
+    assert "mem0/extract-then-recall" in {s.id for s in mem0}
+    assert {s.id for s in mem0} - {"mem0/extract-then-recall"} == {
+        s.id for s in suite if not s.design and not s.systems}  # the portable ones

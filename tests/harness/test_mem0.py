@@ -153,3 +153,24 @@ def test_conformance_builds_it_behind_a_proxy_with_nothing_recorded(offline: lis
     assert all(r.verdict != "missing method" for r in rows.values())
     assert rows["core (the portable operations its cases call)"].cases > 0
     assert offline == []
+
+
+@needs_mem0
+def test_system_all_puts_mem0_beside_the_shipped_systems_in_one_report(tmp_path: Path, offline: list[Any]) -> None:
+    """Issue 35's side by side: one run, one report; mem0's columns paired with the reference's and SQLite's."""
+    portable = [p for p in SUITE.glob("recall/*.yaml")
+                if not any(line.startswith(("design:", "systems:")) for line in p.read_text().splitlines())]
+    code = main(["run", *map(str, portable), "--system", "all", "--no-gates", "--out", str(tmp_path / "o")],
+                environ={})
+    assert code == 0
+    assert offline == []
+    summary = (tmp_path / "o" / "summary.md").read_text()
+    header = next(line for line in summary.splitlines() if line.startswith("| metric |"))
+    assert "| heuristic |" in header
+    assert "| heuristic@sqlite |" in header
+    assert "| heuristic@mem0 |" in header
+    assert "heuristic@mem0 − heuristic recall.f1" in summary  # paired where the probes match
+    assert "heuristic@mem0 − heuristic@sqlite recall.f1" in summary
+    meta = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert meta["meta"]["systems"] == ["reference", "sqlite", "mem0"]
+    assert (tmp_path / "o" / "report.html").stat().st_size > 0
