@@ -82,7 +82,9 @@ def make_server(port: int, encode: Encoder, chat_upstream: str | None = None) ->
             pass
 
         def _send(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode("utf-8")
+            self._reply(status, json.dumps(body).encode("utf-8"))
+
+        def _reply(self, status: int, data: bytes) -> None:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -124,13 +126,7 @@ def make_server(port: int, encode: Encoder, chat_upstream: str | None = None) ->
             except OSError as exc:
                 self._send(502, _error(f"chat upstream {upstream}: {exc}"))
                 return
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(data)
-            self.close_connection = True
+            self._reply(status, data)
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True

@@ -22,6 +22,7 @@ import re
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,24 @@ def _opener(path: Path, go: Path, index: int) -> int:
     return 0
 
 
+def _all_at_once(child: Callable[[Path, Path, int], int], path: Path, go: Path) -> tuple[list[int], list[str]]:
+    """Fork ``PROCESSES`` children running ``child(path, go, index)``, release them together through ``go``; their
+    exit codes, and the errors they wrote beside ``go``."""
+    pids = []
+    for i in range(PROCESSES):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child never returns to pytest
+            code = 1
+            try:
+                code = child(path, go, i)
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    go.write_text("go")
+    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
+    return codes, [p.read_text() for p in sorted(go.parent.glob("error*"))]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_eight_processes_open_a_fresh_database_at_once() -> None:
@@ -150,19 +169,7 @@ def test_eight_processes_open_a_fresh_database_at_once() -> None:
     for trial in range(OPEN_TRIALS):
         with scratch() as tmp:
             path, go = tmp / "m.db", tmp / "go"
-            pids = []
-            for i in range(PROCESSES):
-                pid = os.fork()
-                if pid == 0:  # pragma: no cover - the child never returns to pytest
-                    code = 1
-                    try:
-                        code = _opener(path, go, i)
-                    finally:
-                        os._exit(code)
-                pids.append(pid)
-            go.write_text("go")
-            codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
-            errors = [p.read_text() for p in sorted(tmp.glob("error*"))]
+            codes, errors = _all_at_once(_opener, path, go)
             assert codes == [0] * PROCESSES, f"trial {trial}: an open failed: {codes} {errors}"
             mem = _open(path)
             try:
@@ -205,19 +212,7 @@ def test_processes_opening_one_database_in_both_tokenizer_modes_write_without_lo
         with scratch() as tmp:
             path, go = tmp / "m.db", tmp / "go"
             _open(path).close()
-            pids = []
-            for i in range(PROCESSES):
-                pid = os.fork()
-                if pid == 0:  # pragma: no cover - the child never returns to pytest
-                    code = 1
-                    try:
-                        code = _mixed_writer(path, go, i)
-                    finally:
-                        os._exit(code)
-                pids.append(pid)
-            go.write_text("go")
-            codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
-            errors = [p.read_text() for p in sorted(tmp.glob("error*"))]
+            codes, errors = _all_at_once(_mixed_writer, path, go)
             assert codes == [0] * PROCESSES, f"trial {trial}: a write failed: {codes} {errors}"
             mem = _open(path)
             try:
