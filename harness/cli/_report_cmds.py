@@ -184,8 +184,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         except ScenarioError as exc:
             problems.append(str(exc))
     problems += duplicate_ids(scenarios)
-    if any(s.design or s.systems for s in scenarios):  # seed fields and recall options the targeted shipped system
-        from harness.replay import input_problems  # refuses (its own code decides): before, only `run` found them
+    if any(any(m.system for m in s.memories) or s.design or s.systems for s in scenarios):  # seed fields and recall
+        from harness.replay import input_problems  # options a shipped system refuses (its own code decides)
 
         problems += [p for s in scenarios for p in input_problems(s)]
     problems += [p for s in scenarios for p in strict_problems(s)] if args.strict else []

@@ -3,9 +3,9 @@
 A memory's ``system:`` seed fields and a recall step's ``options`` are the system's to read: the loader passes them
 through untouched, so before this only ``run`` found a field the system refuses (the scenario's error, exit 2) and
 ``validate`` had passed the file. Now ``validate`` seeds each memory into a scratch instance of each shipped system
-the scenario targets (its ``design:``, or the shipped names in ``systems:``, built in its ``variant:``) and tries
-each recall step's options on it: the system's own code decides, the code a run will use, so no rule is written
-twice. Portable scenarios (no ``design:`` or ``systems:``) run against any system and are not checked here.
+the scenario targets (its ``design:``, or the shipped names in ``systems:``, built in its ``variant:``; a portable
+scenario: each system a plain run gives it) and tries each recall step's options on it: the system's own code
+decides, the code a run will use, so no rule is written twice. Opt-in systems (mem0) are not built here.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from harness.errors import HarnessError, ScenarioInputError
 from harness.replay._factory import load_factory
 from harness.scenario import RecallStep, Scenario
 from harness.system import Capability, capabilities_of, variant_factory
-from harness.systems import OPT_IN, SHIPPED_DESIGNS, SYSTEMS
+from harness.systems import DEFAULT_SYSTEMS, OPT_IN, SHIPPED_DESIGNS, SYSTEMS
 from memory_core.clock import FixedClock
 
 _SCRATCH: Final = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
@@ -39,7 +39,8 @@ def input_problems(scenario: Scenario) -> list[str]:
     if not needs_input_check(scenario):
         return []
     names = [n for n, d in SHIPPED_DESIGNS.items() if d == scenario.design] if scenario.design else \
-        [n for n in scenario.systems if n in SYSTEMS and n not in OPT_IN]  # an opt-in one needs its extra
+        [n for n in scenario.systems if n in SYSTEMS and n not in OPT_IN] if scenario.systems else \
+        list(DEFAULT_SYSTEMS)  # portable: every system a plain run gives it (an opt-in one needs its extra)
     problems: list[str] = []
     for name in names:
         for problem in _problems_in(scenario, name):

@@ -90,8 +90,9 @@ class _Child:
                               f"replay process ended ({', '.join(map(str, left[:3]))}{', …' if len(left) > 3 else ''}):"
                               " it was stopped without waiting for them", file=sys.stderr)
                     if fds:
-                        print(f"note: {fds} file descriptor(s) the system under test opened were still open when its "
-                              "replay process ended: they were closed with the process", file=sys.stderr)
+                        print(f"note: {fds} more file descriptor(s) were open when the system under test's replay "
+                              "process ended than when it started (left open by the system?): closed with the process",
+                              file=sys.stderr)
         self.conn.close()
         if not kill:
             self.process.join(5.0)

@@ -5,6 +5,7 @@ later (a harness error) or passing unnoticed."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import types
 import typing
@@ -105,7 +106,7 @@ entries) may hold: a recall selects at most a few, and 2,000,000 selections took
 def _too_long(value: Any, path: str = "") -> str | None:
     """The first list or mapping in ``value`` (a protocol dataclass, nested) longer than ``MAX_RESULT_ITEMS``."""
     if isinstance(value, (tuple, list, Mapping)):
-        return f"{path or 'the result'} holds {len(value):,} items (at most {MAX_RESULT_ITEMS:,})" \
+        return f"{path or 'the result'} holds more than {MAX_RESULT_ITEMS:,} items" \
             if len(value) > MAX_RESULT_ITEMS else None
     for name in (f.name for f in fields(value)) if type(value) in SHAPES or isinstance(value, tuple(SHAPES)) else ():
         got = getattr(value, name, None)
@@ -131,10 +132,14 @@ def plain(value: Any) -> Any:
         return int.__int__(value)
     if isinstance(value, float):
         return float.__float__(value)
-    if isinstance(value, (tuple, list)):
-        return tuple(plain(x) for x in value) if isinstance(value, tuple) else [plain(x) for x in value]
+    if isinstance(value, datetime):  # a subclass: the same instant as a datetime (its tzinfo kept)
+        return datetime(value.year, value.month, value.day, value.hour, value.minute, value.second, value.microsecond,
+                        value.tzinfo, fold=value.fold)
+    if isinstance(value, (tuple, list)):  # at most one item past the bound: whatever its __len__ says
+        items = [plain(x) for x in itertools.islice(value, MAX_RESULT_ITEMS + 1)]
+        return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, Mapping):
-        return {plain(k): plain(v) for k, v in value.items()}
+        return {plain(k): plain(v) for k, v in itertools.islice(value.items(), MAX_RESULT_ITEMS + 1)}
     base = next((k for k in kind.__mro__ if k in SHAPES), None)
     if base is not None:
         return base(**{f.name: plain(getattr(value, f.name)) for f in fields(base)})
@@ -144,9 +149,8 @@ def plain(value: Any) -> Any:
 def checked_result(call: str, result: Any) -> Any:
     """A plain copy of ``result`` of operation ``call`` if its fields have the protocol's shape and no list in it
     is longer than ``MAX_RESULT_ITEMS``, else the system's failure."""
-    problem = _too_long(result)
-    copy = plain(result) if problem is None else result  # checked as built-in values: no method of the system's
-    if (problem := problem or shape_problem(copy)) is not None:
+    copy = plain(result)  # checked as built-in values, bounded: no method of the system's runs in the harness later
+    if (problem := _too_long(copy) or shape_problem(copy)) is not None:
         raise SystemFailure(f"{SYSTEM_FAILED}: {call}() returned a {type(result).__name__} with {problem} "
                             "(docs/system-protocol.md)")
     return copy

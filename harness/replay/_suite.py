@@ -21,7 +21,7 @@ from harness.replay._proxy import PROXY_URL_ENV, ModelProxy, proxy_for
 from harness.replay._records import ScenarioResult
 from harness.replay._replay import replay
 from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario, base_strategy
-from harness.systems import DEFAULT_SYSTEMS, SHIPPED_DESIGNS, SYSTEMS
+from harness.systems import DEFAULT_SYSTEMS, OPT_IN, SHIPPED_DESIGNS, SYSTEMS
 from harness.telemetry import EncodedTrace, TelemetrySetup, build_telemetry, proxied_call_span
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model
@@ -73,12 +73,15 @@ class SuiteRun:
 def system_plan(spec: str | None, selected: Sequence[Scenario], *,
                 every: bool = False) -> list[tuple[str, str | None, list[Scenario]]]:
     """(name, --system spec, scenarios) per system the run replays. No ``--system``: every shipped system but the
-    ``OPT_IN`` ones (those only when named), each with the scenarios written for it (:func:`_targets`); a shipped
-    system's name narrows the run to it; a system of your own replays every scenario (those for another design or
-    system are reported skipped, with the reason). A scenario no shipped system runs (``design: sqllite``) goes to
-    the first, which reports why it is skipped. ``every`` (``--system all``): the opt-in ones too, side by side."""
+    ``OPT_IN`` ones (``every``, ``--system all``: those too), each with the scenarios written for it (:func:`_targets`);
+    a shipped system's name narrows the run to it; a system of your own replays every scenario (those for another
+    design or system are reported skipped, with the reason). A scenario no shipped system runs (``design: sqllite``)
+    goes to the first, which reports why it is skipped; one written only for an opt-in system waits for a run that
+    names it."""
     if spec is None:
         names = list(SYSTEMS if every else DEFAULT_SYSTEMS)
+        waiting = [] if every else sorted({n for s in selected if s.systems and set(s.systems) <= OPT_IN for n in s.systems})
+        selected = [s for s in selected if every or not s.systems or not set(s.systems) <= OPT_IN]
     else:
         name = spec.split(":", 1)[0]
         if name not in SYSTEMS:
@@ -91,8 +94,9 @@ def system_plan(spec: str | None, selected: Sequence[Scenario], *,
         if part:
             plan.append((name, spec if spec is not None else None if name == "reference" else name, part))
     if not plan:
-        which = spec or ", ".join(names)
-        raise HarnessError(f"no selected scenario targets system {which} (check the scenarios' systems:, --tag and --shard)")
+        hint = f"; scenarios for {', '.join(waiting)} run with --system NAME or all" if spec is None and waiting else ""
+        raise HarnessError(f"no selected scenario targets system {spec or ', '.join(names)} (check the scenarios' "
+                           f"systems:, --tag and --shard{hint})")
     return plan
 
 
@@ -100,10 +104,6 @@ def _targets(scenario: Scenario, name: str) -> bool:
     """Written for built-in system ``name``: ``design:`` (if any) is its design; ``systems:`` (if any) names it."""
     return (not scenario.design or scenario.design == SHIPPED_DESIGNS.get(name)) \
         and (not scenario.systems or name in scenario.systems)
-
-
-def _shipped(scenario: Scenario) -> bool:
-    return any(_targets(scenario, name) for name in DEFAULT_SYSTEMS)  # else: a misspelt name, never vanishes
 
 
 def split_column(column: str, system: str = "reference") -> tuple[str, str]:

@@ -26,7 +26,15 @@ OPT_IN: frozenset[str] = frozenset({"mem0"})
 """Shipped systems a run replays only when ``--system`` names them: they need an optional extra (``mem0``)."""
 DEFAULT_SYSTEMS: tuple[str, ...] = tuple(n for n in SYSTEMS if n not in OPT_IN)
 """What a run without ``--system`` replays."""
+SEED_FIELDS: dict[str, frozenset[str]] = {
+    "reference": frozenset({"special", "to"}),
+    "sqlite": frozenset({"importance", "subject", "predicate", "priority", "duration", "expires_in", "id", "via",
+                         "queue"}),
+}
+"""The ``memories[].system`` fields each shipped system reads (the adapters' docstrings say what each does). A
+system ignores the fields of another shipped system (a portable scenario may carry them for it) and refuses a
+field no shipped system reads (a typo is never passed in silence)."""
 ALL_SYSTEMS: str = "all"
 """``memharness run --system all``: every shipped system, the opt-in ones too, side by side in one report."""
 
-__all__ = ["ALL_SYSTEMS", "DEFAULT_SYSTEMS", "OPT_IN", "SHIPPED_DESIGNS", "SYSTEMS"]
+__all__ = ["ALL_SYSTEMS", "DEFAULT_SYSTEMS", "OPT_IN", "SEED_FIELDS", "SHIPPED_DESIGNS", "SYSTEMS"]

@@ -28,6 +28,7 @@ from harness.system import (
     RecallResult,
     RecordEntry,
 )
+from harness.systems import SEED_FIELDS
 from harness.systems.faulty_store import FaultyStore
 from memory_core.clock import FixedClock
 from memory_core.events import EventSink
@@ -120,9 +121,10 @@ class ReferenceSystem:
                                      cache=self._cache)
 
     def seed(self, memory: SeedMemory, *, mtime: datetime) -> None:
-        if memory.system and "special" not in memory.system:  # fix: other fields were silently ignored
-            raise ScenarioInputError(f"memory {memory.path}: unknown system field(s) {', '.join(sorted(memory.system))} "
-                                     "(known: special, with to for a symlink)")
+        unknown = sorted(set(memory.system) - set().union(*SEED_FIELDS.values()))  # another system's: ignored
+        if unknown:  # fix: a field no shipped system reads (a typo) was ignored in silence
+            raise ScenarioInputError(f"memory {memory.path}: unknown system field(s) {', '.join(unknown)} (known: "
+                                     "special, with to for a symlink; the SQLite system's are ignored here)")
         raw = raw_text(memory)
         text = raw if raw is not None else render_topic(
             name=memory.name or memory.path, description=memory.description, kind=memory.type,  # type: ignore[arg-type]
@@ -133,6 +135,8 @@ class ReferenceSystem:
         target = self.root / check_key(memory.path)
         target.parent.mkdir(parents=True, exist_ok=True)
         special = memory.system.get("special")
+        if special is None and "to" in memory.system:
+            raise ScenarioInputError(f"memory {memory.path}: system.to needs special: symlink")
         if special is not None:
             planted = self._special(memory, target, text.encode("utf-8"), mtime)
             if planted is None:

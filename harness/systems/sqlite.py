@@ -24,6 +24,7 @@ from typing import Any, Final
 from harness.errors import ScenarioInputError
 from harness.scenario import SeedMemory, Turn
 from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
+from harness.systems import SEED_FIELDS as SHIPPED_SEED_FIELDS
 from memory_core.sqlite import Quirks, SqliteMemory
 from memory_core.sqlite.memory import PATHS as RECALL_PATHS
 
@@ -34,8 +35,7 @@ MEMORY_MD_ITEM_CHARS: Final = 1500
 MEMORY_MD_ITEMS_PER_TYPE: Final = 5
 INJECTED_MAX_CHARS: Final = 900
 """Spec §4.7: ``min(1500 // 2, 300) * 3`` characters injected."""
-SEED_FIELDS: Final = frozenset({"importance", "subject", "predicate", "priority", "duration", "expires_in", "id", "via",
-                                "queue"})
+SEED_FIELDS: Final = SHIPPED_SEED_FIELDS["sqlite"]
 _DELTA: Final = re.compile(r"(-?\d+(?:\.\d+)?)([smhd])", re.ASCII)
 _UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 _STRATEGIES: Final = {"heuristic": "heuristic", "model": "model", "bm25": "bm25"}
@@ -66,8 +66,8 @@ class SqliteSystem:
                                 identity_dir=workdir / "identity", id_factory=lambda: f"{ids.getrandbits(128):032x}")
 
     def seed(self, memory: SeedMemory, *, mtime: datetime) -> None:
-        extra = dict(memory.system)
-        unknown = sorted(set(extra) - SEED_FIELDS)
+        extra = {k: v for k, v in memory.system.items() if k in SEED_FIELDS}  # another shipped system's: ignored
+        unknown = sorted(set(memory.system) - set().union(*SHIPPED_SEED_FIELDS.values()))
         if unknown:
             raise ScenarioInputError(f"memory {memory.path}: unknown system field(s) {', '.join(unknown)} "
                              f"(known: {', '.join(sorted(SEED_FIELDS))})")

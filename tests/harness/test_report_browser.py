@@ -111,3 +111,34 @@ def test_report_in_chromium(report: Path, browser) -> None:  # type: ignore[no-u
     assert {d.get_attribute("id") for d in visible} == {"r-fallback-timeout-model", "r-fallback-timeout-model@sqlite"}
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
+
+
+@pytest.mark.slow
+def test_the_side_by_side_report_of_every_shipped_system_in_chromium(tmp_path: Path, browser) -> None:  # type: ignore[no-untyped-def]
+    """Issue 35: `--system all` puts mem0 beside the reference and SQLite systems in one report: a card per
+    system's strategy, the pairs compared in words, each system's skips with their reasons, no console error."""
+    import importlib.util
+
+    from selenium.webdriver.common.by import By
+
+    if importlib.util.find_spec("mem0") is None:
+        pytest.skip("mem0ai is not installed: pip install -e '.[mem0]' (.ci/run installs it)")
+    portable = [p for p in sorted(SCENARIOS.glob("*/*.yaml"))
+                if not any(line.startswith(("design:", "systems:")) for line in p.read_text().splitlines())]
+    out = tmp_path / "all"
+    code = main(["run", *map(str, portable), "--system", "all", "--no-gates", "--out", str(out)], environ={})
+    assert code == 0
+    browser.get((out / "report.html").as_uri())
+    cards = [c.get_attribute("data-strategy") for c in browser.find_elements(By.CSS_SELECTOR, "#cards .card")]
+    assert {"heuristic", "heuristic@sqlite", "heuristic@mem0"} <= set(cards), cards
+    assert cards.index("heuristic") < cards.index("heuristic@sqlite") < cards.index("heuristic@mem0")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "report-side-by-side.png"))  # the first screen: verdict and the cards
+    page = browser.find_element(By.TAG_NAME, "body").text  # what is on the page before anything is opened
+    assert "heuristic@mem0 against heuristic" in page  # paired where the probes match, in words
+    assert "heuristic@mem0 against heuristic@sqlite" in page
+    skipped = browser.find_element(By.ID, "r-fallback-timeout-model@mem0")  # mem0's skips, with the reason
+    skipped.find_element(By.TAG_NAME, "summary").click()
+    assert "skipped: mem0 implements strategies heuristic, not model" in skipped.text
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []

@@ -96,5 +96,11 @@ def test_a_result_with_more_items_than_a_result_can_hold_is_the_systems_failure(
     from harness.replay._shapes import MAX_RESULT_ITEMS, checked_result
 
     assert checked_result("recall", RecallResult(("a",) * MAX_RESULT_ITEMS, "heuristic")).selected[0] == "a"
-    with pytest.raises(SystemFailure, match=r"recall\(\) returned a RecallResult with selected holds 10,001 items"):
+    with pytest.raises(SystemFailure, match=r"recall\(\) returned a RecallResult with selected holds more than 10,000"):
         checked_result("recall", RecallResult(("a",) * (MAX_RESULT_ITEMS + 1), "heuristic"))
+
+    class Lying(tuple):  # type: ignore[type-arg]
+        def __len__(self) -> int:
+            return 1
+    with pytest.raises(SystemFailure, match=r"selected holds more than 10,000 items"):  # whatever its __len__ says
+        checked_result("recall", RecallResult(Lying(("a",) * 200_000), "heuristic"))

@@ -222,8 +222,8 @@ def test_descriptors_a_plug_in_leaves_open_are_said_by_its_replay_process(tmp_pa
     assert done.returncode == 0, done.stderr[-2000:]
     said = [line for line in done.stderr.splitlines() if "file descriptor(s)" in line]
     if leak:
-        assert said == [f"note: {leak} file descriptor(s) the system under test opened were still open when its "
-                        "replay process ended: they were closed with the process"], done.stderr
+        assert said == [f"note: {leak} more file descriptor(s) were open when the system under test's replay process "
+                        "ended than when it started (left open by the system?): closed with the process"], done.stderr
     else:
         assert not said, done.stderr
 
