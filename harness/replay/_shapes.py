@@ -118,11 +118,12 @@ def _too_long(value: Any, path: str = "") -> str | None:
     return None
 
 
-def plain(value: Any) -> Any:
+def plain(value: Any, limit: int | None = MAX_RESULT_ITEMS + 1) -> Any:
     """A copy of a checked result built from the built-in types only (a ``str`` subclass becomes its text, a
     protocol dataclass's subclass the protocol class), so nothing the system defined runs in the harness later:
     a subclass whose ``__hash__``, ``__eq__``, ``__float__`` or ``__repr__`` raises crashed the harness (an
-    INCOMPLETE run, exit 2) instead of failing the system's scenario."""
+    INCOMPLETE run, exit 2) instead of failing the system's scenario. A list or mapping is read up to ``limit`` items
+    (None: whole; a record's entries are the store's content, never cut)."""
     kind = type(value)
     if kind in (str, int, float, bool, type(None), datetime):
         return value
@@ -136,13 +137,13 @@ def plain(value: Any) -> Any:
         return datetime(value.year, value.month, value.day, value.hour, value.minute, value.second, value.microsecond,
                         value.tzinfo, fold=value.fold)
     if isinstance(value, (tuple, list)):  # at most one item past the bound: whatever its __len__ says
-        items = [plain(x) for x in itertools.islice(value, MAX_RESULT_ITEMS + 1)]
+        items = [plain(x, limit) for x in itertools.islice(value, limit)]
         return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, Mapping):
-        return {plain(k): plain(v) for k, v in itertools.islice(value.items(), MAX_RESULT_ITEMS + 1)}
+        return {plain(k, limit): plain(v, limit) for k, v in itertools.islice(value.items(), limit)}
     base = next((k for k in kind.__mro__ if k in SHAPES), None)
     if base is not None:
-        return base(**{f.name: plain(getattr(value, f.name)) for f in fields(base)})
+        return base(**{f.name: plain(getattr(value, f.name), limit) for f in fields(base)})
     return value
 
 
@@ -169,7 +170,7 @@ def checked_records(result: Any) -> list[MemoryRecord]:
         if type(record) is not MemoryRecord and not isinstance(record, MemoryRecord):
             raise SystemFailure(f"{SYSTEM_FAILED}: documents() item {i} is {type(record).__name__}, expected "
                                 "MemoryRecord (docs/system-protocol.md)")
-        records[i] = plain(record)  # checked as built-in values: no method of the system's runs later
+        records[i] = plain(record, None)  # checked as built-in values: no method of the system's runs later
         if (problem := shape_problem(records[i])) is not None:
             raise SystemFailure(f"{SYSTEM_FAILED}: documents() item {i} is a MemoryRecord with {problem} "
                                 "(docs/system-protocol.md)")

@@ -104,3 +104,13 @@ def test_a_result_with_more_items_than_a_result_can_hold_is_the_systems_failure(
             return 1
     with pytest.raises(SystemFailure, match=r"selected holds more than 10,000 items"):  # whatever its __len__ says
         checked_result("recall", RecallResult(Lying(("a",) * 200_000), "heuristic"))
+
+
+def test_a_records_entries_are_the_stores_content_and_never_cut() -> None:
+    """The bound is for an operation's answer; ``documents()`` is the store itself: a topic file of 20,000 entries
+    (a raw seed can hold that many) is read whole."""
+    from harness.replay._shapes import checked_records
+    from harness.system import MemoryRecord, RecordEntry
+
+    record = MemoryRecord("a.md", "user", "t", "x", entries=tuple(RecordEntry(str(i), "", "") for i in range(20_000)))
+    assert [e.summary for e in checked_records([record])[0].entries] == [str(i) for i in range(20_000)]
