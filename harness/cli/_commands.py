@@ -176,7 +176,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     every = args.system == ALL_SYSTEMS  # every shipped system, the opt-in ones (mem0) included, in one report
     if every:
         args.system = None
-    proxied = any(getattr(load_factory(n), "model_proxy", False) for n in OPT_IN) if every else \
+    proxied = any(getattr(load_factory(n, typed=ALL_SYSTEMS), "model_proxy", False) for n in OPT_IN) if every else \
         bool(args.system) and (getattr(load_factory(args.system), "model_proxy", False) if shipped(args.system)
                                else plugin_traits(args.system).model_proxy)
     if proxied or any(STRATEGIES[base_strategy(s)].uses_model for s in strategies if base_strategy(s) in STRATEGIES):

@@ -26,6 +26,13 @@ class ScenarioCounts:
     skipped: int = 0
     """Scenarios the system under test could not run (a capability it lacks)."""
 
+    @property
+    def words(self) -> str:
+        """``3/4`` ``3/4, 1 skipped`` or ``all 4 skipped``: what the terminal, the markdown and the report print."""
+        if self.total and self.skipped == self.total:
+            return f"all {self.total} skipped"
+        return f"{self.passed}/{self.total}" + (f", {self.skipped} skipped" if self.skipped else "")
+
     def to_dict(self) -> dict[str, int]:
         out = {"total": self.total, "passed": self.passed, "failed": self.failed, "errors": self.errors}
         if self.skipped:

@@ -19,14 +19,14 @@ def shipped(spec: str | None) -> bool:
     return spec is None or spec.partition(":")[0] in SYSTEMS
 
 
-def load_factory(spec: str | None) -> SystemFactory:
+def load_factory(spec: str | None, *, typed: str | None = None) -> SystemFactory:
     """The system factory: a built-in name (``reference``, ``sqlite``, ``sqlite:seed``) or ``module:attr`` of your
-    own (default: the reference core)."""
+    own (default: the reference core). ``typed``: what the user wrote, when not ``spec`` (``all``), for the errors."""
     if not spec:
         return factory_for()
     name, _, variant = spec.partition(":")
     if name in SYSTEMS:
-        target = _import(SYSTEMS[name], spec)
+        target = _import(SYSTEMS[name], f"{typed}: the {spec} system" if typed else spec)
         if SYSTEMS[name].endswith(":factory_for"):
             try:
                 return target(variant)  # type: ignore[no-any-return]

@@ -23,7 +23,7 @@ def closing_table(summary: RunSummary, results: Sequence[ScenarioResult]) -> lis
     """Plain-text lines: the verdict, a metric × strategy table, then every comparison in words."""
     strategies = list(summary.strategies)
     v = verdict(summary, results)
-    rows = [("scenarios passed", [f"{b.scenarios.passed}/{b.scenarios.total}" for b in summary.strategies.values()])]
+    rows = [("scenarios passed", [b.scenarios.words for b in summary.strategies.values()])]
     rows += [(m, [sig3(summary.strategies[s].metric(m)) for s in strategies]) for m in (*TABLE_METRICS, *metric_names())]
     width = max(len(r[0]) for r in rows)
     cols = [max(len(s), *(len(r[1][i]) for r in rows)) for i, s in enumerate(strategies)]

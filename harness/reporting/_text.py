@@ -97,7 +97,7 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
         lines.append("")
     lines += ["| metric | " + " | ".join(strategies) + " |", "|---|" + "---:|" * len(strategies)]
     counts = [summary.strategies[s].scenarios for s in strategies]
-    lines.append("| scenarios passed | " + " | ".join(f"{c.passed}/{c.total}" for c in counts) + " |")
+    lines.append("| scenarios passed | " + " | ".join(c.words for c in counts) + " |")
     for metric in headline():
         lines.append(f"| {metric} | " + " | ".join(_fmt(summary.strategies[s].metric(metric)) for s in strategies) + " |")
     if summary.comparisons:

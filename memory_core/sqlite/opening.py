@@ -93,16 +93,17 @@ def stored_version(conn: sqlite3.Connection, current: int) -> int | None:
     return int(text)
 
 
-def add_missing_columns(conn: sqlite3.Connection, schema: str) -> list[str]:
+def add_missing_columns(conn: sqlite3.Connection, schema: str) -> None:
     """Spec §2 "Schema version": below version 2, the v1→v2 migration adds each v2 column a table lacks (a column
-    that appeared meanwhile is fine). Returns the ``table.column`` names added. Defaults come with the column; a
-    ``NOT NULL`` column without a default is added nullable (SQLite cannot add it otherwise)."""
+    that appeared meanwhile is fine). Defaults come with the column; a ``NOT NULL`` column without a default is added
+    nullable (SQLite cannot add it otherwise). A file without tables (a new one) has nothing to migrate."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'").fetchone():
+        return
     reference = sqlite3.connect(":memory:")
     try:
         reference.executescript(schema)
         tables = [r[0] for r in reference.execute("SELECT name FROM sqlite_master WHERE type='table' "
                                                   "AND name NOT LIKE 'sqlite_%'")]
-        added = []
         for table in tables:
             have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
             if not have:  # a table the file does not have yet: the schema script creates it whole
@@ -116,8 +117,6 @@ def add_missing_columns(conn: sqlite3.Connection, schema: str) -> list[str]:
                 except sqlite3.OperationalError as exc:
                     if "duplicate column" not in str(exc):
                         raise
-                added.append(f"{table}.{name}")
-        return added
     finally:
         reference.close()
 

@@ -247,3 +247,17 @@ def test_progress_lines_count_as_the_verdict_does(capsys: pytest.CaptureFixture[
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "replayed model: 4 scenario run(s), 1 passed, 3 did not finish (error)"
     assert lines[1].startswith("replayed 4 scenario run(s) in ")
+
+
+def test_a_card_says_skipped_runs_in_words_and_never_calls_an_all_skipped_column_failed() -> None:
+    import re
+    from dataclasses import replace
+
+    results = [_result(f"s{i}", "heuristic", (_recall(f"s{i}", 0, "heuristic", 1.0, 1.0),)) for i in range(3)]
+    results.append(replace(_result("s3", "heuristic", ()), skipped="needs capability x"))
+    results += [replace(_result(f"s{i}", "model", ()), skipped="implements heuristic only") for i in range(4)]
+    html = render_report(evaluate_run(results, ["heuristic", "model"]), results, [])
+    cards = dict(re.findall(r'data-strategy="([^"]+)">\s*<h3>[^<]*<span class="([^"]*)">', html))
+    heads = dict(re.findall(r'data-strategy="([^"]+)">\s*<h3>[^<]*<span[^>]*>([^<]*)</span>', html))
+    assert heads == {"heuristic": "3/4 passed, 1 skipped", "model": "all 4 skipped"}
+    assert cards == {"heuristic": "small hit", "model": "small muted"}

@@ -122,15 +122,17 @@ def test_it_declares_only_what_it_has() -> None:
     assert getattr(factory, "model_proxy", False) is True
 
 
-def test_without_the_extra_it_says_how_to_install_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("system", ["mem0", "all"])
+def test_without_the_extra_it_says_how_to_install_it(tmp_path: Path, system: str) -> None:
     code = ("import sys; sys.modules['mem0'] = None\n"
             "from harness.cli import main\n"
-            f"sys.exit(main(['run', {str(SUITE / 'recall' / 'multi-fact.yaml')!r}, '--system', 'mem0', '--out', "
+            f"sys.exit(main(['run', {str(SUITE / 'recall' / 'multi-fact.yaml')!r}, '--system', {system!r}, '--out', "
             f"{str(tmp_path / 'o')!r}], environ={{}}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 2
     lines = (done.stdout + done.stderr).strip().splitlines()
     assert len(lines) == 1, lines
+    assert lines[0].startswith(f"memharness: --system {system}:")  # what was typed, not another option
     assert "pip install -e '.[mem0]'" in lines[0]
     assert "Traceback" not in lines[0]
 
