@@ -36,7 +36,7 @@ from memory_core.files.dream import DreamScheduler
 from memory_core.files.entries import parse_entries
 from memory_core.files.extract import ExtractOutcome, ExtractRequest, ExtractScheduler
 from memory_core.files.forget import forget
-from memory_core.files.formats import to_ms
+from memory_core.files.formats import ms_to_ns, to_ms
 from memory_core.files.history import ChatMessage, ToolCall
 from memory_core.files.index import rebuild_index, truncate_index_for_prompt
 from memory_core.files.rankers import DenseCache, Ranker, make_ranker
@@ -54,7 +54,7 @@ DEAD_PID = 2**22 + 12_345  # above the default pid_max: never a live process
 
 def _stamp(path: str | Path, moment: datetime, *, follow_symlinks: bool = True) -> None:
     """Give a file the harness clock's ``moment`` as its mtime (and atime), as a process at that time would have."""
-    ns = round(to_ms(moment) * 1e6)
+    ns = ms_to_ns(to_ms(moment))
     os.utime(path, ns=(ns, ns), follow_symlinks=follow_symlinks)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -45,6 +46,19 @@ def parse_iso_ms(text: object) -> float | None:
 def to_ms(moment: datetime) -> float:
     """Epoch milliseconds of an aware datetime."""
     return moment.timestamp() * 1000
+
+
+def ms_to_ns(epoch_ms: float) -> int:
+    """Epoch nanoseconds for ``os.utime`` of an epoch-milliseconds value, whole milliseconds kept exact (``ms * 1e6``
+    is past 2**53: it set a file stamped at .250 to .249999872, shown as .249)."""
+    whole = math.floor(epoch_ms)
+    return whole * 1_000_000 + round((epoch_ms - whole) * 1_000_000)
+
+
+def ns_to_ms(epoch_ns: int) -> float:
+    """A stat's ``st_mtime_ns`` as Node's ``mtimeMs``: seconds × 1000 + nanoseconds / 1e6 (``ns / 1e6`` rounds a
+    whole .250 s down to .2499998 ms, shown as .249)."""
+    return (epoch_ns // 1_000_000_000) * 1000 + (epoch_ns % 1_000_000_000) / 1e6
 
 
 def dump_json(obj: dict[str, Any]) -> str:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol
 
+from memory_core.files.formats import ns_to_ms
+
 SESSION_FILE: Final = re.compile(r"^[0-9a-fA-F-]{32,36}\.jsonl$")
 
 
@@ -38,7 +40,7 @@ class ChatDirSessions:
             if not SESSION_FILE.match(name) or sid == exclude:
                 continue
             try:
-                mtime_ms = (self.chats_dir / name).stat().st_mtime_ns / 1e6
+                mtime_ms = ns_to_ms((self.chats_dir / name).stat().st_mtime_ns)
             except OSError:
                 continue
             if mtime_ms > since_ms:

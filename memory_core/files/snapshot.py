@@ -19,7 +19,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from memory_core.files.formats import iso_from_ms, locale_key
+from memory_core.files.formats import iso_from_ms, locale_key, ns_to_ms
 from memory_core.files.paths import INDEX_FILENAME
 from memory_core.files.scan import MAX_SCANNED_MEMORY_FILES, DocCache, DroppedFile, ScanResult, scan, utf8_encodable
 from memory_core.files.store import MAX_FILE_BYTES, Store
@@ -148,7 +148,7 @@ def _scan_files(root: str, files: Signature, cache: RecallCache) -> ScanResult |
     dropped: list[DroppedFile] = []
     entries = cache.entries
     for key, mtime_ns, size in sorted(files):
-        mtime_ms = mtime_ns / 1e6
+        mtime_ms = ns_to_ms(mtime_ns)
         cached = entries.get(key)
         if cached is not None and cached[0] == mtime_ms and cached[1] == size:
             doc = cached[2]

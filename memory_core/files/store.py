@@ -31,7 +31,7 @@ from typing import Final, Protocol
 
 from memory_core.clock import Clock, SystemClock
 from memory_core.errors import StoreError, UnsafePathError
-from memory_core.files.formats import to_ms
+from memory_core.files.formats import ms_to_ns, ns_to_ms, to_ms
 
 META_KEY: Final = "../meta.json"
 CURSOR_KEY: Final = "../extract-cursor.json"
@@ -280,12 +280,12 @@ class FileStore:
             st = self._path(key).stat()
         except (FileNotFoundError, NotADirectoryError):
             return None
-        return FileStat(mtime_ms=st.st_mtime_ns / 1e6, size=st.st_size)
+        return FileStat(mtime_ms=ns_to_ms(st.st_mtime_ns), size=st.st_size)
 
     def set_mtime(self, key: str, mtime_ms: float) -> None:
         target = self._path(key)
         self._check_inside(target, key)
-        ns = round(mtime_ms * 1e6)
+        ns = ms_to_ns(mtime_ms)
         os.utime(target, ns=(ns, ns))
 
     @contextlib.contextmanager
@@ -306,7 +306,7 @@ class FileStore:
             os.close(fd)  # closing releases the flock
 
     def _stamp(self, target: Path, previous_ms: float | None) -> None:
-        ns = round(next_mtime_ms(to_ms(self.clock.now()), previous_ms) * 1e6)
+        ns = ms_to_ns(next_mtime_ms(to_ms(self.clock.now()), previous_ms))
         os.utime(target, ns=(ns, ns))
 
 
