@@ -187,7 +187,8 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         for s in strategies:
             if base_strategy(s) != s:
                 model.for_set(s.partition(":")[2]).resolved_model()  # model:SET names a recorded set: fail fast
-        if needs_cassette_model(selected, requested):
+        if needs_cassette_model(selected, requested, getattr(load_factory(args.system), "strategies", None)
+                                if args.system and shipped(args.system) else None):
             model.resolved_model()  # fail fast, before replaying anything
     if any("embedding" in STRATEGIES[s].needs for s in strategies if s in STRATEGIES):
         from memory_core.files.embedding import EmbeddingUnavailable, model_dir

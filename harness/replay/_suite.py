@@ -5,7 +5,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing.util as mp_util
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -34,10 +34,11 @@ def strategies_for(scenario: Scenario, requested: Sequence[str] | None) -> list[
     return [s for s in requested if not scenario.strategies or base_strategy(s) in scenario.strategies]
 
 
-def needs_cassette_model(scenarios: Sequence[Scenario], requested: Sequence[str] | None) -> bool:
-    """Whether some scenario will call the real (cassette-backed) model."""
-    return any(s.scripted_model is None and any(base_strategy(x) in MODEL_STRATEGIES for x in strategies_for(s, requested))
-               for s in scenarios)
+def needs_cassette_model(scenarios: Sequence[Scenario], requested: Sequence[str] | None,
+                         declared: Collection[str] | None = None) -> bool:
+    """Whether some scenario will call the cassette-backed model (``declared``: the system's strategies, if it says)."""
+    return any(s.scripted_model is None and any(base_strategy(x) in MODEL_STRATEGIES and (declared is None or x in declared)
+                                                for x in strategies_for(s, requested)) for s in scenarios)
 
 
 @dataclass(frozen=True)
@@ -107,8 +108,7 @@ def _targets(scenario: Scenario, name: str) -> bool:
 
 
 def split_column(column: str, system: str = "reference") -> tuple[str, str]:
-    """A summary column's (strategy, system): ``heuristic`` is the run's own system, ``heuristic@sqlite`` another
-    system of a run that replays several (the default run replays every shipped system)."""
+    """A summary column's (strategy, system): ``heuristic`` the run's own system, ``heuristic@sqlite`` another's."""
     strategy, sep, other = column.partition("@")
     return strategy, (other if sep else system)
 

@@ -209,3 +209,4 @@ def factory(workdir: Path, clock: Any, model: Any, events: Any) -> Mem0System:
 
 
 factory.model_proxy = True  # type: ignore[attr-defined]
+factory.strategies = Mem0System.strategies  # type: ignore[attr-defined]  # read before any instance: no model named

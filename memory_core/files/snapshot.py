@@ -148,7 +148,7 @@ def _scan_files(root: str, files: Signature, cache: RecallCache) -> ScanResult |
     dropped: list[DroppedFile] = []
     entries = cache.entries
     for key, mtime_ns, size in sorted(files):
-        mtime_ms = ns_to_ms(mtime_ns)
+        mtime_ms = ns_to_ms(int(mtime_ns))
         cached = entries.get(key)
         if cached is not None and cached[0] == mtime_ms and cached[1] == size:
             doc = cached[2]

@@ -114,6 +114,23 @@ def test_an_unrecorded_call_is_an_error_naming_it(tmp_path: Path, offline: list[
 
 
 @needs_mem0
+def test_a_fresh_cassette_directory_needs_no_model_name(tmp_path: Path, offline: list[Any],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """mem0 has no model path of ours: a suite with model scenarios (skipped for it) and a cassette directory without
+    cassette-meta.json replays, or records, without --model (it asked for one: found by a live re-record)."""
+    (tmp_path / "s" / "model").mkdir(parents=True)
+    shutil.copy(SUITE / "recall" / "multi-fact.yaml", tmp_path / "s")
+    shutil.copy(SUITE / "model" / "pin-cassette-recall.yaml", tmp_path / "s" / "model")  # a recorded model
+    cassettes = tmp_path / "cassettes"
+    cassettes.mkdir()
+    shutil.copy(RECORDED, cassettes / PROXY_FILE)
+    assert _run(tmp_path / "out", str(tmp_path / "s"), "--cassettes", str(cassettes)) == 0
+    out = capsys.readouterr()
+    assert "no model named" not in out.out + out.err
+    assert [(r["scenario"], r["status"]) for r in _results(tmp_path / "out")] == [("multi-fact", "passed")]
+
+
+@needs_mem0
 def test_it_declares_only_what_it_has() -> None:
     from harness.systems.mem0ai import Mem0System, factory
 
