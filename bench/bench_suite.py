@@ -223,11 +223,16 @@ def main() -> None:
             print(f"  round {r + 1}: --jobs 1 {got[1][0]:.2f} s ({got[1][3]:.1f} s CPU), --jobs 2 {got[2][0]:.2f} s "
                   f"({got[2][3]:.1f} s CPU), {speedups[-1]:.2f}x  load {load()}", flush=True)
 
-        conv: dict[int, tuple[float, float, str]] = {}
-        for turns in (short, long):
-            seconds, _, replay, _ = measure(work / f"conv-{turns}", work / f"conv-out-{turns}", 1)
-            conv[turns] = (seconds, replay, load())
-            print(f"  conversation {turns} turns: {seconds:.2f} s, replay {replay:.2f} s  load {conv[turns][2]}", flush=True)
+        # interleaved rounds, the median replay per length: one short run is ~20 ms of replay, a single pair's
+        # slope swung from 0.87 to 1.13 between runs of the same code
+        runs: dict[int, list[tuple[float, float, str]]] = {short: [], long: []}
+        for r in range(max(3, args.rounds)):
+            for turns in random.Random(r).sample((short, long), 2):
+                seconds, _, replay, _ = measure(work / f"conv-{turns}", work / f"conv-out-{turns}", 1)
+                runs[turns].append((seconds, replay, load()))
+                print(f"  round {r + 1}: conversation {turns} turns: {seconds:.2f} s, replay {replay:.3f} s  "
+                      f"load {runs[turns][-1][2]}", flush=True)
+        conv = {t: sorted(v, key=lambda x: x[1])[len(v) // 2] for t, v in runs.items()}  # the median replay's run
     finally:
         if args.keep:
             print(f"kept {work}")
@@ -256,7 +261,8 @@ def main() -> None:
     (ts, rs, ls_), (tl, rl, ll) = conv[short], conv[long]
     print(f"conversation (both systems): {short} turns {ts:.2f} s wall, replay {1000 * rs / short:.2f} ms/turn (load "
           f"{ls_}); {long} turns {tl:.2f} s wall, replay {1000 * rl / long:.2f} ms/turn (load {ll}); replay-time slope "
-          f"{slope(short, rs, long, rl):.2f} (target <= 1.05; wall time is mostly start-up at this size)")
+          f"{slope(short, rs, long, rl):.2f} (median of {len(runs[short])} interleaved rounds; target <= 1.05; wall time is "
+          f"mostly start-up at this size)")
     sizes_text = " / ".join(f"{r[0]:,}" for r in rows)
     write_json(args.json, "bench_suite.py", [
         target("suite scaling: replay time per scenario (slope)", worst, 1.05, "lower",
