@@ -270,8 +270,7 @@ def _task(scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]
 
 
 def _encoded_task(index: int) -> tuple[list[ScenarioResult], list[EncodedTrace]]:
-    """:func:`_task` of the pool's ``index``-th scenario, for a run that spools its traces: each trace crosses
-    back to the run's process as its ``traces.jsonl`` line, encoded here on the worker's core (``EncodedTrace``)."""
+    """:func:`_task` of the ``index``-th scenario; each trace goes back as its ``traces.jsonl`` line, encoded here."""
     results, spans = _task(_SELECTED[index])
     return results, [EncodedTrace.of(request) for request in spans]
 
@@ -290,7 +289,7 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
               progress: Callable[[ScenarioResult], None] | None = None, idle: Callable[[], None] | None = None,
               traces: TraceSink | None = None) -> SuiteRun:
     """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order.
-    ``idle`` is called when this process has nothing left to replay but the side process is still at work.
+    ``idle`` is called when this process waits for others (the side process, the pool's workers).
     ``traces`` (if given) takes each scenario's spans in that order, else ``SuiteRun.spans`` keeps them."""
     for strategy in config.strategies or ():
         if base_strategy(strategy) not in STRATEGY_NAMES:
@@ -360,8 +359,10 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     workers = min(jobs, os.cpu_count() or 1, len(selected) or 1)
     with ProcessPoolExecutor(max_workers=workers, initializer=_init, initargs=(config, selected)) as pool:
         try:
-            collect(pool.map(_indexed_task if traces is None else _encoded_task, range(len(selected)),
-                             chunksize=pool_chunk(len(selected), workers)))
+            outputs_ = pool.map(_indexed_task if traces is None else _encoded_task, range(len(selected)),
+                                chunksize=pool_chunk(len(selected), workers))
+            _ = idle() if idle is not None else None  # the workers replay: compile the report here meanwhile
+            collect(outputs_)
         except BrokenProcessPool:
             if USER_INTERRUPT.is_set():  # a worker killed outright (SIGKILL to the group) as the run was stopped
                 raise KeyboardInterrupt from None
@@ -374,8 +375,7 @@ _SUITES_RUN = 0
 
 
 def prestart_side() -> None:
-    """Before a process's first serial replay-mode run: fork the side process now (``_side``), so that litellm's
-    import overlaps loading the scenarios as well as replaying them. ``run_suite`` uses it or stops it."""
+    """Fork the side process (``_side``) before a first serial replay: litellm's import overlaps loading too."""
     if _SUITES_RUN == 0:
         _side.prestart()
 

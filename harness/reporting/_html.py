@@ -92,8 +92,9 @@ def _json_for_script(data: Any) -> Markup:
 
 
 def prepare_report() -> None:
-    """Load and compile the report template now (a run does this while it waits for its side process)."""
-    _env().get_template("report.html.j2")
+    """Load and compile the report's templates now (a run does this while it waits for other processes)."""
+    for name in ("report.html.j2", "_scenario.html.j2", "_style.html.j2"):  # and what it includes for every run
+        _env().get_template(name)
 
 
 def render_report(summary: RunSummary, results: Sequence[ScenarioResult],
