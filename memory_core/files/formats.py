@@ -56,8 +56,8 @@ def ms_to_ns(epoch_ms: float) -> int:
 
 
 def ns_to_ms(epoch_ns: int) -> float:
-    """A stat's ``st_mtime_ns`` as Node's ``mtimeMs``: seconds × 1000 + nanoseconds / 1e6 (``ns / 1e6`` rounds a
-    whole .250 s down to .2499998 ms, shown as .249)."""
+    """A stat's ``st_mtime_ns`` in milliseconds, as Node computes ``mtimeMs``: seconds × 1000 + nanoseconds / 1e6
+    (one formula for every read; a whole millisecond stays whole)."""
     return (epoch_ns // 1_000_000_000) * 1000 + (epoch_ns % 1_000_000_000) / 1e6
 
 
