@@ -1,11 +1,12 @@
 """What a shipped system refuses of a scenario's input, found by ``memharness validate`` before any run (issue 33).
 
-A memory's ``system:`` seed fields and a recall step's ``options`` are the system's to read: the loader passes them
-through untouched, so before this only ``run`` found a field the system refuses (the scenario's error, exit 2) and
-``validate`` had passed the file. Now ``validate`` seeds each memory into a scratch instance of each shipped system
-the scenario targets (its ``design:``, or the shipped names in ``systems:``, built in its ``variant:``; a portable
-scenario: each system a plain run gives it) and tries each recall step's options on it: the system's own code
-decides, the code a run will use, so no rule is written twice. Opt-in systems (mem0) are not built here.
+A memory's ``system:`` seed fields, a recall or forget step's ``options`` and a check step's ``system:`` checks are the
+system's to read: the loader passes them through untouched, so before this only ``run`` found a field the system
+refuses (the scenario's error, exit 2) and ``validate`` had passed the file. Now ``validate`` seeds each memory into a
+scratch instance of each shipped system the scenario targets (its ``design:``, or the shipped names in ``systems:``,
+built in its ``variant:``; a portable scenario: each system a plain run gives it) and tries each step's options and
+system checks on it, in order: the system's own code decides, the code a run will use, so no rule is written twice.
+Opt-in systems (mem0) are not built here.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from harness.errors import HarnessError, ScenarioInputError
 from harness.replay._factory import load_factory
-from harness.scenario import RecallStep, Scenario
+from harness.scenario import CheckStep, ForgetStep, RecallStep, Scenario
 from harness.system import Capability, capabilities_of, variant_factory
 from harness.systems import DEFAULT_SYSTEMS, OPT_IN, SHIPPED_DESIGNS, SYSTEMS
 from memory_core.clock import FixedClock
@@ -28,14 +29,25 @@ _SCRATCH: Final = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/sh
 
 
 def needs_input_check(scenario: Scenario) -> bool:
-    """Whether ``scenario`` gives a system anything only the system can judge (seed fields, recall options)."""
-    return any(m.system for m in scenario.memories) or any(isinstance(s, RecallStep) and s.options
-                                                           for s in scenario.steps)
+    """Whether ``scenario`` gives a system anything only the system can judge (seed fields, options, system checks)."""
+    return any(m.system for m in scenario.memories) or any(_judged(s) is not None for s in scenario.steps)
+
+
+def _judged(step: object) -> tuple[Capability, str] | None:
+    """The capability a step needs the system to judge its input with, and the input's field name; None: nothing."""
+    if isinstance(step, RecallStep) and step.options:
+        return Capability.RECALL_OPTIONS, "recall.options"
+    if isinstance(step, ForgetStep) and step.options:
+        return Capability.FORGET_OPTIONS, "forget.options"
+    if isinstance(step, CheckStep) and step.system:
+        return Capability.SYSTEM_CHECKS, "check.system"
+    return None
 
 
 def input_problems(scenario: Scenario) -> list[str]:
-    """One ``file:line: field: problem`` line for each seed field set and recall option set a targeted shipped
-    system refuses (``ScenarioInputError``); anything else a system raises is a run's business, not the file's."""
+    """One ``file:line: field: problem`` line for each seed field set, option set and system check a targeted
+    shipped system refuses (``ScenarioInputError``); anything else a system raises is a run's business, not the
+    file's."""
     if not needs_input_check(scenario):
         return []
     names = [n for n, d in SHIPPED_DESIGNS.items() if d == scenario.design] if scenario.design else \
@@ -66,17 +78,16 @@ def _problems_in(scenario: Scenario, name: str) -> list[str]:
                     out.append(f"{scenario.path}:{line}: memories[{index}].system: {exc}")
                 except Exception:
                     continue
-            if Capability.RECALL_OPTIONS not in capabilities_of(system):
-                return out
+            capabilities = capabilities_of(system)
             for i, step in enumerate(scenario.steps):
-                if not isinstance(step, RecallStep) or not step.options:
+                judged = _judged(step)
+                if judged is None or judged[0] not in capabilities:
                     continue
                 try:
-                    system.recall(step.query, now=clock.now(), limit=step.k, excluded=(), strategy="heuristic",
-                                  options=step.options)
+                    _try(system, step, clock)
                 except ScenarioInputError as exc:
                     line = scenario.step_lines[i] if i < len(scenario.step_lines) else 1
-                    out.append(f"{scenario.path}:{line}: steps[{i}].recall.options: {exc}")
+                    out.append(f"{scenario.path}:{line}: steps[{i}].{judged[1]}: {exc}")
                 except Exception:
                     continue
         finally:
@@ -84,3 +95,14 @@ def _problems_in(scenario: Scenario, name: str) -> list[str]:
             if callable(close):
                 close()
     return out
+
+
+def _try(system: Any, step: object, clock: FixedClock) -> None:
+    """The step's input through the system's own code, as a run passes it (its outcome here is nobody's)."""
+    if isinstance(step, RecallStep):
+        system.recall(step.query, now=clock.now(), limit=step.k, excluded=(), strategy="heuristic", options=step.options)
+    elif isinstance(step, ForgetStep):
+        system.forget(step.query, now=clock.now(), strategy="heuristic", options=dict(step.options))
+    elif isinstance(step, CheckStep):
+        for name, expected in step.system.items():
+            system.system_check(name, expected)

@@ -359,8 +359,8 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     workers = min(jobs, os.cpu_count() or 1, len(selected) or 1)
     with ProcessPoolExecutor(max_workers=workers, initializer=_init, initargs=(config, selected)) as pool:
         try:
-            outputs_ = pool.map(_indexed_task if traces is None else _encoded_task, range(len(selected)),
-                                chunksize=pool_chunk(len(selected), workers))
+            task: Callable[[int], tuple[list[ScenarioResult], Sequence[Any]]] = _indexed_task if traces is None else _encoded_task
+            outputs_ = pool.map(task, range(len(selected)), chunksize=pool_chunk(len(selected), workers))
             _ = idle() if idle is not None else None  # the workers replay: compile the report here meanwhile
             collect(outputs_)
         except BrokenProcessPool:

@@ -310,9 +310,11 @@ class ReferenceSystem:
         """Capability ``system_checks``: ``meta_contains`` / ``meta_lacks`` / ``cursor_contains`` / ``cursor_lacks``
         (a phrase in the state file's text, as on disk; a missing file contains nothing)."""
         file, _, verb = name.partition("_")
-        if file not in _STATE or verb not in ("contains", "lacks") or not isinstance(expected, str):
-            return (f"unknown check {name!r} with {expected!r} (known: meta_contains, meta_lacks, cursor_contains, "
-                    "cursor_lacks, each with a phrase)")
+        known = file in _STATE and verb in ("contains", "lacks")
+        if not known or not isinstance(expected, str):  # the scenario's error: validate finds it too
+            problem = f"expected a phrase, got {expected!r:.60}" if known else "unknown check"
+            raise ScenarioInputError(f"check system.{name}: {problem} (known: meta_contains, meta_lacks, cursor_contains, "
+                                     "cursor_lacks, each with a phrase)")
         try:
             text = self.faulty.inner.read(_STATE[file])
         except FileNotFoundError:

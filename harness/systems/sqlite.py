@@ -164,8 +164,8 @@ class SqliteSystem:
         from harness.systems.sqlite_checks import CHECKS, expected_problem
 
         check = CHECKS.get(name)
-        if check is None:
-            return f"unknown check (known: {', '.join(sorted(CHECKS))})"
+        if check is None:  # the scenario's error, as a wrong value is: validate finds it too
+            raise ScenarioInputError(f"check system.{name}: unknown check (known: {', '.join(sorted(CHECKS))})")
         if problem := expected_problem(name, expected):  # fts_integrity: 'yes' passed, as any non-empty text
             raise ScenarioInputError(f"check system.{name}: {problem}")
         return check[0](self, expected)

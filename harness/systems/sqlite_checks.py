@@ -177,5 +177,11 @@ def expected_problem(name: str, expected: object) -> str | None:
         return f"expected a count (an integer from 0), got {expected!r:.60}"
     if kind is str and not isinstance(expected, str):
         return f"expected text, got {expected!r:.60}"
+    if name in ("traces", "traces_newest", "traces_newest_lacks") and (query := _trace_query(expected)) is None:
+        return f"expected 'KEYWORD => {'N' if name == 'traces' else 'TEXT'}', got {expected!r:.60}"
+    if name == "traces" and not (query and query[1].strip().isdigit()):
+        return f"expected 'KEYWORD => N' with N a count, got {expected!r:.60}"
+    if name == "sql" and not str(expected).rpartition(" => ")[0].strip():
+        return f"expected 'SELECT … => EXPECTED', got {expected!r:.60}"
     return None
 

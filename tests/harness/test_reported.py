@@ -83,7 +83,7 @@ steps:
     ("{not json", '["meta.json: line 1: invalid JSON"]', 'meta_lacks: "{not json"', 0),
     ("{not json", "[]", 'meta_contains: "\\"version\\": 1"', 1),  # the warning is there, so [] fails
     ('{"version": 1}', "[]", 'cursor_contains: "processedOffset"', 1),  # no extract ran: no offset yet
-    ('{"version": 1}', "[]", "no_such_check: x", 1),  # an unknown check name fails, naming the known ones
+    ('{"version": 1}', "[]", "no_such_check: x", 2),  # an unknown check name: the scenario's error, naming the known ones
 ])
 def test_state_step_and_state_checks(tmp_path: Path, text: str, warn: str, check: str, code: int) -> None:
     scenario = STATE.replace("TEXT", text).replace("WARN", warn).replace("CHECK", check)
@@ -119,7 +119,7 @@ steps:
     ("SELECT id FROM memories WHERE 0 => ", 0),  # no rows: empty
     ("DELETE FROM memories => ", 1),  # read-only: a write is refused and fails the check
     ("SELEC nonsense => 1", 1),
-    ("no arrow", 1),
+    ("no arrow", 2),  # the scenario's error: validate refuses it too
 ])
 def test_sql_check(tmp_path: Path, query: str, code: int) -> None:
     assert _run(tmp_path, SQL.replace("QUERY", query))[0] == code

@@ -102,3 +102,51 @@ def test_memharness_validate_prints_each_refused_input_and_exits_2(tmp_path: Pat
     assert "memories[0].system: memory user/a.md: unknown system field(s) bogus" in lines[0]
     assert "memories[1].system: memory user/b.md: system.via must be add_memory, got 'somewhere'" in lines[1]
     assert "steps[0].recall.options: recall option path: expected one of" in lines[2]
+
+
+_CHECK_KEYS = {"s1-sqlite": st.sampled_from(["sql", "traces", "traces_newest", "memories", "episodes", "fts_integrity",
+                                             "index_contains", "no_episode_hits", "meta_contains", "bogus"]),
+               "qwen-file": st.sampled_from(["meta_contains", "meta_lacks", "cursor_contains", "cursor_lacks",
+                                             "meta_has", "sql", "bogus"])}
+_CHECK_VALUES = st.one_of(
+    st.sampled_from(["tea", "", "tea => 1", "tea => x", " => 1", "SELECT 1 => 1", "SELECT count(*) FROM memories => 2",
+                     "SELECT 1", "no arrow", "=>"]),
+    st.integers(-2, 3), st.floats(-1, 2), st.booleans())
+_FORGET_OPTIONS = st.dictionaries(st.sampled_from(["max_delete", "memory_type", "bogus"]),
+                                  st.one_of(st.integers(-2, 3), st.sampled_from(["user", "fact", "x"]), st.booleans(),
+                                            st.floats(0, 2)), max_size=2)
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), design=st.sampled_from(sorted(_CHECK_KEYS)), options=_FORGET_OPTIONS)
+def test_validate_refuses_exactly_the_checks_and_forget_options_run_refuses(
+        tmp_path: Path, data: st.DataObject, design: str, options: dict[str, Any]) -> None:
+    """The same agreement for a check step's ``system:`` checks (name and value, each system's own) and a forget
+    step's ``options`` (the round-10 probe: validate passed ``sql: true``, ``bogus: 1`` and ``max_delete: -1``)."""
+    checks = data.draw(st.dictionaries(_CHECK_KEYS[design], _CHECK_VALUES, min_size=1, max_size=2))
+    file = tmp_path / "s.yaml"
+    file.write_text(
+        f"description: checks and forget options\ndesign: {design}\nclock: 2026-03-02T09:00:00Z\nmemories:\n"
+        '  - {path: user/a.md, type: user, body: "tea notes"}\n'
+        f"steps:\n  - check: {{system: {json.dumps(checks)}}}\n"
+        f"  - forget: {{query: tea notes, options: {json.dumps(options)}}}\n", encoding="utf-8")
+    scenario = load_scenario(file)
+    problems = input_problems(scenario)
+    otel = OTel()
+    try:
+        result = replay(scenario, strategy="heuristic", telemetry=otel.telemetry,
+                        system_factory=load_factory(_SYSTEMS[design][0]))
+    finally:
+        otel.shutdown()
+    assert not [f for f in result.failures if "system under test failed" in f], result.failures
+    if not problems:
+        assert result.error is None, result.error
+        assert not [f for f in result.failures if "unknown check" in f], result.failures  # never a silent pass
+        return
+    assert result.error is not None, f"validate said {problems[0]!r}, the run passed"
+    where, _, said = problems[0].partition(": ")[2].partition(": ")
+    assert said in result.error, (problems[0], result.error)
+    line, field = (7, "check.system") if where == "steps[0].check.system" else (8, "forget.options")
+    assert where == f"steps[{line - 7}].{field}", problems[0]
+    assert problems[0].startswith(f"{file}:{line}: ")
+    assert f"step {line - 7} ({field.partition('.')[0]}, line {line})" in result.error
