@@ -19,9 +19,10 @@ from typing import Any, Final
 
 from memory_core.clock import Clock
 from memory_core.errors import MemoryCoreError
-from memory_core.sqlite.opening import configure, ensure_fts, migrate
+from memory_core.sqlite.opening import configure, ensure_fts, migrate, own_triggers, repair_ids
 from memory_core.sqlite.quirks import Quirks
-from memory_core.sqlite.stamps import iso, parse_iso
+from memory_core.sqlite.rows import DEFAULTS, memory_row
+from memory_core.sqlite.stamps import iso
 
 SCHEMA_VERSION: Final = 2
 BUSY_TIMEOUT_MS: Final = 5000
@@ -34,11 +35,7 @@ MEMORY_COLUMNS: Final = (
 )
 UPDATABLE: Final = frozenset(MEMORY_COLUMNS[1:]) - {"created_at", "expires_at"}
 """``update_memory``'s allow-list (spec §2.1): ``expires_at`` is not on it (Q8)."""
-_DEFAULTS: Final[Mapping[str, Any]] = {
-    "type": "fact", "priority": "short_term", "source": "", "importance_score": 0.5, "access_count": 0, "tags": [],
-    "expires_at": None, "metadata": {}, "subject": "", "predicate": "", "confidence": 0.5, "decay_rate": 0.1,
-    "last_accessed_at": None, "superseded_by": None, "source_episode_id": None,
-}
+_DEFAULTS: Final = DEFAULTS
 _FTS_COLUMNS: Final = "content, subject, predicate, tags"
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS _schema_meta(key TEXT PRIMARY KEY, value TEXT);
@@ -116,33 +113,8 @@ def _line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-_STAMPS: Final = ("created_at", "updated_at", "expires_at", "last_accessed_at")
-_NUMBERS: Final = ("importance_score", "access_count", "confidence", "decay_rate")
-
-
-def _row(row: sqlite3.Row) -> dict[str, Any]:
-    """A memory row as a dict (tags and metadata decoded); a value SQLite lets through but no write of the port makes
-    (a garbled timestamp, text in a number column) is a damaged file: ``sqlite3.DatabaseError`` (``SqliteMemoryError``);
-    a NULL reads as the column's default (before: TypeError from recall's access bump)."""
-    data = dict(row)
-    data.update({k: _DEFAULTS[k] for k in _DEFAULTS.keys() - {"tags", "metadata"} if k in data and data[k] is None})
-    for key in (*_STAMPS, *_NUMBERS):  # fix: a damaged row is the documented error, not a ValueError deep inside
-        value = data.get(key)
-        try:
-            if key in _STAMPS and value not in (None, ""):
-                parse_iso(value)
-            elif key in _NUMBERS and value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-                raise TypeError(type(value).__name__)
-        except (TypeError, ValueError) as exc:
-            raise sqlite3.DatabaseError(f"damaged memory row {str(data.get('id'))[:40]!r}: {key} = {value!r:.40}") from exc
-    for key, kind in (("tags", list), ("metadata", dict)):  # fix: JSON of another shape (tags '5') reads as none
-        if key in data:
-            try:
-                value = json.loads(data[key]) if isinstance(data[key], str) else None
-            except (json.JSONDecodeError, RecursionError):
-                value = None
-            data[key] = value if isinstance(value, kind) else kind()
-    return data
+_row: Final = memory_row
+"""A memory row as a dict, read by ``rows``' rules (NULL → default, a number clamped into its range, …)."""
 
 
 def _encode(key: str, value: Any) -> Any:
@@ -171,9 +143,11 @@ class Database:
         try:
             with self.guard("open"):
                 configure(self.conn, busy_timeout_ms)
-                migrate(self.conn, _SCHEMA, SCHEMA_VERSION)
+                fts = _FTS_DROP + _FTS.replace("{tok}", self.tokenizer)
+                migrate(self.conn, _SCHEMA, SCHEMA_VERSION, set(own_triggers(fts)))
                 self.conn.executescript(_SCHEMA)
-                ensure_fts(self.conn, self.tokenizer, _FTS_DROP + _FTS.replace("{tok}", self.tokenizer))
+                ensure_fts(self.conn, self.tokenizer, fts)
+                repair_ids(self.conn, self.new_id)
                 self.conn.execute("INSERT OR REPLACE INTO _schema_meta(key, value) VALUES ('version', ?)",
                                   (str(SCHEMA_VERSION),))
                 self.conn.commit()
@@ -263,7 +237,8 @@ class Database:
             sets = ", ".join(f"{c}=excluded.{c}" for c in MEMORY_COLUMNS[1:])
             sql = f"INSERT INTO memories({cols}) VALUES ({marks}) ON CONFLICT(id) DO UPDATE SET {sets}"
         with self.guard("save memory") as conn:
-            conn.execute(sql, values)
+            if conn.execute(sql, values).rowcount < 1:  # fix: never an id for a row not stored (a trigger's IGNORE)
+                raise sqlite3.DatabaseError(f"memory {row['id']!r} was not stored (a trigger ignored the write)")
             self._commit(conn)
         return str(row["id"])
 

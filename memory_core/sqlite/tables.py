@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any, Final
 
 from memory_core.sqlite.db import Database, like_test
+from memory_core.sqlite.rows import clamp_numbers
 from memory_core.sqlite.stamps import iso, parse_iso
 
 QUEUE_MAX_RETRIES: Final = 3
@@ -26,6 +27,7 @@ def _episode(row: Mapping[str, Any]) -> dict[str, Any]:
             data[key] = json.loads(data.get(key) or "[]")
         except json.JSONDecodeError:
             data[key] = []
+    clamp_numbers(data, "episode", {"importance_score": 0.5, "access_count": 0})  # as a memory row's (rows.py)
     return data
 
 
