@@ -22,6 +22,7 @@ from harness.replay._inputs import input_problems, needs_input_check
 from harness.replay._inspect import INSPECT_TIMEOUT_S, Traits, plugin_traits
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._needs import step_needs
+from harness.replay._plan import column_label, plan_columns, plan_primary, split_column, strategies_for, system_plan
 from harness.replay._proxy import PROXY_FILE, PROXY_URL_ENV, ModelProxy, ProxyCall, ProxyRecording, proxy_key
 from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
 from harness.replay._replay import replay
@@ -29,19 +30,13 @@ from harness.replay._suite import (
     RunConfig,
     SuiteRun,
     Worker,
-    column_label,
     discard_side,
     needs_cassette_model,
-    plan_columns,
-    plan_primary,
     prestart_side,
     relabel,
     run_plan,
     run_suite,
     select_shard,
-    split_column,
-    strategies_for,
-    system_plan,
 )
 from harness.system import (
     ALL_CAPABILITIES,

@@ -181,7 +181,7 @@ def _budget(scenario: Scenario, config: RunConfig) -> float:
     """Seconds a whole scenario may take in a child (0: no limit, the per-operation timeout is off): the
     per-operation timeout for each strategy's seeds and steps, ten calls more, and the kill grace."""
     from harness.replay._observed import op_timeout
-    from harness.replay._suite import strategies_for
+    from harness.replay._plan import strategies_for
 
     each = op_timeout(config.model)  # as the child reads it: $MEMHARNESS_OP_TIMEOUT, the model's timeout scale
     calls = (len(scenario.memories) + len(scenario.steps) + 10) * max(1, len(strategies_for(scenario, config.strategies)))
@@ -221,7 +221,7 @@ def _failed(scenario: Scenario, config: RunConfig, message: str, seconds: float,
     """Every strategy of ``scenario`` failed with ``message`` (what the dead process replayed is lost with it), or,
     with ``error``, could not run (the harness's error: the run is INCOMPLETE)."""
     from harness.replay._records import ScenarioResult
-    from harness.replay._suite import strategies_for
+    from harness.replay._plan import strategies_for
 
     return [ScenarioResult(scenario=scenario.id, strategy=s, passed=False, failures=() if error else (message,),
                            error=message if error else None, probes=(), trace_id="",
