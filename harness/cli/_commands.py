@@ -148,6 +148,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         select_shard,
         shipped,
         strategies_for,
+        system_list,
         system_plan,
     )
     from harness.reporting import TraceSpool, prepare_report
@@ -173,12 +174,13 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     cassettes = shelf
     model = None
     # its own model client? A plug-in's module is imported in a child process only (harness.replay.plugin_traits)
-    every = args.system == ALL_SYSTEMS  # every shipped system, the opt-in ones (mem0) included, in one report
-    if every:
-        args.system = None
-    proxied = any(getattr(load_factory(n, typed=ALL_SYSTEMS), "model_proxy", False) for n in OPT_IN) if every else \
-        bool(args.system) and (getattr(load_factory(args.system), "model_proxy", False) if shipped(args.system)
-                               else plugin_traits(args.system).model_proxy)
+    listed = system_list(args.system)  # `all` or a list: shipped names and your own module:factory, in one report
+    every, names, plugins = listed or (False, [], [])
+    args.system = None if listed else args.system
+    proxied = any(getattr(load_factory(n, typed=ALL_SYSTEMS if every else None), "model_proxy", False)
+                  for n in (OPT_IN if every else OPT_IN & set(names))) or any(plugin_traits(p).model_proxy for p in plugins) \
+        if listed else bool(args.system) and (getattr(load_factory(args.system), "model_proxy", False)
+                                              if shipped(args.system) else plugin_traits(args.system).model_proxy)
     if proxied or any(STRATEGIES[base_strategy(s)].uses_model for s in strategies if base_strategy(s) in STRATEGIES):
         cassettes = resolve_set(shelf)  # a shelf of sets (sets.toml): its default set; only a model run reads it
         mode: Mode = "record" if args.record else "live" if args.live else "replay"
@@ -208,8 +210,8 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     bench = read_benchmark(args.benchmark) if args.benchmark else None  # fail fast, before replaying anything
     run_id = environ.get("MEMHARNESS_RUN_ID") or uuid.uuid4().hex[:12]  # fixed: reproducible trace ids
     env = {**environ, "MEMHARNESS_GIT_COMMIT": environ.get("MEMHARNESS_GIT_COMMIT") or _git_commit()}
-    plan = system_plan(args.system, selected, every=every)
-    primary = plan_primary(plan, args.system)
+    plan = system_plan(args.system, selected, every=every, names=names, plugins=plugins)
+    primary = plan_primary(plan, args.system, names)
     if args.system is None:  # every shipped system: columns `strategy` (the reference) and `strategy@system`
         strategies = plan_columns(plan, requested, primary)
     total = sum(len(strategies_for(s, requested)) for _, _, part in plan for s in part)
@@ -231,7 +233,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             "model_mode": model.mode if model else None,
             "cassettes": str(cassettes) if model else None, "cassette_entries": run.cassette_entries or None,
             "models": _models_used(model, strategies) if model else None,
-            "system": args.system or "reference", "systems": [name for name, _, _ in plan],
+            "system": args.system or primary, "systems": [name for name, _, _ in plan],
             "trace_url": trace_url(environ)}
     fuzz_report = None
     if args.fuzz_examples > 0:

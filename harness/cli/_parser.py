@@ -133,7 +133,9 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     run.add_argument("--system", help="a shipped system (reference, sqlite, sqlite:seed, mem0) or package.module:factory of "
                                       "your own MemorySystem (default: every shipped system but the opt-in mem0, each "
                                       "replaying the scenarios that target it; columns heuristic, heuristic@sqlite, ...; "
-                                      "all: mem0 too, side by side)")
+                                      "all: mem0 too, side by side; a comma-separated list of all, shipped names and "
+                                      "your own module:factory specs, e.g. reference,sqlite,mypkg.memory:factory, "
+                                      "replays each in one report, your own as heuristic@mypkg.memory:factory)")
     run.add_argument("--plugin", action="append", dest="plugins", metavar="MODULE",
                      help="a module path or .py file registering metrics of your own (harness.plugins; repeatable; "
                           "also $MEMHARNESS_PLUGINS and the memharness.plugins entry points)")

@@ -22,7 +22,15 @@ from harness.replay._inputs import input_problems, needs_input_check
 from harness.replay._inspect import INSPECT_TIMEOUT_S, Traits, plugin_traits
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._needs import step_needs
-from harness.replay._plan import column_label, plan_columns, plan_primary, split_column, strategies_for, system_plan
+from harness.replay._plan import (
+    column_label,
+    plan_columns,
+    plan_primary,
+    split_column,
+    strategies_for,
+    system_list,
+    system_plan,
+)
 from harness.replay._proxy import PROXY_FILE, PROXY_URL_ENV, ModelProxy, ProxyCall, ProxyRecording, proxy_key
 from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
 from harness.replay._replay import replay
@@ -131,6 +139,7 @@ __all__ = [
     "strategies_for",
     "strategy_problem",
     "system_design",
+    "system_list",
     "system_name",
     "system_plan",
     "target_problem",

@@ -220,8 +220,8 @@ def _failed(scenario: Scenario, config: RunConfig, message: str, seconds: float,
             error: bool = False) -> list[ScenarioResult]:
     """Every strategy of ``scenario`` failed with ``message`` (what the dead process replayed is lost with it), or,
     with ``error``, could not run (the harness's error: the run is INCOMPLETE)."""
-    from harness.replay._records import ScenarioResult
     from harness.replay._plan import strategies_for
+    from harness.replay._records import ScenarioResult
 
     return [ScenarioResult(scenario=scenario.id, strategy=s, passed=False, failures=() if error else (message,),
                            error=message if error else None, probes=(), trace_id="",

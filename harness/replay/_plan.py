@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from harness.errors import HarnessError
 from harness.scenario import Scenario, base_strategy
-from harness.systems import DEFAULT_SYSTEMS, OPT_IN, SHIPPED_DESIGNS, SYSTEMS
+from harness.systems import ALL_SYSTEMS, DEFAULT_SYSTEMS, OPT_IN, SHIPPED_DESIGNS, SYSTEMS
 
 
 def strategies_for(scenario: Scenario, requested: Sequence[str] | None) -> list[str]:
@@ -16,18 +16,37 @@ def strategies_for(scenario: Scenario, requested: Sequence[str] | None) -> list[
     return [s for s in requested if not scenario.strategies or base_strategy(s) in scenario.strategies]
 
 
-def system_plan(spec: str | None, selected: Sequence[Scenario], *,
-                every: bool = False) -> list[tuple[str, str | None, list[Scenario]]]:
+def system_list(text: str | None) -> tuple[bool, list[str], list[str]] | None:
+    """``--system all`` or a comma-separated list (``reference,sqlite,mypkg.memory:factory``, ``all,mypkg.mod:f``):
+    (every shipped system?, the shipped names listed, your own ``module:factory`` specs), each system in one report;
+    None for one system (or none) as before."""
+    if not text or ("," not in text and text != ALL_SYSTEMS):
+        return None
+    items = [x.strip() for x in text.split(",")]
+    if not all(items) or len(set(items)) != len(items):
+        raise HarnessError(f"--system {text}: expected a comma-separated list of {ALL_SYSTEMS}, shipped system names "
+                           "and module:factory specs, each once")
+    for x in items:
+        if x != ALL_SYSTEMS and x not in SYSTEMS and (":" not in x or x.partition(":")[0] in SYSTEMS):
+            raise HarnessError(f"--system {text}: {x!r} is neither {ALL_SYSTEMS}, a shipped system "
+                               f"({', '.join(SYSTEMS)}) nor module:factory (a variant such as sqlite:seed runs alone)")
+    return ALL_SYSTEMS in items, [x for x in items if x in SYSTEMS], [x for x in items if x != ALL_SYSTEMS and x not in SYSTEMS]
+
+
+def system_plan(spec: str | None, selected: Sequence[Scenario], *, every: bool = False, names: Sequence[str] = (),
+                plugins: Sequence[str] = ()) -> list[tuple[str, str | None, list[Scenario]]]:
     """(name, --system spec, scenarios) per system the run replays. No ``--system``: every shipped system but the
-    ``OPT_IN`` ones (``every``, ``--system all``: those too), each with the scenarios written for it (:func:`_targets`);
-    a shipped system's name narrows the run to it; a system of your own replays every scenario (those for another
-    design or system are reported skipped, with the reason). A scenario no shipped system runs (``design: sqllite``)
-    goes to the first, which reports why it is skipped; one written only for an opt-in system waits for a run that
-    names it."""
+    ``OPT_IN`` ones (``every``, ``--system all``: those too; ``names``: the shipped ones a list names), each with the
+    scenarios written for it (:func:`_targets`); a shipped system's name narrows the run to it; a system of your own
+    replays every scenario (those for another design or system are reported skipped, with the reason), alone or
+    after the shipped ones (``plugins``). A scenario no shipped system runs (``design: sqllite``) goes to the first,
+    which reports why it is skipped; one written only for an opt-in system waits for a run that names it."""
+    everything = list(selected)
     if spec is None:
-        names = list(SYSTEMS if every else DEFAULT_SYSTEMS)
-        waiting = [] if every else sorted({n for s in selected if s.systems and set(s.systems) <= OPT_IN for n in s.systems})
-        selected = [s for s in selected if every or not s.systems or not set(s.systems) <= OPT_IN]
+        names = list(SYSTEMS if every else names if names or plugins else DEFAULT_SYSTEMS)
+        named = set(names) & OPT_IN
+        waiting = sorted({n for s in selected if s.systems and set(s.systems) <= OPT_IN for n in s.systems} - named)
+        selected = [s for s in selected if not s.systems or not set(s.systems) <= OPT_IN or set(s.systems) & named]
     else:
         name = spec.split(":", 1)[0]
         if name not in SYSTEMS:
@@ -39,6 +58,7 @@ def system_plan(spec: str | None, selected: Sequence[Scenario], *,
                                                             and not any(_targets(s, n) for n in names))]
         if part:
             plan.append((name, spec if spec is not None else None if name == "reference" else name, part))
+    plan += [(p, p, everything) for p in plugins if everything]
     if not plan:
         hint = f"; scenarios for {', '.join(waiting)} run with --system NAME or all" if spec is None and waiting else ""
         raise HarnessError(f"no selected scenario targets system {spec or ', '.join(names)} (check the scenarios' "
@@ -63,10 +83,14 @@ def column_label(strategy: str, system: str, primary: str) -> str:
     return strategy if system == primary else f"{strategy}@{system}"
 
 
-def plan_primary(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], spec: str | None) -> str:
+def plan_primary(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], spec: str | None,
+                 names: Sequence[str] = ()) -> str:
     """The system whose columns keep the bare strategy names: the reference in a run over every shipped system
-    (even when a tag or shard leaves it no scenario), else the one system the run names."""
-    return "reference" if spec is None else plan[0][0]
+    (even when a tag or shard leaves it no scenario), the first shipped one a ``--system`` list names (else its first
+    system of your own), else the one system the run names."""
+    if spec is None:
+        return names[0] if names else "reference" if plan[0][0] in SYSTEMS else plan[0][0]
+    return plan[0][0]
 
 
 def plan_columns(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], requested: Sequence[str] | None,
