@@ -184,6 +184,8 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if proxied or any(STRATEGIES[base_strategy(s)].uses_model for s in strategies if base_strategy(s) in STRATEGIES):
         cassettes = resolve_set(shelf)  # a shelf of sets (sets.toml): its default set; only a model run reads it
         mode: Mode = "record" if args.record else "live" if args.live else "replay"
+        if proxied and mode != "replay" and not args.api_base:  # else each scenario would end saying it
+            raise HarnessError(f"--{mode}: a system behind the model proxy needs --api-base URL, the upstream it calls")
         model = ModelSpec(cassettes, mode, args.model or environ.get("MEMHARNESS_MODEL"), args.api_base, args.timeout_scale,
                           shelf=shelf)
         for s in strategies:
@@ -296,12 +298,11 @@ def _system_name(spec: Any) -> str:
 
 
 def _same_primary(base: Mapping[str, Any], cand: Mapping[str, Any], base_dir: Path) -> None:
-    """Columns are compared by label, and a bare label (``heuristic``) is the run's first system: refuse two runs
-    whose first systems differ (a ``--system sqlite`` run against a plain one) instead of pairing unlike things."""
+    """Refuse two runs whose first systems differ: a bare label (``heuristic``) is the run's first system."""
     a, b = _system_name(base.get("system")), _system_name(cand.get("system"))
     if a != b:
         raise HarnessError(f"{base_dir}: the baseline's columns are system {a}, the candidate's {b}; compare runs of "
-                           f"the same --system (a plain run's {b} columns are named strategy@{b})")
+                           f"the same --system (or run both in one: --system {a},{b} names {b}'s columns strategy@{b})")
 
 
 def _suite_gates(meta: Mapping[str, Any]) -> Path | None:
@@ -355,9 +356,8 @@ def _models_used(model: Any, strategies: Sequence[str]) -> dict[str, dict[str, A
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    """Entry point: returns the exit code (0 ok, 1 gate/regression failure, 2 usage or scenario error).
-
-    Every failure is one printable line on stderr and exit 2; ``MEMHARNESS_DEBUG=1`` re-raises for the traceback."""
+    """Entry point: the exit code (0 ok, 1 gate/regression failure, 2 usage or scenario error). Every failure is one
+    printable line on stderr and exit 2; ``MEMHARNESS_DEBUG=1`` re-raises for the traceback."""
     env = os.environ if environ is None else environ
     try:
         args = build_parser(command_of(sys.argv[1:] if argv is None else argv)).parse_args(argv)

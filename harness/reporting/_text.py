@@ -132,7 +132,8 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
     lines += _skips(results)
     lines += ["", "| gate | value | result |", "|---|---:|---|"]
     for g in summary.gates:
-        result = f"skipped: {g.detail}" if g.skipped else "pass" if g.passed else f"**FAIL** {g.detail}"
+        said = g.detail if g.detail.startswith("skipped") else f"skipped: {g.detail}"  # the detail says it (once)
+        result = said if g.skipped else "pass" if g.passed else f"**FAIL** {g.detail}"
         lines.append(f"| {g.name} | {_fmt(g.value)} | {result} |")
     return "\n".join(lines) + "\n"
 

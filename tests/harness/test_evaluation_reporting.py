@@ -261,3 +261,10 @@ def test_a_card_says_skipped_runs_in_words_and_never_calls_an_all_skipped_column
     heads = dict(re.findall(r'data-strategy="([^"]+)">\s*<h3>[^<]*<span[^>]*>([^<]*)</span>', html))
     assert heads == {"heuristic": "3/4 passed, 1 skipped", "model": "all 4 skipped"}
     assert cards == {"heuristic": "small hit", "model": "small muted"}
+
+
+def test_a_skipped_gate_says_skipped_once_in_the_markdown() -> None:
+    summary = evaluate_run(_results(), ["heuristic", "model"], gates=[Gate("recall.recall", "bm25", min=0.8)])
+    md = summary_markdown(summary)
+    assert "| skipped: strategy bm25 is not in this run |" in md
+    assert "skipped: skipped" not in md

@@ -131,6 +131,16 @@ def test_a_fresh_cassette_directory_needs_no_model_name(tmp_path: Path, offline:
 
 
 @needs_mem0
+def test_record_without_an_upstream_is_refused_before_any_replay(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(tmp_path / "out", str(SUITE / "recall" / "multi-fact.yaml"), "--record",
+                "--cassettes", str(tmp_path / "c")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["memharness: --record: a system behind the model proxy needs --api-base URL, the upstream it calls"]
+    assert not (tmp_path / "out").exists()  # refused before replaying, not once per scenario
+
+
+@needs_mem0
 def test_it_declares_only_what_it_has() -> None:
     from harness.systems.mem0ai import Mem0System, factory
 
