@@ -7,6 +7,7 @@ backend) exactly as they were recorded (same ids, times and attributes), so they
 from __future__ import annotations
 
 import base64
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
@@ -81,11 +82,28 @@ def push(run_dir: Path, endpoint: str, *, headers: Mapping[str, str] | None = No
     for body in bodies:
         request = urllib.request.Request(url, data=body, method="POST", headers={
             "Content-Type": "application/x-protobuf", **(headers or {})})
+        _post(request, url, timeout)
+    return len(otlp_spans(lines))
+
+
+def _post(request: urllib.request.Request, url: str, timeout: float) -> None:
+    """One POST, answered within ``timeout`` seconds in all: urlopen's timeout bounds each socket read, so a backend
+    that trickles a byte every half second held ``traces push`` forever (hostile probe, round 10)."""
+    failed: list[HarnessError] = []
+
+    def send() -> None:
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 response.read()
         except urllib.error.HTTPError as exc:
-            raise HarnessError(f"{url}: the backend answered HTTP {exc.code} ({exc.reason})") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise HarnessError(f"{url}: cannot reach the backend ({getattr(exc, 'reason', exc)})") from None
-    return len(otlp_spans(lines))
+            failed.append(HarnessError(f"{url}: the backend answered HTTP {exc.code} ({exc.reason})"))
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            failed.append(HarnessError(f"{url}: cannot reach the backend ({getattr(exc, 'reason', exc)})"))
+
+    worker = threading.Thread(target=send, name="memharness-push", daemon=True)  # left behind only on a timeout
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise HarnessError(f"{url}: the backend did not answer a batch within {timeout:g} s")
+    if failed:
+        raise failed[0]
