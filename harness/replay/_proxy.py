@@ -70,7 +70,8 @@ class ProxyCall:
 
     def describe(self) -> str:
         """``step N: unrecorded model call …``: a replay miss as the harness reports it and the proxy answers it."""
-        return (f"step {self.step}: unrecorded model call {self.endpoint} (model {self.model or '?'}, key "
+        at = f"step {self.step}" if self.step is None or self.step >= 0 else "before step 0 (seeding the memories)"
+        return (f"{at}: unrecorded model call {self.endpoint} (model {self.model or '?'}, key "
                 f"{self.key[:12]}) through the model proxy; record it with --record --api-base URL")
 
 

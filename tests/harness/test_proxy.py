@@ -204,3 +204,11 @@ def test_an_openai_client_gets_the_miss_at_once_without_retrying(tmp_path: Path)
                 client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
         assert time.perf_counter() - t0 < 5  # no retry back-off on a 404
         assert len(proxy.take_misses()) == 1
+
+
+def test_a_miss_while_seeding_says_so_not_step_minus_one() -> None:
+    from harness.replay import ProxyCall
+
+    seeding = ProxyCall("embeddings", "m", "0123456789abcdef", "unrecorded", 404, 1.0, scenario="s", step=-1)
+    assert seeding.describe().startswith("before step 0 (seeding the memories): unrecorded model call embeddings")
+    assert ProxyCall("embeddings", "m", "k" * 16, "unrecorded", 404, 1.0, step=2).describe().startswith("step 2: ")
