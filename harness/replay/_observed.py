@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from harness.errors import INTERRUPTS_WATCHED, SYSTEM_FAILED, USER_INTERRUPT, HarnessError, SystemFailure, one_line
+from harness.replay._proxy import PROXY_URL_ENV as _PROXY_URL
 from harness.replay._shapes import checked_records, checked_result
 from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult, capabilities_of
 from memory_core.errors import ReplayAborted
@@ -84,7 +85,9 @@ def _contained(name: str, seconds: float) -> Iterator[None]:
             raise
         raise SystemFailure(f"{SYSTEM_FAILED}: {name}() raised {describe(exc)}") from None
     except BaseException as exc:  # SystemExit and GeneratorExit included: the run goes on and writes every output
-        raise SystemFailure(f"{SYSTEM_FAILED}: {name}() raised {describe(exc)}") from None
+        hint = (f" (a system behind the model proxy reads ${_PROXY_URL}: its factory says so with model_proxy = True)"
+                if isinstance(exc, KeyError) and exc.args == (_PROXY_URL,) else "")
+        raise SystemFailure(f"{SYSTEM_FAILED}: {name}() raised {describe(exc)}{hint}") from None
     finally:
         SPENT[0] += time.perf_counter() - began
         if WATCH is not None:

@@ -212,3 +212,19 @@ def test_a_miss_while_seeding_says_so_not_step_minus_one() -> None:
     seeding = ProxyCall("embeddings", "m", "0123456789abcdef", "unrecorded", 404, 1.0, scenario="s", step=-1)
     assert seeding.describe().startswith("before step 0 (seeding the memories): unrecorded model call embeddings")
     assert ProxyCall("embeddings", "m", "k" * 16, "unrecorded", 404, 1.0, step=2).describe().startswith("step 2: ")
+
+
+def test_a_factory_that_reads_the_proxy_url_without_asking_for_the_proxy_is_told_how() -> None:
+    from harness.errors import SystemFailure
+    from harness.replay import PROXY_URL_ENV
+    from harness.replay._observed import _contained
+
+    def factory() -> str:  # what a factory of your own does when it forgot model_proxy = True
+        return {}[PROXY_URL_ENV]  # type: ignore[no-any-return]
+
+    with pytest.raises(SystemFailure, match=r"factory\(\) raised KeyError: 'MEMHARNESS_MODEL_BASE_URL' \(a system "
+                       r"behind the model proxy reads \$MEMHARNESS_MODEL_BASE_URL: its factory says so with "
+                       r"model_proxy = True\)$"), _contained("factory", 5):
+        factory()
+    with pytest.raises(SystemFailure, match=r"raised KeyError: 'other'$"), _contained("factory", 5):
+        raise KeyError("other")  # any other KeyError: no hint
