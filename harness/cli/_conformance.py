@@ -47,8 +47,10 @@ class Row:
     """Cases that ran and passed (a skipped case proves nothing)."""
 
 
-def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes: list[str] | None = None) -> list[Row]:
-    """The table rows for system ``spec`` over the scenarios under ``paths`` (what else to say goes to ``notes``)."""
+def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes: list[str] | None = None,
+                cassettes: Path | None = None) -> list[Row]:
+    """The table rows for system ``spec`` over the scenarios under ``paths`` (what else to say goes to ``notes``);
+    ``cassettes``: the cassette set or shelf to replay from (default: the first path's ``cassettes/``)."""
     from harness.errors import SystemFailure
     from harness.replay import ModelSpec, plugin_traits, resolve_set, step_needs, target_problem
     from harness.scenario import load_all
@@ -75,7 +77,7 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes
                      "specifications says so with a `design` attribute (docs/system-protocol.md#name-and-design)")
     roots = [p if p.is_dir() else p.parent for p in paths]
     shelf = next((r for r in roots if (r / "cassettes").is_dir()), roots[0])  # the first path with a cassette shelf
-    model = ModelSpec(resolve_set(shelf / "cassettes"))
+    model = ModelSpec(resolve_set(cassettes or shelf / "cassettes"))
     needs = {s.id: {c.value for step in s.steps for c, _ in step_needs(step)}
              | ({"raw_files"} if any(m.raw is not None for m in s.memories) else set()) for s in suite}
     uses_model = {s.id: "model" in (s.strategies or ("heuristic",)) for s in suite}
@@ -158,7 +160,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     if not args.system:
         raise HarnessError("conformance: pass --system NAME or package.module:factory")
     notes: list[str] = []
-    rows = conformance(args.system, args.paths or [Path("scenarios")], per_capability=args.cases, notes=notes)
+    rows = conformance(args.system, args.paths or [Path("scenarios")], per_capability=args.cases, notes=notes,
+                       cassettes=args.cassettes)
     width = max(len(r.capability) for r in rows)
     print(f"conformance of {args.system}:")
     for r in rows:

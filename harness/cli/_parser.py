@@ -225,6 +225,8 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     con.add_argument("paths", nargs="*", type=path, help="scenario files or directories (default: scenarios/)")
     con.add_argument("--system", required=True, help="a shipped system (reference, sqlite) or package.module:factory")
     con.add_argument("--cases", type=_positive, default=4, help="scenarios replayed per capability (default 4)")
+    con.add_argument("--cassettes", type=path, help="the cassette set (or shelf) to replay model calls from, as "
+                                                   "`memharness run --cassettes` (default: the first path's cassettes/)")
     ini = sub.add_parser("init", help="write a starter project (a scenario, gates, a system module, a CI workflow) "
                                       "that passes on its first run; docs/tutorial.md goes on from there")
     ini.add_argument("directory", nargs="?", type=path, default=".", help="the project directory (default: .)")

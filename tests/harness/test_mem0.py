@@ -185,6 +185,24 @@ def test_conformance_builds_it_behind_a_proxy_with_nothing_recorded(offline: lis
 
 
 @needs_mem0
+def test_conformance_replays_from_the_cassettes_it_is_given(tmp_path: Path, offline: list[Any]) -> None:
+    """``conformance --cassettes DIR`` (the walk-through found no way to name them): an empty set leaves mem0's
+    calls unrecorded, the committed recordings answer them."""
+    from harness.cli._conformance import conformance
+
+    (tmp_path / "empty").mkdir()
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    shutil.copy(RECORDED, recorded / PROXY_FILE)
+    core = "core (the portable operations its cases call)"
+    empty = {r.capability: r for r in conformance("mem0", [SUITE / "recall"], cassettes=tmp_path / "empty")}
+    full = {r.capability: r for r in conformance("mem0", [SUITE / "recall"], cassettes=recorded)}
+    assert "unrecorded" in (empty[core].detail or "")
+    assert "unrecorded" not in (full[core].detail or "")
+    assert offline == []
+
+
+@needs_mem0
 def test_system_all_puts_mem0_beside_the_shipped_systems_in_one_report(tmp_path: Path, offline: list[Any]) -> None:
     """Issue 35's side by side: one run, one report; mem0's columns paired with the reference's and SQLite's."""
     portable = [p for p in SUITE.glob("recall/*.yaml")
