@@ -116,7 +116,11 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes
                 row.ran += 1
             if result.status not in ("failed", "error"):
                 continue
-            if row.verdict == "ok":  # the first difference, where it is
+            if result.status == "error" and "unrecorded model call" in (result.error or ""):  # the cassettes' gap,
+                if row.verdict == "ok":  # not the system's: as a run says INCOMPLETE, never wrong
+                    row.verdict, row.detail = "incomplete", f"{scenario.id}: {(result.error or '').splitlines()[0]}"
+                continue
+            if row.verdict in ("ok", "incomplete"):  # the first difference, where it is
                 row.verdict, row.detail = "wrong", f"{scenario.id}: {(result.failures or (result.error or '',))[0]}"
     for row in rows.values():  # a capability whose every case was skipped was never exercised: not ok
         if row.verdict == "ok" and row.cases and not row.ran:
@@ -171,7 +175,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     untested = [r for r in rows if r.verdict == "untested"]
     where = ", ".join(str(p) for p in args.paths or [Path("scenarios")])
     if bad:
-        print(f"{len(bad)} capability(ies) wrong or incomplete")
+        print(f"{len(bad)} capability(ies) wrong or missing a method")
     elif untested:  # not "ok": nothing checked them
         print(f"nothing wrong in what was tested; {len(untested)} of {len(rows)} untested: no scenario in {where} "
               "exercises them" + ("" if notes else " (point it at a suite that does, e.g. the harness's own scenarios/)"))
@@ -179,4 +183,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         print("every declared capability: ok")
     for note in notes:
         print(f"note: {note}")
+    if incomplete := [r for r in rows if r.verdict == "incomplete"]:
+        raise HarnessError(f"conformance of {args.system}: {len(incomplete)} capability(ies) could not be checked: "
+                           "unrecorded model calls (record them with memharness run --record --api-base URL, or name "
+                           "the set with --cassettes DIR)")
     return 1 if bad else 0

@@ -197,8 +197,12 @@ def test_conformance_replays_from_the_cassettes_it_is_given(tmp_path: Path, offl
     core = "core (the portable operations its cases call)"
     empty = {r.capability: r for r in conformance("mem0", [SUITE / "recall"], cassettes=tmp_path / "empty")}
     full = {r.capability: r for r in conformance("mem0", [SUITE / "recall"], cassettes=recorded)}
-    assert "unrecorded" in (empty[core].detail or "")
+    assert empty[core].verdict == "incomplete"  # the cassettes' gap, never "wrong" (the walk-through saw "wrong")
+    assert "unrecorded model call" in (empty[core].detail or "")
+    assert full[core].verdict != "incomplete"
     assert "unrecorded" not in (full[core].detail or "")
+    assert main(["conformance", "--system", "mem0", str(SUITE / "recall"), "--cases", "1", "--cassettes",
+                 str(tmp_path / "empty")], environ={}) == 2  # incomplete, as a run is: exit 2 with one line
     assert offline == []
 
 
