@@ -312,7 +312,7 @@ def _suite_gates(meta: Mapping[str, Any]) -> Path | None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from harness.reporting import read_run
+    from harness.reporting import read_run, result_line
 
     results: list[ScenarioResult] = []
     spans: list[dict[str, Any]] = []
@@ -324,8 +324,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
         systems.add(str(summary.meta.get("system") or "reference"))
         for r in res:
             if (r.scenario, r.strategy) in seen:  # overlapping shards would count every metric twice
-                raise HarnessError(f"{shard}: {r.scenario} [{r.strategy}] is also in {seen[(r.scenario, r.strategy)]}; "
-                                   "shards must not overlap")
+                raise HarnessError(f"{result_line(shard, r.scenario, r.strategy)}: scenario: {r.scenario} [{r.strategy}] "
+                                   f"is also in {result_line(seen[(r.scenario, r.strategy)], r.scenario, r.strategy)}"
+                                   "; shards must not overlap")
             seen[(r.scenario, r.strategy)] = shard
         results += res
         spans += sp

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         record_history,
     )
     from harness.reporting._html import flatten_spans, prepare_report, render_benchmark, render_report, report_chunks
-    from harness.reporting._rundir import jsonl, read_jsonl, read_run, write_dir, write_run
+    from harness.reporting._rundir import jsonl, read_jsonl, read_run, result_line, write_dir, write_run
     from harness.reporting._targets import atomic_write, wrote
     from harness.reporting._terminal import closing_table, github_outputs
     from harness.reporting._text import HEADLINE, junit_xml, summary_markdown
@@ -48,6 +48,7 @@ _HOME: dict[str, str] = {
     "read_jsonl": "_rundir",
     "read_run": "_rundir",
     "record_history": "_history",
+    "result_line": "_rundir",
     "render_benchmark": "_html",
     "render_report": "_html",
     "report_chunks": "_html",
@@ -91,6 +92,7 @@ __all__ = [
     "render_benchmark",
     "render_report",
     "report_chunks",
+    "result_line",
     "summary_markdown",
     "verdict",
     "write_dir",

@@ -118,8 +118,11 @@ def waterfall(spans: Sequence[Mapping[str, Any]], *, width: int = 860) -> str:
     """A span waterfall for one trace: bars on the logical timeline, indented by depth, with a time axis."""
     if not spans:
         return '<p class="muted">no spans recorded for this trace</p>'
-    starts = [int(s["startTimeUnixNano"]) for s in spans]
-    ends = [int(s["endTimeUnixNano"]) for s in spans]
+    # OTLP-JSON leaves out a time of 0 and an empty name (read_traces checked the rest: ids, kinds of values)
+    spans = [{**s, "name": s.get("name", ""), "startTimeUnixNano": int(s.get("startTimeUnixNano", 0)),
+              "endTimeUnixNano": int(s.get("endTimeUnixNano", 0))} for s in spans]
+    starts = [s["startTimeUnixNano"] for s in spans]
+    ends = [s["endTimeUnixNano"] for s in spans]
     t0, t1 = min(starts), max(ends)
     span_ns = max(t1 - t0, 1)
     by_id = {s["spanId"]: s for s in spans}

@@ -23,13 +23,14 @@ from harness.evaluation import RunSummary
 from harness.evaluation._stats import NULL_IS_INF
 from harness.replay import Probe, ScenarioResult
 from harness.replay._records import ScenarioStatus
+from harness.reporting._located import problem_line
 from harness.reporting._targets import _umask
 from harness.reporting._text import junit_xml, summary_markdown
 from harness.reporting._traces import TraceSpool, spooled
 from harness.reporting._typed import row_problem, type_problem
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
-from harness.telemetry import finite_json
+from harness.telemetry import finite_json, otlp_problem
 from memory_core.files.lock import pid_alive
 
 
@@ -297,43 +298,72 @@ def _nulls_read(value: Any) -> Any:
 def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict[str, Any]]]:
     """(summary, results with their probes, spans) of a run directory; a file, line and field in every error."""
     summary_path = run_dir / "summary.json"
+    text = _read_text(summary_path)
     try:
-        data = json.loads(_read_text(summary_path))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{summary_path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
     except RecursionError:
-        raise HarnessError(f"{summary_path}: invalid JSON (nested too deeply)") from None
+        raise HarnessError(f"{summary_path}:1: invalid JSON (nested too deeply)") from None
+
+    def located(problem: str) -> HarnessError:
+        return HarnessError(f"{summary_path}:{problem_line(text, data, problem)}: {problem}")
+
     if not isinstance(data, dict) or not isinstance(data.get("passed"), bool):
-        raise HarnessError(f"{summary_path}: passed: expected true or false (not a summary of this version)")
-    where = summary_path
+        raise located("passed: expected true or false (not a summary of this version)")
+    where = f"{summary_path}:1"
     if (problem := row_problem(_nulls_read(data), RunSummary)) is not None:  # as read: from_dict converts
-        raise HarnessError(f"{summary_path}: {problem}")  # ("7" became 7, "xy" two incomplete runs)
+        raise located(problem)  # ("7" became 7, "xy" two incomplete runs)
     for key, kind in (("complete", bool), ("schema", str)):  # written, derived (or fixed) on read
         if key in data and not isinstance(data[key], kind):
-            raise HarnessError(f"{summary_path}: {key}: expected {kind.__name__}, got "
-                               f"{one_line(json.dumps(data[key], ensure_ascii=False))[:60]}")
+            raise located(f"{key}: expected {kind.__name__}, got "
+                          f"{one_line(json.dumps(data[key], ensure_ascii=False))[:60]}")
     try:
         summary = RunSummary.from_dict(data)
         if (problem := type_problem(summary)) is not None:
-            raise HarnessError(f"{summary_path}: {problem}")
+            raise located(problem)
         by_key: dict[tuple[str, str], list[Probe]] = {}
-        where = run_dir / "probes.jsonl"
-        for n, row in numbered_jsonl(where):
-            where = run_dir / f"probes.jsonl:{n}"
+        where = str(run_dir / "probes.jsonl")
+        for n, row in numbered_jsonl(run_dir / "probes.jsonl"):
+            where = f"{run_dir / 'probes.jsonl'}:{n}"
             _typed(run_dir / "probes.jsonl", n, row, Probe)
             probe = Probe.from_row(row)
             by_key.setdefault((probe.scenario, probe.strategy), []).append(probe)
-        results = []
+        results: list[ScenarioResult] = []
+        lines: dict[tuple[str, str], int] = {}
         for n, row in numbered_jsonl(run_dir / "results.jsonl"):
-            where = run_dir / f"results.jsonl:{n}"
+            where = f"{run_dir / 'results.jsonl'}:{n}"
             _typed(run_dir / "results.jsonl", n, row, ScenarioResult)
             if "status" in row and row["status"] not in typing.get_args(ScenarioStatus):  # written, derived on read
-                raise HarnessError(f"{run_dir / 'results.jsonl'}:{n}: status: expected one of "
-                                   f"{', '.join(typing.get_args(ScenarioStatus))}, got "
-                                   f"{one_line(json.dumps(row['status'], ensure_ascii=False))[:60]}")
-            results.append(ScenarioResult.from_row(row, tuple(by_key.get((row["scenario"], row["strategy"]), []))))
+                raise HarnessError(f"{where}: status: expected one of {', '.join(typing.get_args(ScenarioStatus))}, "
+                                   f"got {one_line(json.dumps(row['status'], ensure_ascii=False))[:60]}")
+            pair = (row["scenario"], row["strategy"])
+            if pair[1] not in summary.strategies:  # every column a run replayed has its summary block
+                raise HarnessError(f"{where}: strategy: {pair[1]} is not a column of {summary_path}")
+            if pair in lines:  # a run has one row per scenario and column: a second would count every metric twice
+                raise HarnessError(f"{where}: scenario: {pair[0]} [{pair[1]}] is also on line {lines[pair]}")
+            lines[pair] = n
+            results.append(ScenarioResult.from_row(row, tuple(by_key.get(pair, []))))
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError, IndexError) as exc:
         field = f"{exc.args[0]}: missing" if isinstance(exc, KeyError) and exc.args else f"{type(exc).__name__}: {exc}"
         raise HarnessError(f"{where}: not a memharness run file of this version ({one_line(field)[:200]})") from None
-    spans = read_jsonl(run_dir / "traces.jsonl") if (run_dir / "traces.jsonl").exists() else []
-    return summary, results, spans
+    return summary, results, read_traces(run_dir / "traces.jsonl")
+
+
+def result_line(run_dir: Path, scenario: str, strategy: str) -> str:
+    """``<run_dir>/results.jsonl:<line>`` of a run's row of ``scenario`` [``strategy``] (read back: it has one)."""
+    path = run_dir / "results.jsonl"
+    lines = [n for n, row in numbered_jsonl(path) if (row.get("scenario"), row.get("strategy")) == (scenario, strategy)]
+    return f"{path}:{lines[0] if lines else 1}"
+
+
+def read_traces(path: Path) -> list[dict[str, Any]]:
+    """The lines of a run's ``traces.jsonl`` (none when it has none), each checked as ``traces push`` checks it:
+    every span one the report can draw and an OTLP backend can take (``otlp_problem``), or the line's error."""
+    if not path.exists() and not path.is_symlink():
+        return []
+    lines = numbered_jsonl(path)
+    for n, line in lines:
+        if (problem := otlp_problem(line)) is not None:
+            raise HarnessError(f"{path}:{n}: {problem}")
+    return [line for _, line in lines]

@@ -6,6 +6,7 @@ Used by replay; imports no other stage.
 from harness.telemetry import semconv
 from harness.telemetry._encoded import EncodedTrace, candidate_counts
 from harness.telemetry._otlp_json import protobuf_otlp_json, spans_to_otlp_json
+from harness.telemetry._otlp_read import otlp_problem, otlp_request
 from harness.telemetry._proxied import proxied_call_span
 from harness.telemetry._setup import (
     JsonLinesSpanExporter,
@@ -34,6 +35,8 @@ __all__ = [
     "finite_json",
     "otlp_jsonl",
     "otlp_line",
+    "otlp_problem",
+    "otlp_request",
     "otlp_spans",
     "protobuf_otlp_json",
     "proxied_call_span",

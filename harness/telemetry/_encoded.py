@@ -20,7 +20,7 @@ def candidate_counts(spans: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int]
         if step is not None and count is not None:
             try:
                 out[(str(s.get("traceId", "")), int(step))] = int(count)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # an infinity written as the count: no count
                 continue
     return out
 

@@ -6,7 +6,6 @@ backend) exactly as they were recorded (same ids, times and attributes), so they
 
 from __future__ import annotations
 
-import base64
 import threading
 import urllib.error
 import urllib.request
@@ -14,40 +13,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, one_line
+from harness.errors import HarnessError
 from harness.reporting._rundir import numbered_jsonl
-from harness.telemetry import otlp_spans
-
-_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
-
-
-def _b64_ids(node: Any) -> Any:
-    """traces.jsonl holds hex ids (OTLP/JSON); protobuf's JSON mapping wants base64."""
-    if isinstance(node, dict):
-        return {k: (base64.b64encode(bytes.fromhex(v)).decode() if k in _ID_FIELDS and isinstance(v, str) and v
-                    else _b64_ids(v)) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_b64_ids(v) for v in node]
-    return node
-
-
-def _unparsable(row: Mapping[str, Any]) -> bool:
-    try:
-        next(batches([row]), None)
-    except Exception:
-        return True
-    return False
+from harness.telemetry import otlp_problem, otlp_request, otlp_spans
 
 
 def batches(lines: Sequence[Mapping[str, Any]], size: int = 200) -> Iterator[bytes]:
     """Protobuf ``ExportTraceServiceRequest`` bodies of about ``size`` spans (whole lines: a trace is never split)."""
-    from google.protobuf.json_format import ParseDict
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     request, spans = ExportTraceServiceRequest(), 0
     for line in lines:  # a line is one trace (many spans) or, in older runs, one span
-        part = ExportTraceServiceRequest()
-        ParseDict(_b64_ids(dict(line)), part)
+        part = otlp_request(line)
         request.resource_spans.extend(part.resource_spans)
         spans += sum(len(ss.spans) for rs in part.resource_spans for ss in rs.scope_spans)
         if spans >= size:
@@ -67,18 +44,16 @@ def push(run_dir: Path, endpoint: str, *, headers: Mapping[str, str] | None = No
             raise HarnessError(f"--header {key!r}: a header name and value are one line each")
     path = run_dir / "traces.jsonl"
     numbered = numbered_jsonl(path)
+    for n, row in numbered:  # the check every reader of a run directory makes (read_run), the line named
+        if (problem := otlp_problem(row, protobuf=True)) is not None:
+            raise HarnessError(f"{path}:{n}: {problem}")
     lines = [row for _, row in numbered]
     if not lines:
         raise HarnessError(f"{path}: no spans to push")
     url = endpoint.rstrip("/")
     if not url.endswith("/v1/traces"):
         url += "/v1/traces"
-    try:
-        bodies = list(batches(lines))
-    except Exception as exc:  # which line: the first that does not parse alone
-        n = next((n for n, row in numbered if _unparsable(row)), 1)
-        raise HarnessError(f"{path}:{n}: not OTLP-JSON spans ({type(exc).__name__}: {one_line(str(exc))[:200]})") \
-            from None
+    bodies = list(batches(lines))
     for body in bodies:
         request = urllib.request.Request(url, data=body, method="POST", headers={
             "Content-Type": "application/x-protobuf", **(headers or {})})

@@ -125,7 +125,7 @@ def test_a_run_whose_text_holds_unicode_line_breaks_reads_back(tmp_path: Path) -
     odd = "tabs\u2028or\u0085spaces\x0cand\u2029more\x1c"
     results = [_result("u", "heuristic", (_recall("u", 0, "heuristic", 1.0, 1.0, query=odd),))]
     summary = evaluate_run(results, ["heuristic"])
-    span = {"resourceSpans": [{"scopeSpans": [{"spans": [{"name": odd}]}]}]}
+    span = {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "a" * 32, "spanId": "b" * 16, "name": odd}]}]}]}
     write_run(tmp_path, summary=summary, results=results, spans=[span], html="<html></html>")
     _, back, spans = read_run(tmp_path)
     assert back == results

@@ -85,7 +85,7 @@ def test_traces_jsonl_holds_one_trace_per_line_with_hex_ids_that_round_trip(tmp_
 
     from google.protobuf.json_format import ParseDict
 
-    from harness.tools._push import _b64_ids
+    from harness.telemetry._otlp_read import b64_ids as _b64_ids
 
     # the reference: every step of these runs makes an operation span (on the SQLite system some skip, unsupported)
     assert main(["run", str(SCENARIOS / "dream"), "--system", "reference", "--out", str(tmp_path / "o")], environ={}) == 0
