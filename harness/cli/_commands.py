@@ -141,7 +141,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         needs_cassette_model,
         plan_columns,
         plan_primary,
-        plugin_traits,
+        plan_proxied,
         read_meta,
         resolve_set,
         run_plan,
@@ -152,7 +152,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         system_plan,
     )
     from harness.reporting import TraceSpool, prepare_report
-    from harness.systems import ALL_SYSTEMS, OPT_IN
+    from harness.systems import ALL_SYSTEMS
 
     paths = args.paths or [DEFAULT_SCENARIOS]
     scenarios = load_all(paths, jobs=args.jobs)  # a large suite parses on the run's cores
@@ -173,14 +173,11 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     shelf = args.cassettes or nearest_cassettes(paths[0]) or suite_dir / "cassettes"  # as `record` and the plugin
     cassettes = shelf
     model = None
-    # its own model client? A plug-in's module is imported in a child process only (harness.replay.plugin_traits)
     listed = system_list(args.system)  # `all` or a list: shipped names and your own module:factory, in one report
     every, names, plugins = listed or (False, [], [])
     args.system = None if listed else args.system
-    proxied = any(getattr(load_factory(n, typed=ALL_SYSTEMS if every else None), "model_proxy", False)
-                  for n in (OPT_IN if every else OPT_IN & set(names))) or any(plugin_traits(p).model_proxy for p in plugins) \
-        if listed else bool(args.system) and (getattr(load_factory(args.system), "model_proxy", False)
-                                              if shipped(args.system) else plugin_traits(args.system).model_proxy)
+    plan = system_plan(args.system, selected, every=every, names=names, plugins=plugins)
+    proxied = plan_proxied(plan, ALL_SYSTEMS if every else None)  # a system calling its models through the proxy
     if proxied or any(STRATEGIES[base_strategy(s)].uses_model for s in strategies if base_strategy(s) in STRATEGIES):
         cassettes = resolve_set(shelf)  # a shelf of sets (sets.toml): its default set; only a model run reads it
         mode: Mode = "record" if args.record else "live" if args.live else "replay"
@@ -212,7 +209,6 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     bench = read_benchmark(args.benchmark) if args.benchmark else None  # fail fast, before replaying anything
     run_id = environ.get("MEMHARNESS_RUN_ID") or uuid.uuid4().hex[:12]  # fixed: reproducible trace ids
     env = {**environ, "MEMHARNESS_GIT_COMMIT": environ.get("MEMHARNESS_GIT_COMMIT") or _git_commit()}
-    plan = system_plan(args.system, selected, every=every, names=names, plugins=plugins)
     primary = plan_primary(plan, args.system, names)
     if args.system is None:  # every shipped system: columns `strategy` (the reference) and `strategy@system`
         strategies = plan_columns(plan, requested, primary)
@@ -301,8 +297,10 @@ def _same_primary(base: Mapping[str, Any], cand: Mapping[str, Any], base_dir: Pa
     """Refuse two runs whose first systems differ: a bare label (``heuristic``) is the run's first system."""
     a, b = _system_name(base.get("system")), _system_name(cand.get("system"))
     if a != b:
+        variant = any(str(m.get("system") or "reference") != n for m, n in ((base, a), (cand, b)))  # runs alone
+        both = "" if variant else f" (or run both in one: --system {a},{b} names {b}'s columns strategy@{b})"
         raise HarnessError(f"{base_dir}: the baseline's columns are system {a}, the candidate's {b}; compare runs of "
-                           f"the same --system (or run both in one: --system {a},{b} names {b}'s columns strategy@{b})")
+                           f"the same --system{both}")
 
 
 def _suite_gates(meta: Mapping[str, Any]) -> Path | None:

@@ -98,3 +98,18 @@ def plan_columns(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], req
     """The summary columns of a run over ``plan`` (:func:`system_plan`), system by system."""
     return tuple(column_label(x, name, primary) for name, _, part in plan
                  for x in dict.fromkeys(y for s in part for y in strategies_for(s, requested)))
+
+
+def plan_proxied(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], typed: str | None = None) -> bool:
+    """Whether a system of ``plan`` with scenarios to replay calls its models through the model proxy (its factory
+    says ``model_proxy = True``; a plug-in's is read in a child process). ``typed``: what ``--system`` said (``all``),
+    for an opt-in system's import error."""
+    from harness.replay._factory import load_factory, shipped
+    from harness.replay._inspect import plugin_traits
+
+    for name, spec, part in plan:
+        key = spec or name
+        if part and (getattr(load_factory(key, typed=typed if name in OPT_IN else None), "model_proxy", False)
+                     if shipped(key) else plugin_traits(key).model_proxy):
+            return True
+    return False

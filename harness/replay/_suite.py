@@ -30,8 +30,10 @@ from memory_core.model import Model
 def needs_cassette_model(scenarios: Sequence[Scenario], requested: Sequence[str] | None,
                          declared: Collection[str] | None = None) -> bool:
     """Whether some scenario will call the cassette-backed model (``declared``: the system's strategies, if it says)."""
-    return any(s.scripted_model is None and any(base_strategy(x) in MODEL_STRATEGIES and (declared is None or x in declared)
-                                                for x in strategies_for(s, requested)) for s in scenarios)
+    def calls(x: str) -> bool:
+        return base_strategy(x) in MODEL_STRATEGIES and (declared is None or base_strategy(x) in declared)
+
+    return any(s.scripted_model is None and any(map(calls, strategies_for(s, requested))) for s in scenarios)
 
 
 @dataclass(frozen=True)

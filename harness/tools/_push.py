@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line
 from harness.reporting._rundir import numbered_jsonl
 from harness.telemetry import otlp_problem, otlp_request, otlp_spans
 
@@ -74,6 +74,9 @@ def _post(request: urllib.request.Request, url: str, timeout: float) -> None:
             failed.append(HarnessError(f"{url}: the backend answered HTTP {exc.code} ({exc.reason})"))
         except (urllib.error.URLError, OSError, ValueError) as exc:
             failed.append(HarnessError(f"{url}: cannot reach the backend ({getattr(exc, 'reason', exc)})"))
+        except Exception as exc:  # http.client's BadStatusLine, IncompleteRead, …: a reply that is no HTTP answer
+            failed.append(HarnessError(f"{url}: the backend's answer is not HTTP ({type(exc).__name__}: "
+                                       f"{one_line(str(exc).strip())[:200]})"))
 
     worker = threading.Thread(target=send, name="memharness-push", daemon=True)  # left behind only on a timeout
     worker.start()

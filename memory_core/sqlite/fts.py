@@ -93,18 +93,22 @@ def _word_filter(db: Database, terms: list[str]) -> tuple[tuple[frozenset[str], 
 
 _SUFFIXES: Final = ("ing", "ed", "es", "s", "d")
 _VOWELS: Final = frozenset("aeiouy")
+_UNDOUBLED: Final = _VOWELS | frozenset("lsz")
+"""Doubled finals that belong to the base word (pass, call, buzz), as Porter's step 1b keeps them."""
 
 
 def stems(word: str) -> frozenset[str]:
     """``word`` and the base forms it may inflect (one of -ing, -ed, -es, -s, -d taken off while at least 3
-    characters remain; then also a doubled final consonant undone and, after -ing/-ed, an ``e`` put back): 'liked',
-    'liking' and 'likes' share 'like' with it, 'running' 'run', 'used' 'use'; 'category' and 'cat' share none."""
+    characters remain; then also a doubled final consonant other than l, s or z undone, as Porter's step 1b does,
+    and, after -ing/-ed, an ``e`` put back): 'liked', 'liking' and 'likes' share 'like' with it, 'running' 'run',
+    'used' 'use'; 'passed' keeps 'pass' ('pas' is no word it inflects), 'called' 'call'; 'category' and 'cat' share
+    none."""
     out = {word}
     for suffix in _SUFFIXES:
         rest = word[: -len(suffix)]
         if word.endswith(suffix) and len(rest) >= TRIGRAM:
             out.add(rest)
-            if len(rest) > TRIGRAM and rest[-1] == rest[-2] and rest[-1] not in _VOWELS:
+            if len(rest) > TRIGRAM and rest[-1] == rest[-2] and rest[-1] not in _UNDOUBLED:
                 out.add(rest[:-1])  # running → run, stopped → stop
             if suffix in ("ing", "ed"):
                 out.add(rest + "e")  # liking → like

@@ -138,6 +138,9 @@ def test_record_without_an_upstream_is_refused_before_any_replay(tmp_path: Path,
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["memharness: --record: a system behind the model proxy needs --api-base URL, the upstream it calls"]
     assert not (tmp_path / "out").exists()  # refused before replaying, not once per scenario
+    # --system all: only when mem0 has a scenario to replay (a design: qwen-file one runs on the reference alone)
+    assert main(["run", str(SUITE / "model" / "shown-recall.yaml"), "--system", "all", "--record", "--no-gates",
+                 "--cassettes", str(tmp_path / "c"), "--out", str(tmp_path / "all")], environ={}) == 0
 
 
 @needs_mem0

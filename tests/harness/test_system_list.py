@@ -59,3 +59,13 @@ def test_a_list_is_parsed_or_refused_in_one_line(items: list[str]) -> None:
     assert every == ("all" in stripped)
     assert names == [x for x in stripped if x in SYSTEMS]
     assert own == [x for x in stripped if x not in ("all", *SYSTEMS)]
+
+
+def test_compare_of_two_systems_names_the_list_that_runs_both_unless_one_is_a_variant(tmp_path: Path) -> None:
+    from harness.cli._commands import _same_primary
+
+    with pytest.raises(HarnessError, match=r"the candidate's mypkg\.m:f; compare runs of the same --system \(or run "
+                                           r"both in one: --system reference,mypkg\.m:f names"):
+        _same_primary({"system": "reference"}, {"system": "mypkg.m:f"}, tmp_path)
+    with pytest.raises(HarnessError, match=r"the candidate's sqlite; compare runs of the same --system$"):
+        _same_primary({"system": "reference"}, {"system": "sqlite:seed"}, tmp_path)  # a variant runs alone
