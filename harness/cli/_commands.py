@@ -82,11 +82,12 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
                            meta={**meta, "gates_file": str(gates_path.resolve()) if gates_path else None,
                                  "baseline_refused": str(refused) if refused else None}, fuzz=fuzz, run_id=run_id,
                            system=_system_name(meta.get("system")))
-    history = preview_history(out, summary)  # the trend the report shows: past runs, then this one
+    skipped: list[str] = []  # what the history read left out: said once, after the append (one warning at most)
+    history = preview_history(out, summary, skipped=skipped.append)  # the trend: past runs, then this one
     stop_if_asked()  # nothing is written for a run stopped while it was being evaluated
     write_run(out, summary=summary, results=results, spans=spans,
               html=report_chunks(summary, results, spans, bench=bench, history=history))
-    record_history(out, summary)  # once its directory is whole, the run joins the SQLite history; never fails it
+    record_history(out, summary, skipped=skipped)  # once its directory is whole, the run joins the history
     if refused is not None:  # the outputs are written (marked incomplete); the comparison is what is refused
         raise refused
     return summary

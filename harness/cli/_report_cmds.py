@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.cli._argtypes import bounded, file_path, path
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -84,10 +84,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     strategies = list(dict.fromkeys(s for r in runs for s in r.metrics))
     header = ["run", "time (UTC)", "commit", "result", "systems | strategies"]
     columns = [(s, m) for s in strategies for m in TREND_METRICS]
-    rows = [[r.run_id, r.created_at[:19].replace("T", " "), r.git_commit[:10] or "-",
-             ("pass" if r.passed else "fail") + ("" if r.complete else " (incomplete)"), r.key or "-"]
-            + [_cell(r.metric(s, m)) for s, m in columns] for r in runs]
-    names = header + [f"{s} {m}" for s, m in columns]
+    rows = [[one_line(r.run_id), one_line(r.created_at[:19].replace("T", " ")), one_line(r.git_commit[:10]) or "-",
+             ("pass" if r.passed else "fail") + ("" if r.complete else " (incomplete)"), one_line(r.key) or "-"]
+            + [_cell(r.metric(s, m)) for s, m in columns] for r in runs]  # a text value from the file: one line
+    names = header + [one_line(f"{s} {m}") for s, m in columns]
     widths = [max(len(n), *(len(row[i]) for row in rows)) if rows else len(n) for i, n in enumerate(names)]
     print("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)))
     for row in rows:
@@ -98,7 +98,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         for s, m in columns:
             a, b = first.metric(s, m), last.metric(s, m)
             if a is not None and b is not None:
-                print(f"trend {s} {m}: {a:.3g} -> {b:.3g} ({b - a:+.3g} over {len(same)} runs of {last.key or '-'})")
+                print(one_line(f"trend {s} {m}: {a:.3g} -> {b:.3g} ({b - a:+.3g} over {len(same)} runs of "
+                               f"{last.key or '-'})"))
     return 0
 
 

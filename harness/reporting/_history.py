@@ -5,11 +5,16 @@ Writes are one ``BEGIN IMMEDIATE`` transaction each (schema, migration and rows 
 once serialise and lose no row: a database another process holds is waited for (SQLite's busy timeout, then
 retries) for up to ``HISTORY_WAIT_S`` seconds. A missing or corrupt database, or one held longer than that, costs a
 one-line warning on stderr and never fails a run.
+
+Every value read is checked, in ``_read`` only: a row holding a value of a type the history never writes (a blob, text
+that is not UTF-8, text where a number belongs…) is left out, and the rows left out are said once, in one line naming
+the file and the columns.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
 
+from harness.errors import one_line
 from harness.evaluation import RunSummary
 
 HISTORY_FILE: Final = "history.sqlite"
@@ -37,6 +43,9 @@ CREATE TABLE IF NOT EXISTS metrics (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, strategy TEXT NOT NULL, metric TEXT NOT NULL,
     value REAL, PRIMARY KEY (run_id, strategy, metric));
 """
+CORRUPT: Final = (sqlite3.Error, ValueError, OverflowError, MemoryError)
+"""What a damaged history file can raise while it is read or written: SQLite's errors, ``UnicodeDecodeError`` (a
+``ValueError``: SQLite's message quoting a damaged schema is not UTF-8), and a huge or out-of-range value."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +74,12 @@ def history_path(out: Path, environ: dict[str, str] | None = None) -> Path:
 
 
 def _warn(db: Path, exc: BaseException) -> None:
-    print(f"memharness: warning: run history {db} not updated/read ({type(exc).__name__}: {exc})", file=sys.stderr)
+    print(one_line(f"memharness: warning: run history {db} not updated/read ({type(exc).__name__}: {exc})"),
+          file=sys.stderr)
+
+
+def _warn_skipped(db: Path, what: str) -> None:
+    print(one_line(f"memharness: warning: run history {db}: {what}"), file=sys.stderr)
 
 
 def run_key(summary: RunSummary) -> str:
@@ -102,13 +116,23 @@ def _patiently(db: Path, attempt: Callable[[], _T]) -> _T:
         pause = min(pause * 2, 0.5)
 
 
+def _text(raw: bytes) -> str | bytes:
+    """SQLite text as ``str``; text that is not UTF-8 stays ``bytes``: a value of the wrong type, not an error."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
 def _connect(db: Path, *, read_only: bool = False) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit) with the busy timeout."""
     if read_only:
-        return sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
                                isolation_level=None)  # '#', '?', '%' in the path encoded
-    conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    conn.execute("PRAGMA foreign_keys = ON")
+    else:
+        conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        conn.execute("PRAGMA foreign_keys = ON")
+    conn.text_factory = _text
     return conn
 
 
@@ -160,30 +184,60 @@ def append_run(db: Path, summary: RunSummary, *, out_dir: Path | None = None,
     try:
         db.parent.mkdir(parents=True, exist_ok=True)
         _patiently(db, lambda: _write(db, summary, rows, out_dir))
-    except (sqlite3.Error, OSError) as exc:
+    except (*CORRUPT, OSError) as exc:
         warn(db, exc)
         return False
     return True
 
 
 def read_history(db: Path, *, limit: int = 20, key: str | None = None,
-                 warn: Callable[[Path, BaseException], None] = _warn) -> list[HistoryRun]:
+                 warn: Callable[[Path, BaseException], None] = _warn,
+                 skipped: Callable[[Path, str], None] = _warn_skipped) -> list[HistoryRun]:
     """The last ``limit`` runs (of ``key`` only, when given), oldest first; [] (and a warning when it exists but is
-    unreadable) otherwise."""
-    if not db.exists():
-        return []
-    if not db.is_file():  # a FIFO or device would block sqlite's open
-        warn(db, OSError(f"{db} is not a regular file"))
-        return []
+    unreadable) otherwise. Rows with a value of the wrong type are left out and told to ``skipped``, once."""
+    bad: list[str] = []
     try:
-        return _patiently(db, lambda: _read(db, limit, key))
-    except sqlite3.Error as exc:
+        if not db.exists():
+            return []
+        if not db.is_file():  # a FIFO or device would block sqlite's open
+            raise OSError(f"{db} is not a regular file")
+        runs = _patiently(db, lambda: _read(db, limit, key, bad))
+    except (*CORRUPT, OSError) as exc:
         warn(db, exc)
         return []
+    if bad:
+        skipped(db, f"left out {len(bad)} row(s) holding a value of the wrong type ({', '.join(dict.fromkeys(bad))})")
+    return runs
 
 
-def _read(db: Path, limit: int, key: str | None) -> list[HistoryRun]:
-    """One attempt at reading, in one read transaction (a run is seen whole or not at all)."""
+class _WrongType(Exception):
+    """A value read of a type the history never writes; its message is the ``table.column``."""
+
+
+def _str(value: object, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    raise _WrongType(where)
+
+
+def _flag(value: object, where: str) -> bool:
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    raise _WrongType(where)
+
+
+def _number(value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    raise _WrongType(where)
+
+
+def _read(db: Path, limit: int, key: str | None, bad: list[str]) -> list[HistoryRun]:
+    """One attempt at reading, in one read transaction (a run is seen whole or not at all). The one place rows are
+    read: every value is checked here; a row with a wrong-typed value is left out and its column added to ``bad``."""
+    bad.clear()  # a retried attempt starts over
     conn = _connect(db, read_only=True)
     try:
         conn.execute("BEGIN")
@@ -191,14 +245,25 @@ def _read(db: Path, limit: int, key: str | None) -> list[HistoryRun]:
         keyed = "key" if "key" in columns else "''"  # a history from before keys, read-only: no migration
         runs = conn.execute(f"SELECT run_id, created_at, git_commit, passed, complete, {keyed} FROM runs "
                             f"WHERE ? IS NULL OR {keyed} = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
-                            (key, key, max(limit, 0))).fetchall()
+                            (key, key, min(max(limit, 0), sys.maxsize))).fetchall()
         out: list[HistoryRun] = []
-        for run_id, created_at, commit, passed, complete, run_of in reversed(runs):
+        for row in reversed(runs):
+            try:
+                run_id, created_at, commit, run_of = (_str(row[i], f"runs.{name}") for i, name in
+                                                      ((0, "run_id"), (1, "created_at"), (2, "git_commit"), (5, "key")))
+                passed, complete = _flag(row[3], "runs.passed"), _flag(row[4], "runs.complete")
+            except _WrongType as exc:
+                bad.append(str(exc))
+                continue
             metrics: dict[str, dict[str, float | None]] = {}
             for strategy, metric, value in conn.execute(
                     "SELECT strategy, metric, value FROM metrics WHERE run_id = ?", (run_id,)):
-                metrics.setdefault(strategy, {})[metric] = value
-            out.append(HistoryRun(run_id, created_at, commit, bool(passed), bool(complete), metrics, run_of))
+                try:
+                    name, number = _str(metric, "metrics.metric"), _number(value, "metrics.value")
+                    metrics.setdefault(_str(strategy, "metrics.strategy"), {})[name] = number
+                except _WrongType as exc:
+                    bad.append(str(exc))
+            out.append(HistoryRun(run_id, created_at, commit, passed, complete, metrics, run_of))
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -211,22 +276,31 @@ def history_json(runs: Sequence[HistoryRun]) -> str:
                         "passed": r.passed, "complete": r.complete, "metrics": r.metrics} for r in runs])
 
 
-def record_history(out: Path, summary: RunSummary, *, environ: dict[str, str] | None = None) -> bool:
+def record_history(out: Path, summary: RunSummary, *, environ: dict[str, str] | None = None,
+                   skipped: Sequence[str] = ()) -> bool:
     """Append this run to the history beside ``out`` (see ``history_path``) once its run directory is written (a run
     whose directory could not be written is no run: no row for it). A shard is not a run of the suite: it is not
-    recorded (its merge is), so no history file lands among the shard directories ``memharness merge`` reads."""
+    recorded (its merge is), so no history file lands among the shard directories ``memharness merge`` reads.
+    ``skipped``: what ``preview_history`` left out, said after a successful append (a failed one says its own
+    warning instead): a run prints one warning line about its history at most."""
     if (summary.meta or {}).get("shard"):
         return False
-    return append_run(history_path(out, environ), summary, out_dir=out)
+    db = history_path(out, environ)
+    if not append_run(db, summary, out_dir=out):
+        return False
+    if skipped:
+        _warn_skipped(db, skipped[0])
+    return True
 
 
-def preview_history(out: Path, summary: RunSummary, *, limit: int = 20,
-                    environ: dict[str, str] | None = None) -> list[HistoryRun]:
+def preview_history(out: Path, summary: RunSummary, *, limit: int = 20, environ: dict[str, str] | None = None,
+                    skipped: Callable[[str], None] = lambda _: None) -> list[HistoryRun]:
     """The trend the report shows: the last runs of the same systems and strategies, oldest first, then this one
     (a shard's report: the recorded runs only). Reads only; an unreadable history gives what it can, silently
-    (``record_history`` warns when it tries to write)."""
+    (``record_history`` warns when it tries to write); rows it left out are told to ``skipped``, for
+    ``record_history`` to say."""
     runs = [r for r in read_history(history_path(out, environ), limit=limit, key=run_key(summary),
-                                    warn=lambda *_: None)
+                                    warn=lambda *_: None, skipped=lambda _, what: skipped(what))
             if (r.run_id, r.created_at) != (summary.run_id, summary.created_at)]
     if not (summary.meta or {}).get("shard"):
         runs.append(HistoryRun(summary.run_id, summary.created_at, str(summary.meta.get("git_commit") or ""),
