@@ -296,7 +296,8 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
         try:
             task: Callable[[int], tuple[list[ScenarioResult], Sequence[Any]]] = _indexed_task if traces is None else _encoded_task
             outputs_ = pool.map(task, range(len(selected)), chunksize=pool_chunk(len(selected), workers))
-            _ = idle() if idle is not None else None  # the workers replay: compile the report here meanwhile
+            if idle is not None:  # the workers replay: compile the report here meanwhile
+                idle()
             collect(outputs_)
         except BrokenProcessPool:
             if USER_INTERRUPT.is_set():  # a worker killed outright (SIGKILL to the group) as the run was stopped

@@ -68,11 +68,16 @@ def _trace_query(expected: object) -> tuple[str, str] | None:
     return (keyword, want) if sep and keyword.strip() else None
 
 
+def _trace_parts(expected: object) -> tuple[str, str]:
+    """KEYWORD and what follows ``=>``; the form was checked before any check runs (:func:`expected_problem`)."""
+    query = _trace_query(expected)
+    assert query is not None, expected
+    return query
+
+
 def _traces(system: SqliteSystem, expected: object) -> str | None:
     """``traces: "KEYWORD => N"``: search_conversation_traces (spec §4.6 source 1) finds N turns for KEYWORD."""
-    if (query := _trace_query(expected)) is None:
-        return f"traces: expected 'KEYWORD => N', got {expected!r}"
-    keyword, want = query
+    keyword, want = _trace_parts(expected)
     n = len(system.mem.search_traces(keyword))
     return None if str(n) == want.strip() else f"trace search for {keyword!r}: {n} turn(s), expected {want.strip()}"
 
@@ -80,9 +85,7 @@ def _traces(system: SqliteSystem, expected: object) -> str | None:
 def _newest_turn(system: SqliteSystem, expected: object, name: str, *, present: bool) -> str | None:
     """``NAME: "KEYWORD => TEXT"``: the newest turn trace search returns for KEYWORD contains TEXT (``present``) or
     does not (the other side of a cut: spec §4.6 returns ``content[:500]``)."""
-    if (query := _trace_query(expected)) is None:
-        return f"{name}: expected 'KEYWORD => TEXT', got {expected!r}"
-    keyword, text = query
+    keyword, text = _trace_parts(expected)
     rows = system.mem.search_traces(keyword)
     if not rows:
         return f"trace search for {keyword!r} found nothing, expected a newest turn {'with' if present else 'without'} " \
@@ -125,9 +128,7 @@ def _sql(system: SqliteSystem, expected: object) -> str | None:
     """``sql: "SELECT … => EXPECTED"``: a read-only query over the system's database; its rows, columns joined by
     `` | `` and rows by ``; `` (NULL for NULL), must equal EXPECTED (empty: no rows). At most ``SQL_CHECK_SECONDS``
     and ``SQL_CHECK_BYTES`` a value."""
-    query, sep, want = str(expected).rpartition(" => ")
-    if not sep or not query.strip():
-        return f"sql: expected 'SELECT … => EXPECTED', got {expected!r}"
+    query, _, want = str(expected).rpartition(" => ")  # the form was checked before (expected_problem)
     uri = "file:" + urllib.parse.quote(str(system.mem.db.path)) + "?mode=ro"
     deadline = time.monotonic() + SQL_CHECK_SECONDS
     try:

@@ -35,7 +35,6 @@ MEMORY_COLUMNS: Final = (
 )
 UPDATABLE: Final = frozenset(MEMORY_COLUMNS[1:]) - {"created_at", "expires_at"}
 """``update_memory``'s allow-list (spec §2.1): ``expires_at`` is not on it (Q8)."""
-_DEFAULTS: Final = DEFAULTS
 _FTS_COLUMNS: Final = "content, subject, predicate, tags"
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS _schema_meta(key TEXT PRIMARY KEY, value TEXT);
@@ -111,10 +110,6 @@ _UNDECODABLE: Final = UnicodeDecodeError
 def _line(exc: BaseException) -> str:
     """An error's text on one line (SQLite quotes a damaged schema's ``CREATE`` statement, newlines and all)."""
     return " ".join(str(exc).split())
-
-
-_row: Final = memory_row
-"""A memory row as a dict, read by ``rows``' rules (NULL → default, a number clamped into its range, …)."""
 
 
 def _encode(key: str, value: Any) -> Any:
@@ -222,7 +217,7 @@ class Database:
         ``updated_at`` is set to now unless ``keep_timestamps`` (fixtures backdating a row, spec Q14).
         """
         now = self.now()
-        row = {**_DEFAULTS, **{k: v for k, v in memory.items() if k in MEMORY_COLUMNS}}
+        row = {**DEFAULTS, **{k: v for k, v in memory.items() if k in MEMORY_COLUMNS}}
         if not row.get("id"):
             row["id"] = self.new_id()
         if not row.get("created_at"):
@@ -262,7 +257,7 @@ class Database:
         """One row by id (no access bump, spec §4.5)."""
         with self.guard("read memory") as conn:
             row = conn.execute("SELECT * FROM memories WHERE id=?", (memory_id,)).fetchone()
-            return _row(row) if row else None
+            return memory_row(row) if row else None
 
     def delete_memory(self, memory_id: str) -> bool:
         """Delete by id; the delete trigger removes the FTS entry. Inside ``keeping(k)``: only while row k exists."""
@@ -299,13 +294,13 @@ class Database:
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         sql = f"SELECT * FROM memories {clause} ORDER BY importance_score DESC, created_at DESC LIMIT ? OFFSET ?"
         with self.guard("query memories") as conn:
-            return [_row(r) for r in conn.execute(sql, [*args, limit, offset]).fetchall()]
+            return [memory_row(r) for r in conn.execute(sql, [*args, limit, offset]).fetchall()]
 
     def load_all(self) -> list[dict[str, Any]]:
         """Every memory, newest created first."""
         with self.guard("load memories") as conn:
             sql = "SELECT rowid AS _rowid, * FROM memories ORDER BY created_at DESC, rowid DESC"
-            return [_row(r) for r in conn.execute(sql).fetchall()]
+            return [memory_row(r) for r in conn.execute(sql).fetchall()]
 
     def search_fts(self, match: str, limit: int) -> list[tuple[dict[str, Any], float]]:
         """Rows matching an FTS5 expression with their ``bm25`` rank, best first; a MATCH syntax error gives ``[]``."""
@@ -323,7 +318,7 @@ class Database:
         out = []
         with self.guard("full-text search"):
             for r in rows:
-                data = _row(r)
+                data = memory_row(r)
                 out.append((data, float(data.pop("rank"))))
         return out
 
@@ -335,7 +330,7 @@ class Database:
         where = " OR ".join(test.format("content") for test, _ in tests)
         with self.guard("like search") as conn:
             rows = conn.execute(f"SELECT * FROM memories WHERE {where} LIMIT ?", [*(a for _, a in tests), limit])
-            return [_row(r) for r in rows]
+            return [memory_row(r) for r in rows]
 
     def cleanup_expired(self) -> int:
         """Delete every row with ``expires_at < now`` (ISO string comparison)."""
