@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness.evaluation._records import ChangedProbe, ScenarioCounts, StrategySummary
@@ -32,14 +34,16 @@ def _probe_column(metric: str) -> str:
     return "m." + plugin.key if plugin is not None else _PROBE_COLUMN.get(metric, "m." + metric.split(".", 1)[1])
 
 
-def probe_frame(probes: Sequence[Probe]) -> pd.DataFrame:
+def probe_frame(probes: Iterable[Probe]) -> pd.DataFrame:
     """One row per graded probe (skipped ones feed no metric); ``metrics`` and ``tokens`` flattened to
     ``m.<name>`` and ``tok.<name>`` columns.
 
-    Built a column at a time: a dict per row (``DataFrame.from_records``) was the evaluation's largest transient
-    object, ~3 KB a probe, and the peak memory of a run grew with its suite because of it (issue 34). The frame is
-    the one ``from_records`` builds: a column in order of first appearance, NaN where a probe has no such value."""
-    columns: dict[str, list[Any]] = {}
+    Built a column at a time, each number column a typed array (8 bytes a value): a dict per row
+    (``DataFrame.from_records``) and then lists of boxed numbers were the evaluation's largest transient objects,
+    and a run's peak memory grew with its suite because of them (issue 34). The frame holds what ``from_records``
+    would, a column in order of first appearance, except that numbers (and bools) are float64 with NaN for no
+    value (``step`` stays int64); a column with any other value holds objects, its numbers still as floats."""
+    columns: dict[str, list[Any] | array[Any]] = {}
     n = 0
     for p in probes:
         if not p.graded:
@@ -47,15 +51,36 @@ def probe_frame(probes: Sequence[Probe]) -> pd.DataFrame:
         for key, value in _frame_row(p).items():
             column = columns.get(key)
             if column is None:
-                column = columns[key] = [math.nan] * n
-            column.append(value)
+                column = columns[key] = _new_column(key, n)
+            if isinstance(column, array) and not _number(value):
+                column = columns[key] = [math.nan if isinstance(v, float) and math.isnan(v) else v for v in column]
+            column.append(value if key in _OBJECT_COLUMNS or key == "step" or not _number(value) else _numeric(value))
         n += 1
         for column in columns.values():
             if len(column) < n:
                 column.append(math.nan)
     if not n:
         return pd.DataFrame(columns=["scenario", "step", "kind", "strategy"])
-    return pd.DataFrame(columns)
+    return pd.DataFrame({k: np.frombuffer(v, dtype=np.int64 if v.typecode == "q" else np.float64)
+                         if isinstance(v, array) else v for k, v in columns.items()})
+
+
+_OBJECT_COLUMNS = frozenset({"scenario", "kind", "strategy", "query", "selected", "fallback_reason"})
+
+
+def _new_column(key: str, n: int) -> list[Any] | array[Any]:
+    """A column that first appears at row ``n``: NaN in the rows before it."""
+    if key == "step":
+        return array("q")  # every row has its step: never NaN
+    return [math.nan] * n if key in _OBJECT_COLUMNS else array("d", [math.nan]) * n
+
+
+def _number(value: Any) -> bool:
+    return value is None or isinstance(value, int | float)  # bool is an int
+
+
+def _numeric(value: Any) -> float:
+    return math.nan if value is None else float(value)
 
 
 def _frame_row(p: Probe) -> dict[str, Any]:
@@ -93,7 +118,7 @@ def strategy_metrics(frame: pd.DataFrame) -> dict[str, float | None]:
     """The DESIGN §4 metric block for one strategy's probes."""
     rec = frame[frame["kind"] == "recall"]
     dream = frame[frame["kind"] == "dream"]
-    final = frame[_col(frame, "final").fillna(value=False).astype(bool)] if "final" in frame.columns else frame.iloc[0:0]
+    final = frame[_col(frame, "final").fillna(0.0).astype(bool)] if "final" in frame.columns else frame.iloc[0:0]
     forget = frame[frame["kind"] == "forget"]
     latency = pd.to_numeric(_col(rec, "duration_ms"), errors="coerce").dropna()
     residual = pd.to_numeric(_col(dream, "m.residual_duplicates"), errors="coerce").dropna()
@@ -146,8 +171,11 @@ def probe_success(frame: pd.DataFrame) -> pd.Series:
 def paired(frame_a: pd.DataFrame, frame_b: pd.DataFrame, a: str, b: str) -> list[Comparison]:
     """Paired comparisons of recall probes shared by two frames (joined on scenario and step)."""
     keys = ["scenario", "step"]
-    ra = frame_a[frame_a["kind"] == "recall"].assign(ok=lambda f: probe_success(f))
-    rb = frame_b[frame_b["kind"] == "recall"].assign(ok=lambda f: probe_success(f))
+    # only the columns compared: the join copies every column it carries (the query and selection texts were
+    # most of the evaluation's peak memory, issue 34)
+    wanted = [*keys, *(c for c in (*map(_probe_column, compared_metrics()), "m.model_answered")
+                       if c in frame_a.columns or c in frame_b.columns)]
+    ra, rb = (_recalls(f, wanted) for f in (frame_a, frame_b))
     if ra.empty or rb.empty:
         return []
     joined = _real_model_rows(ra.merge(rb, on=keys, suffixes=("_a", "_b")))
@@ -162,6 +190,12 @@ def paired(frame_a: pd.DataFrame, frame_b: pd.DataFrame, a: str, b: str) -> list
         out.append(compare(a, b, metric, both[f"{col}_a"].astype(float).tolist(), both[f"{col}_b"].astype(float).tolist(),
                            both["ok_a"].astype(bool).tolist(), both["ok_b"].astype(bool).tolist()))
     return out
+
+
+def _recalls(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """The recall rows of ``frame``, only ``columns`` (those it has) and ``ok`` (:func:`probe_success`)."""
+    rows = frame[frame["kind"] == "recall"]
+    return rows[[c for c in columns if c in rows.columns]].assign(ok=probe_success(rows))
 
 
 def _real_model_rows(joined: pd.DataFrame) -> pd.DataFrame:
