@@ -66,7 +66,7 @@ def check_outcome(check: Check, want: Outcome, *, strategy: str, fallback: str |
         ok &= check(got == want.fallback, f"expected fallback {want.fallback}, got {got}")
     if want.touched is not None:
         ok &= check(sorted(set(touched)) == sorted(set(want.touched)),
-                    f"expected topics touched {sorted(want.touched)}, got {sorted(set(touched))}")
+                    f"expected touched {sorted(want.touched)} (memory kinds written), got {sorted(set(touched))}")
     if want.count is not None and count is not None:
         ok &= check(count == want.count, f"expected {want.count} ({_COUNT_NAME[kind]}), got {count}")
     if want.event and events is not None:

@@ -237,6 +237,8 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
     if "id" not in top and lim.name_problem(default_id):
         raise ctx.fail(root, "id", f"the file name cannot be the scenario id ({lim.name_problem(default_id)}); "
                                    "set 'id:'")
+    design = ctx.name(top["design"], "design") if "design" in top else ""
+    ctx.kinds = more.touched_kinds(design)  # `touched` names the design's memory kinds
     steps_node = top["steps"]
     steps = ctx.seq(steps_node, "steps", lambda n, p: _step(ctx, n, p, facts), lim.MAX_STEPS)
     if not steps:
@@ -268,7 +270,7 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         strategies=strategies,
         scripted_model=_scripted(ctx, top["scripted_model"]) if "scripted_model" in top else None,
         systems=ctx.strings(top["systems"], "systems") if "systems" in top else (),
-        design=ctx.name(top["design"], "design") if "design" in top else "",
+        design=design,
         variant=more.variant(ctx, top) if "variant" in top else "")
 
 

@@ -36,6 +36,15 @@ OUTCOME_KEYS: Final = ("expect_strategy", "expect_fallback", "expect_touched", "
 MODEL_PARAMS: Final = ("purpose", "timeout_s", "max_tokens", "temperature")
 """What ``model_params`` can pin: the fields of every model request a step makes."""
 TOPICS: Final = ("user", "feedback", "project", "reference")
+"""The file design's memory kinds (qwen spec §2): what its extract, dream and forget report ``touched``."""
+SQLITE_TYPES: Final = ("fact", "preference", "skill", "context", "rule", "error", "persona_trait")
+"""The SQLite design's memory types as v2 writes them (s1 spec §1, the ``type`` column): what its extraction reports
+``touched``. A scenario of ``design: s1-sqlite`` names these; any other names ``TOPICS``."""
+
+
+def touched_kinds(design: str) -> tuple[str, ...]:
+    """The names a ``touched`` list of a scenario of ``design`` may use."""
+    return SQLITE_TYPES if design == "s1-sqlite" else TOPICS
 
 
 def outcome(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, *, count_key: str | None = None,
@@ -51,7 +60,7 @@ def outcome(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, *, count_ke
         if key("strategy") in nodes else None,
         fallback=ctx.text(nodes[key("fallback")], f"{here}.{key('fallback')}") if key("fallback") in nodes else None,
         touched=tuple(ctx.seq(nodes[key("touched")], f"{here}.{key('touched')}",
-                              lambda n, p: ctx.string(n, p, choices=TOPICS)))
+                              lambda n, p: ctx.string(n, p, choices=ctx.kinds or TOPICS)))
         if key("touched") in nodes else None,
         count=ctx.integer(nodes[count_key], f"{here}.{count_key}") if count_key and count_key in nodes else None,
         event=event(ctx, nodes[key("event")], f"{here}.{key('event')}") if key("event") in nodes else {},

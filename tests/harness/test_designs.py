@@ -180,3 +180,35 @@ def test_system_all_plans_every_shipped_system_each_with_its_own_scenarios() -> 
     assert "mem0/extract-then-recall" in {s.id for s in mem0}
     assert {s.id for s in mem0} - {"mem0/extract-then-recall"} == {
         s.id for s in suite if not s.design and not s.systems}  # the portable ones
+
+
+_TOUCHED_PLACES = {  # a step that carries a touched list, with {names} where the list goes
+    "extract": '  - session: s1\n    turns: [{user: "I like tabs over spaces a lot"}]\n    expect_extract: {touched: {names}}\n',
+    "trailing": '  - session: s1\n    turns: [{user: "I like tabs over spaces a lot"}]\n    queued_behind: busy\n'
+                '    expect_extract: {status: skipped}\n    expect_trailing: {runs: 1, touched: {names}}\n',
+    "dream": "  - dream: {force: true, expect_touched: {names}}\n",
+    "forget": "  - forget: {query: tabs, expect_touched: {names}}\n",
+}
+
+
+@pytest.mark.parametrize("place", sorted(_TOUCHED_PLACES))
+@pytest.mark.parametrize("design", ["", "qwen-file", "s1-sqlite"])
+def test_touched_names_the_designs_memory_kinds_and_refuses_the_others(tmp_path: Path, place: str,
+                                                                       design: str) -> None:
+    """``touched`` names the memory kinds of the scenario's design: the file design's four topics (also a portable
+    scenario's), the SQLite design's seven v2 types (SQLite spec §1, what its extraction reports); each name of the
+    other design is a located error at its line and index, everywhere a touched list goes."""
+    from harness.scenario._load_more import SQLITE_TYPES, TOPICS
+
+    mine, theirs = (SQLITE_TYPES, TOPICS) if design == "s1-sqlite" else (TOPICS, SQLITE_TYPES)
+    head = f"design: {design}\n" if design else ""
+    path = tmp_path / "t.yaml"
+    step = _TOUCHED_PLACES[place]
+    path.write_text(f"{head}steps:\n" + step.replace("{names}", "[" + ", ".join(mine) + "]"))
+    loaded = load_scenario(path)
+    assert loaded.design == design
+    for name in theirs:
+        path.write_text(f"{head}steps:\n" + step.replace("{names}", f"[{mine[0]}, {name}]"))
+        with pytest.raises(ScenarioError, match=rf"t\.yaml:\d+: steps\[0\]\.\w+\.(expect_)?touched\[1\]: expected "
+                                                rf"one of {', '.join(mine)}, got '{name}'"):
+            load_scenario(path)
