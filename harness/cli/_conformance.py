@@ -53,6 +53,7 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes
     ``cassettes``: the cassette set or shelf to replay from (default: the first path's ``cassettes/``)."""
     from harness.errors import SystemFailure
     from harness.replay import ModelSpec, plugin_traits, resolve_set, step_needs, target_problem
+    from harness.replay._cassette import UNRECORDED
     from harness.scenario import load_all
 
     try:  # in a child process: the plug-in's import and construction never run in this one
@@ -116,7 +117,7 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes
                 row.ran += 1
             if result.status not in ("failed", "error"):
                 continue
-            if result.status == "error" and "unrecorded model call" in (result.error or ""):  # the cassettes' gap,
+            if result.status == "error" and UNRECORDED in (result.error or ""):  # the cassettes' gap,
                 if row.verdict == "ok":  # not the system's: as a run says INCOMPLETE, never wrong
                     row.verdict, row.detail = "incomplete", f"{scenario.id}: {(result.error or '').splitlines()[0]}"
                 continue

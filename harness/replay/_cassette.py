@@ -32,6 +32,9 @@ from memory_core.sqlite.templates import all_prompt_versions as sqlite_prompt_ve
 
 CASSETTE_FILE: Final = "cassette.jsonl"
 SETS_FILE: Final = "sets.toml"
+UNRECORDED: Final = "unrecorded model call"
+"""In every replay miss's message (a cassette's and the model proxy's): how `conformance` tells the cassettes' gap
+from the system's fault."""
 Mode = Literal["replay", "record", "live"]
 
 
@@ -157,7 +160,7 @@ class CassetteModel:
             return self._replay(entry, request)
         if self.mode == "replay" or self.inner is None:
             raise CassetteMiss(
-                f"unrecorded model call in {self.context.scenario or '?'} step {self.context.step} "
+                f"{UNRECORDED} in {self.context.scenario or '?'} step {self.context.step} "
                 f"(purpose {request.purpose}, prompt {request.prompt_version}, key {key[:16]}): "
                 f"{self.why_stale(request)}; record it with `memharness record` (the set {self.cassette.directory})"
             )

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import HarnessError, one_line
-from harness.replay._cassette import append_entry, recording_lines, resolve_set
+from harness.replay._cassette import UNRECORDED, append_entry, recording_lines, resolve_set
 
 PROXY_FILE: Final = "proxy.jsonl"
 PROXY_URL_ENV: Final = "MEMHARNESS_MODEL_BASE_URL"
@@ -71,7 +71,7 @@ class ProxyCall:
     def describe(self) -> str:
         """``step N: unrecorded model call …``: a replay miss as the harness reports it and the proxy answers it."""
         at = f"step {self.step}" if self.step is None or self.step >= 0 else "before step 0 (seeding the memories)"
-        return (f"{at}: unrecorded model call {self.endpoint} (model {self.model or '?'}, key "
+        return (f"{at}: {UNRECORDED} {self.endpoint} (model {self.model or '?'}, key "
                 f"{self.key[:12]}) through the model proxy; record it with --record --api-base URL")
 
 
