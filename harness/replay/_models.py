@@ -18,6 +18,8 @@ class ProbeContext:
     scenario: str = ""
     step: int = -1
     strategy: str = ""
+    proxied: CallLog = field(default_factory=lambda: CallLog())
+    """Calls the system made through the model proxy during the current step (counted as the probe's ``tokens``)."""
 
 
 @dataclass
@@ -37,8 +39,13 @@ class CallLog:
     answers: list[tuple[str, Any]] = field(default_factory=list)
     """Every answer: (purpose, parsed JSON), for the checks that hold a path to what its model said (``_quality``)."""
 
-    def usage(self) -> TokenUsage:
-        return TokenUsage(self.calls, self.input_tokens, self.output_tokens, self.replayed, self.cost_usd)
+    def usage(self, also: CallLog | None = None) -> TokenUsage:
+        """The calls and tokens of this log (and of ``also``: a step's calls through the model proxy)."""
+        if also is None or not also.calls:
+            return TokenUsage(self.calls, self.input_tokens, self.output_tokens, self.replayed, self.cost_usd)
+        cost = None if self.cost_usd is None and also.cost_usd is None else (self.cost_usd or 0.0) + (also.cost_usd or 0.0)
+        return TokenUsage(self.calls + also.calls, self.input_tokens + also.input_tokens,
+                          self.output_tokens + also.output_tokens, self.replayed + also.replayed, cost)
 
 
 @dataclass

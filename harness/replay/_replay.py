@@ -106,7 +106,8 @@ class _Run:
     def probe(self, i: int, kind: ProbeKind, **fields: Any) -> None:
         log = self.counter.log if self.counter else CallLog()
         fields.setdefault("strategy_used", self.strategy)
-        self.probes.append(Probe(scenario=self.s.id, step=i, kind=kind, strategy=self.strategy, tokens=log.usage(),
+        self.probes.append(Probe(scenario=self.s.id, step=i, kind=kind, strategy=self.strategy,
+                                 tokens=log.usage(self.context.proxied),
                                  **fields))
 
     def step_strategy(self, i: int, step: Step) -> str:
@@ -126,7 +127,7 @@ class _Run:
         return self.system.index_text() if self.indexed else ""  # type: ignore[attr-defined]
 
     def run_step(self, i: int, step: Step) -> None:
-        self.context.step = i
+        self.context.step, self.context.proxied = i, CallLog()
         self.sink.events = []
         if self.counter:
             self.counter.log = CallLog()
@@ -319,6 +320,7 @@ class _Run:
     def finish(self) -> None:
         if self.counter:  # the end-of-scenario check makes no model call: do not repeat the last step's
             self.counter.log = CallLog()
+        self.context.proxied = CallLog()
         counts = entry_coverage(self.system.documents(), self.s.facts, self.seeded)
         metrics: dict[str, MetricValue] = {}
         if self.indexed:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing.util as mp_util
 import os
+import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -18,7 +19,7 @@ from harness.replay._factory import load_factory, shipped
 from harness.replay._isolated import run_isolated
 from harness.replay._models import ProbeContext, scripted_model
 from harness.replay._plan import column_label, strategies_for
-from harness.replay._proxy import PROXY_URL_ENV, ModelProxy, proxy_for
+from harness.replay._proxy import PROXY_URL_ENV, ModelProxy, ProxyCall, proxy_for
 from harness.replay._records import ScenarioResult
 from harness.replay._replay import replay
 from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario, base_strategy
@@ -123,6 +124,7 @@ class Worker:
         self._models: dict[str, Model] = {}
         self.cassette: Cassette | None = None
         self.proxy: ModelProxy | None = None  # a system whose factory says model_proxy = True: started on first use
+        self._lock = threading.Lock()
 
     @property
     def model(self) -> Model:
@@ -167,9 +169,18 @@ class Worker:
     def _proxy(self) -> ModelProxy | None:
         if self.proxy is None:
             self.proxy = proxy_for(self.factory, self.config.model, self.config.system,
-                                   lambda: (self.context.scenario, self.context.step),
-                                   lambda call: proxied_call_span(self.setup.telemetry, call))
+                                   lambda: (self.context.scenario, self.context.step), self._proxied)
         return self.proxy
+
+    def _proxied(self, call: ProxyCall) -> None:
+        """A call the system made through the model proxy: a span, and counted in its step's probe (``llm.*``) as
+        the harness's own model calls are; an unrecorded one is not (it makes the run incomplete)."""
+        if call.outcome != "unrecorded":
+            with self._lock:  # the proxy answers on its own threads
+                log = self.context.proxied
+                log.calls, log.replayed = log.calls + 1, log.replayed + (call.outcome == "replayed")
+                log.input_tokens, log.output_tokens = log.input_tokens + call.input_tokens, log.output_tokens + call.output_tokens
+        proxied_call_span(self.setup.telemetry, call)
 
     def run(self, scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
         """Every strategy of the run for ``scenario``, and the spans they produced."""

@@ -85,7 +85,14 @@ def test_record_then_replay_offline_then_a_miss_names_the_step(tmp_path: Path, c
         assert _run(suite, tmp_path / "rec", "--record", "--api-base", up) == 0
     assert len((suite / "cassettes" / PROXY_FILE).read_text().splitlines()) == 1
     assert _run(suite, tmp_path / "rep") == 0  # no upstream anywhere now
-    assert _probes(tmp_path / "rep") == _probes(tmp_path / "rec")
+    recorded, replayed = _probes(tmp_path / "rec"), _probes(tmp_path / "rep")
+    # the proxied call counts in its probe's tokens (llm.*), as the harness's own model calls do
+    assert [p["tokens"]["calls"] for p in recorded] == [p["tokens"]["calls"] for p in replayed] == [1, 0]
+    assert recorded[0]["tokens"]["input"] == replayed[0]["tokens"]["input"] == 7
+    assert (recorded[0]["tokens"]["replayed"], replayed[0]["tokens"]["replayed"]) == (0, 1)
+    assert [{**p, "tokens": {**p["tokens"], "replayed": 0}} for p in replayed] == recorded
+    summary = json.loads((tmp_path / "rep" / "summary.json").read_text())
+    assert next(iter(summary["strategies"].values()))["metrics"]["llm.calls"] == 1
     spans = [s for line in (tmp_path / "rep" / "traces.jsonl").read_text().splitlines()
              for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
     by_id = {s["spanId"]: s for s in spans}
