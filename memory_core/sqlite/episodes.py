@@ -29,7 +29,7 @@ def _tool_calls(turn: Mapping[str, Any]) -> list[Mapping[str, Any]]:
             raw = json.loads(raw)
         except json.JSONDecodeError:
             return []
-    return [c for c in raw or [] if isinstance(c, Mapping)]
+    return [c for c in raw if isinstance(c, Mapping)] if isinstance(raw, list) else []  # fix: JSON '5' raised
 
 
 def action_nodes(turns: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
