@@ -155,10 +155,11 @@ def naming(path: Path) -> Iterator[None]:
         raise
 
 
-def unwritable(path: Path) -> Path | None:
+def unwritable(path: Path, *, replaced: bool = False) -> Path | None:
     """What stops appending to file ``path``: the file itself when it exists and is not writable, else the nearest
-    existing directory above it when that cannot be written into (or is no directory); None when nothing does."""
-    probe = path
+    existing directory above it when that cannot be written into (or is no directory); None when nothing does.
+    ``replaced``: the file is replaced (a temp file beside it, then a rename): only the directory counts."""
+    probe = path.parent if replaced else path
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if probe == path:

@@ -163,8 +163,12 @@ def cmd_docs(args: argparse.Namespace) -> int:
         if not stale:
             print(f"{args.output}, {top_help_path()}: up to date")
         return 1 if stale else 0
+    from harness.errors import unwritable
     from harness.reporting import atomic_write, wrote
 
+    for out, _ in outputs:  # fix (hostile probe, round 11): the CLI reference was written, then the package's
+        if (locked := unwritable(out, replaced=True)) is not None:  # stored help refused (an install the user cannot write)
+            raise HarnessError(f"{one_line(str(out))}: {one_line(str(locked))} is not writable (nothing written)")
     for out, text in outputs:
         atomic_write(out, text)
         wrote(out)

@@ -133,7 +133,10 @@ def atomic_write(path: Path, text: str) -> None:
             return
         path = target
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        except OSError as exc:  # fix (hostile probe, round 11): the line named a random .tmp- file, not the output
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
