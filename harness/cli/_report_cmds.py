@@ -242,3 +242,17 @@ def read_benchmark(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise HarnessError(f"{path}: cannot read the benchmark file (expected a JSON object, got {type(data).__name__})")
     return data
+
+
+def read_run_inputs(args: argparse.Namespace) -> dict[str, Any] | None:
+    """What ``run`` reads besides its scenarios, read (or refused in one line) before any replay: ``--baseline``
+    (checked here, read again after the replay) and ``--benchmark`` (returned).
+
+    fix (hostile probe, round 11): a ``--baseline`` that is no readable run (a typo, a scenario directory, an
+    unreadable or damaged file) was refused only after the whole replay, ``--fuzz-examples`` included, and the run
+    directory was never written: the replay was lost."""
+    if args.baseline is not None:
+        from harness.reporting import read_run
+
+        read_run(args.baseline)
+    return read_benchmark(args.benchmark) if args.benchmark else None
