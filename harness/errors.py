@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import signal
 import threading
@@ -152,3 +153,15 @@ def naming(path: Path) -> Iterator[None]:
         if exc.filename is None:
             raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         raise
+
+
+def unwritable(path: Path, *, replaced: bool = False) -> Path | None:
+    """What stops appending to file ``path``: the file itself when it exists and is not writable, else the nearest
+    existing directory above it when that cannot be written into (or is no directory); None when nothing does.
+    ``replaced``: the file is replaced (a temp file beside it, then a rename): only the directory counts."""
+    probe = path.parent if replaced else path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe == path:
+        return None if os.access(probe, os.W_OK) else probe
+    return None if probe.is_dir() and os.access(probe, os.W_OK | os.X_OK) else probe

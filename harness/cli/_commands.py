@@ -21,7 +21,7 @@ from harness.cli._init import cmd_init
 from harness.cli._parser import build_parser, command_of
 from harness.cli._progress import progress_bar as _progress
 from harness.cli._record import cmd_record
-from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate, read_benchmark, trace_url
+from harness.cli._report_cmds import cmd_docs, cmd_history, cmd_report, cmd_schema, cmd_validate, read_run_inputs, trace_url
 from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_github, cmd_import, cmd_traces, run_fuzz
 from harness.errors import HarnessError, SystemFailure, interrupted, one_line, stop_if_asked
@@ -207,7 +207,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     elif not args.no_gates:  # said, never silent: a single file's folder often has no gates.toml
         print(f"note: no gates file ({suite_dir / 'gates.toml'} does not exist; --gates FILE to use one): only a "
               "failed scenario fails this run", file=sys.stderr)
-    bench = read_benchmark(args.benchmark) if args.benchmark else None  # fail fast, before replaying anything
+    bench = read_run_inputs(args)  # --baseline and --benchmark: fail fast, before replaying anything
     run_id = environ.get("MEMHARNESS_RUN_ID") or uuid.uuid4().hex[:12]  # fixed: reproducible trace ids
     env = {**environ, "MEMHARNESS_GIT_COMMIT": environ.get("MEMHARNESS_GIT_COMMIT") or _git_commit()}
     primary = plan_primary(plan, args.system, names)

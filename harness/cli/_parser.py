@@ -170,7 +170,8 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     fz.add_argument("--regressions", type=path, default="reports/fuzz-regressions",
                     help="where shrunk failures are written as scenarios (default: reports/fuzz-regressions, outside "
                          "the shipped suite; move one into scenarios/ to keep it as a regression)")
-    fz.add_argument("--database", type=path, help="Hypothesis example database directory (default: none)")
+    fz.add_argument("--database", type=path, help="Hypothesis example database directory (default: none; with "
+                    "--profile dev: the ci profile is derandomized and keeps no examples)")
     fz.add_argument("--min-precision", type=_floor, default=0.0,
                     help="the planted-fact recall property's per-probe precision floor (default 0.0)")
     fz.add_argument("--min-recall", type=_floor, default=1.0,

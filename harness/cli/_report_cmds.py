@@ -163,8 +163,12 @@ def cmd_docs(args: argparse.Namespace) -> int:
         if not stale:
             print(f"{args.output}, {top_help_path()}: up to date")
         return 1 if stale else 0
+    from harness.errors import unwritable
     from harness.reporting import atomic_write, wrote
 
+    for out, _ in outputs:  # fix (hostile probe, round 11): the CLI reference was written, then the package's
+        if (locked := unwritable(out, replaced=True)) is not None:  # stored help refused (an install the user cannot write)
+            raise HarnessError(f"{one_line(str(out))}: {one_line(str(locked))} is not writable (nothing written)")
     for out, text in outputs:
         atomic_write(out, text)
         wrote(out)
@@ -238,3 +242,17 @@ def read_benchmark(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise HarnessError(f"{path}: cannot read the benchmark file (expected a JSON object, got {type(data).__name__})")
     return data
+
+
+def read_run_inputs(args: argparse.Namespace) -> dict[str, Any] | None:
+    """What ``run`` reads besides its scenarios, read (or refused in one line) before any replay: ``--baseline``
+    (checked here, read again after the replay) and ``--benchmark`` (returned).
+
+    fix (hostile probe, round 11): a ``--baseline`` that is no readable run (a typo, a scenario directory, an
+    unreadable or damaged file) was refused only after the whole replay, ``--fuzz-examples`` included, and the run
+    directory was never written: the replay was lost."""
+    if args.baseline is not None:
+        from harness.reporting import read_run
+
+        read_run(args.baseline)
+    return read_benchmark(args.benchmark) if args.benchmark else None

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from harness.errors import CassetteMiss, HarnessError, one_line
+from harness.errors import CassetteMiss, HarnessError, one_line, unwritable
 from harness.replay._models import ProbeContext
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
@@ -377,6 +377,10 @@ class ModelSpec:
     timeout_scale: float = 1.0
     shelf: Path | None = None
     """The directory of cassette sets (``sets.toml``) that ``model:SET`` strategies pick from."""
+
+    def __post_init__(self) -> None:  # fix (round 11): each scenario failed, blamed on the system (PermissionError)
+        if self.mode == "record" and (locked := unwritable(self.cassettes / CASSETTE_FILE)) is not None:
+            raise HarnessError(f"{one_line(str(self.cassettes))}: --record: {one_line(str(locked))} is not writable")
 
     def for_set(self, name: str | None) -> ModelSpec:
         """This spec for strategy ``model:NAME`` (NAME a set of the shelf, or an alias), or itself for ``model``."""

@@ -323,11 +323,17 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
         if (problem := type_problem(summary)) is not None:
             raise located(problem)
         by_key: dict[tuple[str, str], list[Probe]] = {}
+        probe_lines: dict[tuple[str, str, int, str], int] = {}
         where = str(run_dir / "probes.jsonl")
         for n, row in numbered_jsonl(run_dir / "probes.jsonl"):
             where = f"{run_dir / 'probes.jsonl'}:{n}"
             _typed(run_dir / "probes.jsonl", n, row, Probe)
             probe = Probe.from_row(row)
+            once = (probe.scenario, probe.strategy, probe.step, probe.kind)
+            if once in probe_lines:  # fix (hostile probe, round 11): a second row was counted twice in every metric
+                raise HarnessError(f"{where}: step: {once[0]} [{once[1]}] step {once[2]} ({once[3]}) is also on line "
+                                   f"{probe_lines[once]}")
+            probe_lines[once] = n
             by_key.setdefault((probe.scenario, probe.strategy), []).append(probe)
         results: list[ScenarioResult] = []
         lines: dict[tuple[str, str], int] = {}
@@ -344,6 +350,10 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
                 raise HarnessError(f"{where}: scenario: {pair[0]} [{pair[1]}] is also on line {lines[pair]}")
             lines[pair] = n
             results.append(ScenarioResult.from_row(row, tuple(by_key.get(pair, []))))
+        for seen, n in probe_lines.items():  # fix (round 11): a probe of no result was read and dropped unsaid
+            if seen[:2] not in lines:
+                where = f"{run_dir / 'probes.jsonl'}:{n}"
+                raise HarnessError(f"{where}: scenario: {seen[0]} [{seen[1]}] has no row in {run_dir / 'results.jsonl'}")
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError, IndexError) as exc:
         field = f"{exc.args[0]}: missing" if isinstance(exc, KeyError) and exc.args else f"{type(exc).__name__}: {exc}"
         raise HarnessError(f"{where}: not a memharness run file of this version ({one_line(field)[:200]})") from None

@@ -133,7 +133,10 @@ def atomic_write(path: Path, text: str) -> None:
             return
         path = target
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        except OSError as exc:  # fix (hostile probe, round 11): the line named a random .tmp- file, not the output
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
@@ -144,3 +147,24 @@ def atomic_write(path: Path, text: str) -> None:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append ``text`` to ``path`` as a shell's ``>>`` would (the file made when missing). A FIFO no process reads
+    within ``FIFO_READER_WAIT_S`` is an error naming it, not a wait.
+
+    fix (hostile probe, round 11): ``$GITHUB_STEP_SUMMARY`` naming such a FIFO blocked the end of ``run`` for ever."""
+    try:
+        fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        fifo = False
+    if not fifo:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+        return
+    fd = _open_reader_end(path, append=True)
+    try:
+        os.set_blocking(fd, True)
+        _write_all(fd, text)
+    finally:
+        os.close(fd)

@@ -9,9 +9,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from harness.errors import HarnessError
 from harness.evaluation import RunSummary, p_text
 from harness.plugins import metric_names
 from harness.replay import ScenarioResult
+from harness.reporting._targets import append_text
 from harness.reporting._text import summary_markdown
 from harness.reporting._view import CARD_METRICS, Annotation, failure_annotations, gate_failure, sig3, verdict
 
@@ -63,8 +65,7 @@ def github_outputs(summary: RunSummary, results: Sequence[ScenarioResult], out: 
     target = environ.get("GITHUB_STEP_SUMMARY")
     if target:
         try:
-            with open(target, "a", encoding="utf-8") as handle:
-                handle.write(summary_markdown(summary, results) + f"\nReport: `{out}/report.html`\n\n")
-        except OSError as exc:
+            append_text(Path(target), summary_markdown(summary, results) + f"\nReport: `{out}/report.html`\n\n")
+        except (OSError, HarnessError) as exc:  # a FIFO no one reads included (round 11: it blocked for ever)
             print(f"memharness: warning: cannot append to GITHUB_STEP_SUMMARY {target} ({exc})", file=sys.stderr)
     return lines

@@ -18,7 +18,10 @@ EPISODE_TIMEOUT_S: Final = 30.0
 EPISODE_SCHEMA: Final = {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}
 OUTCOMES: Final = ("success", "partial", "failed", "ongoing")
 _WIN_PATH: Final = re.compile(r"[A-Za-z]:\\[^\s]+")
-_FILE: Final = re.compile(r"[\w.-]+\.(?:py|js|ts|md|json|yaml|toml|sh)\b", re.IGNORECASE)
+_FILE: Final = re.compile(r"(?<![\w.-])[\w.-]+\.(?:py|js|ts|md|json|yaml|toml|sh)\b", re.IGNORECASE)
+"""fix (hostile probe, round 11): without the lookbehind, a long run of word characters, dots or dashes (40 KB of
+``x.x.x.``: 59 s of CPU in extract) was rescanned from each of its characters; a match only ever starts where a run
+does (as ``retrieval._EPISODE_FILE``), so the lookbehind changes no result."""
 _KEY_PARAMS: Final = ("command", "path", "query", "url", "filename")
 
 
@@ -29,7 +32,7 @@ def _tool_calls(turn: Mapping[str, Any]) -> list[Mapping[str, Any]]:
             raw = json.loads(raw)
         except json.JSONDecodeError:
             return []
-    return [c for c in raw or [] if isinstance(c, Mapping)]
+    return [c for c in raw if isinstance(c, Mapping)] if isinstance(raw, list) else []  # fix: JSON '5' raised
 
 
 def action_nodes(turns: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

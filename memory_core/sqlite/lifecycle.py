@@ -163,7 +163,7 @@ def process_unextracted(db: Database, model: Model | None, extract: Extractor) -
             for item in attempt.items:
                 save_item(db, item, daily=True, episode_id=episode_id)
                 saved += 1
-        mark_extracted(db, session_id, [int(t["turn_index"]) for t in session_turns])
+        mark_extracted(db, session_id, [t["turn_index"] for t in session_turns])  # fix: as stored (a blob raised)
     for row in dequeue(db, QUEUE_BATCH):
         attempt = extract("user", str(row["content"]))
         reasons += [attempt.fallback_reason] if attempt.fallback_reason else []

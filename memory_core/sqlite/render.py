@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from memory_core.sqlite.db import Database
+from memory_core.sqlite.db import Database, SqliteMemoryError
 from memory_core.sqlite.retrieval import ACTION_WORDS
 
 MEMORY_MD_ORDER: Final = (("preference", "偏好"), ("fact", "事实"), ("rule", "规则"), ("skill", "技能"), ("error", "教训"))
@@ -106,7 +106,17 @@ def render_user_md(db: Database) -> str | None:
 
 
 def write_atomic(path: Path, text: str, *, backup: bool) -> None:
-    """Temp file in the same directory, fsync, ``os.replace``; ``backup`` first copies the old file to ``.bak``."""
+    """Temp file in the same directory, fsync, ``os.replace``; ``backup`` first copies the old file to ``.bak``.
+
+    fix (hostile probe, round 11): an identity directory the user cannot write raised a raw ``PermissionError`` out of
+    dream and forget (after their database writes); now ``SqliteMemoryError`` naming the file, on one line."""
+    try:
+        _write_atomic(path, text, backup=backup)
+    except OSError as exc:
+        raise SqliteMemoryError(f"{path}: cannot write: {exc.strerror or exc} ({exc.filename or path})") from exc
+
+
+def _write_atomic(path: Path, text: str, *, backup: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if backup and path.exists():
         shutil.copy2(path, path.with_name(path.name + ".bak"))

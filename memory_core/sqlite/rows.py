@@ -1,8 +1,9 @@
 """Reading a stored row (spec §2): what a value SQLite lets through but no write of the port makes reads as.
 
-- A NULL in a nullable column of a memory row reads as the column's default.
-- Text (or a blob) in a number column, or a timestamp that does not parse, is a damaged file: ``sqlite3.DatabaseError``
-  (``SqliteMemoryError`` naming the file).
+- A NULL in a nullable column of a memory row reads as the column's default; a NULL ``content`` (a table another
+  program made without ``NOT NULL``) reads as ``""`` and a number there (an untyped column) as its text.
+- A blob in ``content``, text (or a blob) in a number column, or a timestamp that does not parse, is a damaged file:
+  ``sqlite3.DatabaseError`` (``SqliteMemoryError`` naming the file).
 - A number out of its column's range (hostile probe, round 10: ``access_count = -5`` raised ``ValueError: math domain
   error`` from recall) is brought into it: ``inf``/``-inf`` reads as the column's default (as a NULL; SQLite stores a
   NaN as NULL), ``importance_score``, ``confidence`` and ``decay_rate`` are clamped to [0, 1], ``access_count`` to a
@@ -58,6 +59,10 @@ def memory_row(row: sqlite3.Row) -> dict[str, Any]:
         raise sqlite3.DatabaseError(f"damaged memory row: id = {data['id']!r:.40} (written by another program since "
                                     "this database was opened; reopening gives it a fresh id)")
     data.update({k: DEFAULTS[k] for k in DEFAULTS.keys() - {"tags", "metadata"} if k in data and data[k] is None})
+    if not isinstance(data.get("content", ""), str):  # fix (hostile probe, round 11): NULL was the text "None"
+        if isinstance(data["content"], bytes):
+            raise sqlite3.DatabaseError(f"damaged memory row {str(data.get('id'))[:40]!r}: content = {data['content']!r:.40}")
+        data["content"] = "" if data["content"] is None else str(data["content"])
     for key in _STAMPS:  # fix: a damaged row is the documented error, not a ValueError deep inside
         value = data.get(key)
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Final
@@ -12,6 +13,8 @@ from memory_core.sqlite.rows import clamp_numbers
 from memory_core.sqlite.stamps import iso, parse_iso
 
 QUEUE_MAX_RETRIES: Final = 3
+TURN_INDEX_MAX: Final = 2**63 - 1
+"""SQLite's largest integer: a session whose last turn holds it has no next index."""
 STUCK_AFTER: Final = timedelta(minutes=30)
 _EPISODE_JSON: Final = ("action_nodes", "entities", "tools_used", "linked_memory_ids", "tags")
 
@@ -82,7 +85,9 @@ def next_turn_index(db: Database, session_id: str) -> int:
     """MAX(turn_index)+1 for the session, or 0."""
     with db.guard("read turns") as conn:
         row = conn.execute("SELECT MAX(turn_index) FROM conversation_turns WHERE session_id=?", (session_id,)).fetchone()
-    return 0 if row[0] is None else int(row[0]) + 1
+        if row[0] is not None and (type(row[0]) is not int or row[0] >= TURN_INDEX_MAX):  # fix (hostile probe, round 11)
+            raise sqlite3.DatabaseError(f"damaged turn of session {session_id[:40]!r}: turn_index = {row[0]!r:.40}")
+    return 0 if row[0] is None else row[0] + 1
 
 
 def unextracted_turns(db: Database, limit: int = 200) -> list[dict[str, Any]]:
@@ -92,8 +97,8 @@ def unextracted_turns(db: Database, limit: int = 200) -> list[dict[str, Any]]:
         return [dict(r) for r in conn.execute(sql, (limit,)).fetchall()]
 
 
-def mark_extracted(db: Database, session_id: str, indices: Sequence[int]) -> None:
-    """Mark turn indices of a session extracted."""
+def mark_extracted(db: Database, session_id: str, indices: Sequence[object]) -> None:
+    """Mark turn indices of a session extracted (each as stored: a damaged one, text or a blob, is matched as is)."""
     with db.guard("mark turns") as conn:
         conn.executemany("UPDATE conversation_turns SET extracted = TRUE WHERE session_id=? AND turn_index=?",
                          [(session_id, i) for i in indices])
