@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -21,18 +20,11 @@ from hypothesis import strategies as st
 
 from tests.harness.conftest import SCENARIOS
 from tests.helpers import examples
+from tests.hostile_cli.test_write_targets import _drain
 
 WALL_S = 60
 """In a child process: a run that blocks (the old code, in ``open()`` of the FIFO) is killed, not waited for."""
 
-
-def _drain(fifo: Path, got: list[bytes]) -> threading.Thread:
-    def read() -> None:
-        with open(fifo, "rb") as handle:
-            got.append(handle.read())
-    thread = threading.Thread(target=read, daemon=True)
-    thread.start()
-    return thread
 
 
 @pytest.mark.slow  # ten child runs, ~14 s
