@@ -7,7 +7,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory_core.files.store import FileStore
+from memory_core.files.store import FileStore, Listing
 
 
 @dataclass
@@ -52,7 +52,12 @@ class FaultyStore:
         return False
 
     def list(self) -> list[str]:
-        keys = self.inner.list()
+        return self.listing().keys
+
+    def listing(self) -> Listing:
+        """The inner store's listing with the ``vanish`` faults applied (the scan reads this, not ``list``)."""
+        listing = self.inner.listing()
+        keys = listing.keys
         for fault in self.faults:
             if fault.kind != "vanish" or fault.remaining <= 0:
                 continue
@@ -63,7 +68,7 @@ class FaultyStore:
             if fault.ghosts:
                 fault.remaining -= 1
                 keys = [*keys, *(g for g in fault.ghosts if g not in keys)]
-        return keys
+        return Listing(keys, listing.unlisted)
 
     def read(self, key: str) -> str:
         return self.inner.read(key)

@@ -20,7 +20,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Final
 
 from memory_core.files.formats import js_len, js_slice
-from memory_core.files.scan import DocCache, scan
+from memory_core.files.scan import DocCache, ScanResult, scan
 from memory_core.files.store import INDEX_DIRTY_KEY, INDEX_KEY, Store
 from memory_core.files.topic import TopicDoc
 
@@ -129,9 +129,11 @@ def _cut_to_size(text: str) -> str:
     return text[:cut] if cut > 0 else js_slice(text, MAX_INDEX_CHARS)
 
 
-def build_index(docs: Sequence[TopicDoc]) -> IndexBuild:
-    """One line per doc in scan order; 200-line cap; 25,000-unit cap; warning when cut (spec §4.1)."""
+def build_index(docs: Sequence[TopicDoc], *, kept: Sequence[str] = ()) -> IndexBuild:
+    """One line per doc in scan order, then the ``kept`` lines; 200-line cap; 25,000-unit cap; warning when cut
+    (spec §4.1)."""
     lines = [index_line(d) for d in docs]
+    lines += [line for line in kept if line not in lines]
     truncated = len(lines) > MAX_INDEX_LINES
     text = "\n".join(lines[:MAX_INDEX_LINES])
     if js_len(text) > MAX_INDEX_CHARS:
@@ -140,9 +142,37 @@ def build_index(docs: Sequence[TopicDoc]) -> IndexBuild:
     return IndexBuild(text + WRITE_WARNING if truncated else text, truncated)
 
 
+_LINK_TARGET: Final = re.compile(r"- \[[^\[\]\n]*\]\(([^()\s]+)\)")
+"""The link target of an ``index_line`` (its title holds no brackets, its target no parentheses or spaces)."""
+
+
+def kept_lines(store: Store, result: ScanResult) -> list[str]:
+    """The lines of the current ``MEMORY.md`` that point at files the scan could not read, or into folders it could
+    not list: those files are still there, so their lines stay (in their old order, after the rebuilt ones).
+
+    fix: the rebuild dropped them, and the index lost a memory whenever a file or folder was briefly unreadable."""
+    lost = [d.relative_path for d in result.dropped if d.reason.startswith("unreadable")]
+    if not lost:
+        return []
+    files = {index_target(k) for k in lost if not k.endswith("/")}
+    folders = tuple(index_target(k) + "/" for k in lost if k.endswith("/"))
+    try:
+        old = store.read(INDEX_KEY)
+    except (OSError, ValueError):
+        return []
+    kept: list[str] = []
+    for line in old.split("\n"):
+        match = _LINK_TARGET.match(line)
+        if match and (match.group(1) in files or match.group(1).startswith(folders)) and line not in kept:
+            kept.append(line)
+    return kept
+
+
 def rebuild_index(store: Store, *, cache: DocCache | None = None) -> IndexBuild:
-    """Scan, build and overwrite ``MEMORY.md`` (spec §4.2); clears the stale-index marker."""
-    built = build_index(scan(store, cache=cache).docs)
+    """Scan, build and overwrite ``MEMORY.md`` (spec §4.2), keeping the lines of files it could not read (see
+    ``kept_lines``); clears the stale-index marker."""
+    result = scan(store, cache=cache)
+    built = build_index(result.docs, kept=kept_lines(store, result))
     store.write(INDEX_KEY, built.text)
     with contextlib.suppress(OSError):
         store.delete(INDEX_DIRTY_KEY)

@@ -8,7 +8,7 @@ from typing import Final
 
 from memory_core.files.formats import locale_key
 from memory_core.files.paths import INDEX_FILENAME
-from memory_core.files.store import Store
+from memory_core.files.store import Listing, Store
 from memory_core.files.topic import TopicDoc, parse_topic
 
 MAX_SCANNED_MEMORY_FILES: Final = 200
@@ -49,7 +49,8 @@ class ScanResult:
     docs: tuple[TopicDoc, ...]
     """Parsed docs in recency order, capped at 200."""
     dropped: tuple[DroppedFile, ...] = ()
-    """Files skipped: unreadable ones (fix: spec §12) and ones that are no memory doc (spec §3)."""
+    """Files skipped: unreadable ones (fix: spec §12), ones that are no memory doc (spec §3), and folders that could
+    not be listed (their key ends in ``/``)."""
     total_docs: int = 0
     """Docs found before the 200 cap."""
 
@@ -77,6 +78,12 @@ class DocCache:
     misses: int = 0
 
 
+def store_listing(store: Store) -> Listing:
+    """The store's ``listing()`` when it has one (``FileStore`` and wrappers of it), else its ``list()``."""
+    listing = getattr(store, "listing", None)
+    return listing() if callable(listing) else Listing(store.list())
+
+
 def _order_key(doc: TopicDoc) -> tuple[float, tuple[str, str]]:
     return (-doc.mtime_ms, locale_key(doc.filename))
 
@@ -89,9 +96,10 @@ def scan(store: Store, *, cache: DocCache | None = None, limit: int | None = MAX
     fix: spec §12 — upstream rejects the whole scan when one file cannot be read; here that file is skipped
     and reported in ``dropped``, and the rest of the memory still works.
     """
-    keys = [k for k in store.list() if k.endswith(".md") and posixpath.basename(k) != INDEX_FILENAME]
+    listing = store_listing(store)
+    keys = [k for k in listing.keys if k.endswith(".md") and posixpath.basename(k) != INDEX_FILENAME]
     docs: list[TopicDoc] = []
-    dropped: list[DroppedFile] = []
+    dropped = [DroppedFile(printable_key(folder), why) for folder, why in listing.unlisted]
     for key in keys:
         if not utf8_encodable(key):
             # fix: a non-UTF-8 file name would break every later write of its path (index, prompts): skipped

@@ -50,6 +50,17 @@ MAX_FILE_BYTES: Final = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
+class Listing:
+    """What ``FileStore.listing`` found: the keys, and the folders under the root it could not list."""
+
+    keys: list[str]
+    """As ``list`` returns them."""
+    unlisted: tuple[tuple[str, str], ...] = ()
+    """``(folder key ending in "/", why)`` of each folder below the root whose entries could not be read (its
+    files are missing from ``keys``); scans report them and the index rebuild keeps their lines."""
+
+
+@dataclass(frozen=True, slots=True)
 class FileStat:
     """What a scan needs to know about a file without reading it."""
 
@@ -133,6 +144,11 @@ def _fsync_close(fd: int, data: bytes, *, sync: bool = True) -> None:
         os.close(fd)
 
 
+def _why(exc: OSError) -> str:
+    """An OS error without its path (the caller names the place): ``PermissionError: Permission denied``."""
+    return f"{type(exc).__name__}: {exc.strerror or exc}"
+
+
 def _symlink_on_the_way(root: Path, key: str) -> bool:
     """Whether a component of ``key`` (a normalised key: no ``..``) under ``root`` is a symlink, or cannot be told;
     a component that does not exist yet ends the walk (nothing beyond it exists to follow)."""
@@ -192,16 +208,33 @@ class FileStore:
                                   reason="symlink_escape")
 
     def list(self) -> list[str]:
-        if not self.root.is_dir():
-            return []
+        return self.listing().keys
+
+    def listing(self) -> Listing:
+        """``list`` and the folders it could not read. A root that exists but cannot be listed (no permission on it
+        or on a folder above it) is a ``StoreError`` naming it: an empty memory would be a lie."""
+        try:
+            if not self.root.is_dir():
+                return Listing([])
+        except OSError as exc:  # fix: a folder above the root without search permission raised a raw PermissionError
+            raise StoreError(f"memory root {self.root}: cannot be reached ({_why(exc)})") from exc
+        unlisted: list[tuple[str, str]] = []
+
+        def failed(exc: OSError) -> None:
+            folder = os.path.relpath(exc.filename, self.root) if isinstance(exc.filename, str) else "."
+            if folder == ".":
+                raise StoreError(f"memory root {self.root}: cannot be listed ({_why(exc)})") from exc
+            unlisted.append((folder.replace(os.sep, "/") + "/", f"unreadable: {_why(exc)}"))
+
         keys: list[str] = []
-        for dirpath, _dirs, files in os.walk(self.root):
+        # fix: os.walk skipped a folder it could not read in silence, and its memories vanished from every scan
+        for dirpath, _dirs, files in os.walk(self.root, onerror=failed):
             for name in files:
                 if name.startswith(TEMP_PREFIX) or (name in HIDDEN_KEYS and dirpath == str(self.root)):
                     continue  # a write a kill interrupted, or bookkeeping: never a memory file
                 rel = os.path.relpath(os.path.join(dirpath, name), self.root)
                 keys.append(rel.replace(os.sep, "/"))
-        return sorted(keys)
+        return Listing(sorted(keys), tuple(sorted(unlisted)))
 
     def read(self, key: str) -> str:
         # newline="" semantics: no universal-newline translation, so CRLF files read back byte-for-byte
