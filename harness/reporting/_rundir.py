@@ -30,7 +30,7 @@ from harness.reporting._traces import TraceSpool, spooled
 from harness.reporting._typed import row_problem, type_problem
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
-from harness.telemetry import finite_json, otlp_problem
+from harness.telemetry import checked_lines, finite_json
 from memory_core.files.lock import pid_alive
 
 
@@ -372,8 +372,4 @@ def read_traces(path: Path) -> list[dict[str, Any]]:
     every span one the report can draw and an OTLP backend can take (``otlp_problem``), or the line's error."""
     if not path.exists() and not path.is_symlink():
         return []
-    lines = numbered_jsonl(path)
-    for n, line in lines:
-        if (problem := otlp_problem(line)) is not None:
-            raise HarnessError(f"{path}:{n}: {problem}")
-    return [line for _, line in lines]
+    return checked_lines(path, numbered_jsonl(path))

@@ -6,7 +6,7 @@ Used by replay; imports no other stage.
 from harness.telemetry import semconv
 from harness.telemetry._encoded import EncodedTrace, candidate_counts
 from harness.telemetry._otlp_json import protobuf_otlp_json, spans_to_otlp_json
-from harness.telemetry._otlp_read import otlp_problem, otlp_request
+from harness.telemetry._otlp_read import checked_lines, otlp_problem, otlp_request
 from harness.telemetry._proxied import proxied_call_span
 from harness.telemetry._setup import (
     JsonLinesSpanExporter,
@@ -31,6 +31,7 @@ __all__ = [
     "TracedModel",
     "build_telemetry",
     "candidate_counts",
+    "checked_lines",
     "exporters",
     "finite_json",
     "otlp_jsonl",

@@ -60,6 +60,27 @@ def otlp_problem(line: Mapping[str, Any], *, protobuf: bool = False) -> str | No
     return None
 
 
+def checked_lines(path: Any, numbered: list[tuple[int, dict[str, Any]]], *, protobuf: bool = False) -> list[dict[str, Any]]:
+    """The lines of a ``traces.jsonl``, each checked by ``otlp_problem``, and no span on two lines (or twice on one):
+    fix (round 12): a line written twice was read silently — the report drew its trace twice and ``traces push``
+    sent its spans twice. A problem is ``HarnessError("<path>:<line>: <field>: <problem>")``."""
+    from harness.errors import HarnessError
+
+    seen: dict[tuple[str, str], int] = {}
+    for n, line in numbered:
+        if (problem := otlp_problem(line, protobuf=protobuf)) is not None:
+            raise HarnessError(f"{path}:{n}: {problem}")
+        for i, rs in enumerate(line.get("resourceSpans", [])):
+            for j, ss in enumerate(rs.get("scopeSpans", [])):
+                for k, span in enumerate(ss.get("spans", [])):
+                    key = (span["traceId"], span["spanId"])
+                    if key in seen:
+                        raise HarnessError(f"{path}:{n}: resourceSpans[{i}].scopeSpans[{j}].spans[{k}].spanId: span "
+                                           f"{key[1]} of trace {key[0]} is written twice (lines {seen[key]} and {n})")
+                    seen[key] = n
+    return [line for _, line in numbered]
+
+
 def _shape_problem(line: Mapping[str, Any]) -> str | None:
     """The lists the readers walk are lists of objects (a null, which ParseDict reads as "not set", is not)."""
     for i, rs in enumerate(_items(line, "resourceSpans", "resourceSpans")):

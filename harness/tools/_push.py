@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.errors import HarnessError, one_line
 from harness.reporting._rundir import numbered_jsonl
-from harness.telemetry import otlp_problem, otlp_request, otlp_spans
+from harness.telemetry import checked_lines, otlp_request, otlp_spans
 
 
 def batches(lines: Sequence[Mapping[str, Any]], size: int = 200) -> Iterator[bytes]:
@@ -43,11 +43,7 @@ def push(run_dir: Path, endpoint: str, *, headers: Mapping[str, str] | None = No
         if not key.strip() or any(c in key + value for c in "\r\n"):
             raise HarnessError(f"--header {key!r}: a header name and value are one line each")
     path = run_dir / "traces.jsonl"
-    numbered = numbered_jsonl(path)
-    for n, row in numbered:  # the check every reader of a run directory makes (read_run), the line named
-        if (problem := otlp_problem(row, protobuf=True)) is not None:
-            raise HarnessError(f"{path}:{n}: {problem}")
-    lines = [row for _, row in numbered]
+    lines = checked_lines(path, numbered_jsonl(path), protobuf=True)  # the check every reader makes (read_run)
     if not lines:
         raise HarnessError(f"{path}: no spans to push")
     url = endpoint.rstrip("/")
