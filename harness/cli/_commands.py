@@ -34,8 +34,7 @@ if TYPE_CHECKING:
     from harness.replay import Mode, ScenarioResult
     from harness.reporting import TraceSpool
 
-# pandas, scipy, OpenTelemetry and jinja2 are imported inside the commands that need them (each stage package is
-# imported lazily), so `memharness validate` and `--help` start fast.
+# pandas, scipy, OpenTelemetry and jinja2 are imported in the commands that need them: `validate`, `--help` start fast
 
 
 @functools.cache
@@ -60,8 +59,9 @@ def _meta(extra: Mapping[str, Any]) -> dict[str, Any]:
 def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Sequence[Mapping[str, Any]] | TraceSpool,
                         strategies: Sequence[str], *, gates_path: Path | None, baseline_dir: Path | None,
                         meta: Mapping[str, Any], fuzz: Mapping[str, Any] | None = None,
-                        bench: Mapping[str, Any] | None = None, run_id: str | None = None) -> RunSummary:
-    """Evaluation (summary, baseline, gates) then reporting (every output file)."""
+                        bench: Mapping[str, Any] | None = None, run_id: str | None = None,
+                        environ: Mapping[str, str]) -> RunSummary:
+    """Evaluation (summary, baseline, gates) then reporting (every output file); ``environ``: main()'s."""
     from harness.evaluation import IncompleteComparison, compare_runs, evaluate_run, load_gates
     from harness.plugins import score_results
     from harness.reporting import preview_history, read_run, record_history, report_chunks, write_run
@@ -83,18 +83,18 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
                                  "baseline_refused": str(refused) if refused else None}, fuzz=fuzz, run_id=run_id,
                            system=_system_name(meta.get("system")))
     skipped: list[str] = []  # what the history read left out: said once, after the append (one warning at most)
-    history = preview_history(out, summary, skipped=skipped.append)  # the trend: past runs, then this one
+    history = preview_history(out, summary, skipped=skipped.append, environ=environ)  # past runs, then this one
     stop_if_asked()  # nothing is written for a run stopped while it was being evaluated
     write_run(out, summary=summary, results=results, spans=spans,
               html=report_chunks(summary, results, spans, bench=bench, history=history))
-    record_history(out, summary, skipped=skipped)  # once its directory is whole, the run joins the history
+    record_history(out, summary, skipped=skipped, environ=environ)  # once its directory is whole, the run joins
     if refused is not None:  # the outputs are written (marked incomplete); the comparison is what is refused
         raise refused
     return summary
 
 
-def _print_outcome(summary: RunSummary, out: Path, results: Sequence[ScenarioResult],
-                   echo: Callable[[str], None]) -> int:
+def _print_outcome(summary: RunSummary, out: Path, results: Sequence[ScenarioResult], echo: Callable[[str], None],
+                   environ: Mapping[str, str]) -> int:
     from harness.reporting import closing_table, github_outputs
 
     for r in results:
@@ -112,7 +112,7 @@ def _print_outcome(summary: RunSummary, out: Path, results: Sequence[ScenarioRes
     failed = [g for g in summary.gates if not g.passed]
     for g in failed:
         echo(f"GATE FAILED: {g.name} (value {g.value}) {g.detail}".rstrip())
-    for line in github_outputs(summary, results, out, os.environ):
+    for line in github_outputs(summary, results, out, environ):  # main()'s environment, not the process's
         echo(line)
     echo(f"wrote {out}/report.html")
     if any(r.status == "error" for r in results):
@@ -172,8 +172,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         strategies = tuple(x for x in requested if x in strategies) or requested
     suite_dir = paths[0] if paths[0].is_dir() else paths[0].parent
     shelf = args.cassettes or nearest_cassettes(paths[0]) or suite_dir / "cassettes"  # as `record` and the plugin
-    cassettes = shelf
-    model = None
+    cassettes, model = shelf, None
     listed = system_list(args.system)  # `all` or a list: shipped names and your own module:factory, in one report
     every, names, plugins = listed or (False, [], [])
     args.system = None if listed else args.system
@@ -228,8 +227,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         stop()
     meta = {"strategies": list(strategies), "scenarios": len(selected), "jobs": args.jobs,
             "shard": f"{args.shard[0]}/{args.shard[1]}" if args.shard else None,
-            "model": (model.model or read_meta(cassettes).get("model")) if model else None,
-            "model_mode": model.mode if model else None,
+            "model": (model.model or read_meta(cassettes).get("model")) if model else None, "model_mode": model and model.mode,
             "cassettes": str(cassettes) if model else None, "cassette_entries": run.cassette_entries or None,
             "models": _models_used(model, strategies) if model else None,
             "system": args.system or primary, "systems": [name for name, _, _ in plan],
@@ -241,10 +239,10 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     try:
         summary = _evaluate_and_write(args.out, run.results, spool, strategies, gates_path=gates_path,
                                       baseline_dir=args.baseline, meta=_meta(meta), fuzz=fuzz_report, bench=bench,
-                                      run_id=run_id)
+                                      run_id=run_id, environ=environ)
     finally:
         spool.close()
-    code = _print_outcome(summary, args.out, run.results, print)
+    code = _print_outcome(summary, args.out, run.results, print, environ)
     return code if code or fuzz_report is None or fuzz_report["passed"] else 1
 
 
@@ -334,8 +332,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
         raise HarnessError(f"the shards ran different systems ({', '.join(sorted(systems))}); merge runs of one system")
     results.sort(key=lambda r: (r.scenario, strategies.index(r.strategy)))
     merged = _evaluate_and_write(args.out, results, spans, strategies, gates_path=args.gates, baseline_dir=None,
-                                 meta=_meta({"merged_from": [str(s) for s in args.shards], "system": systems.pop()}))
-    return _print_outcome(merged, args.out, results, print)
+                                 meta=_meta({"merged_from": [str(s) for s in args.shards], "system": systems.pop()}),
+                                 environ=args.environ)
+    return _print_outcome(merged, args.out, results, print, args.environ)
 
 
 def _models_used(model: Any, strategies: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -362,6 +361,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     try:
         args = build_parser(command_of(sys.argv[1:] if argv is None else argv)).parse_args(argv)
         check_environment(env)
+        args.environ = env  # every command reads the environment main() was given (tests pass their own)
         check_output_dir(getattr(args, "out", None), "--out")
         if args.command in ("run", "compare", "merge", "report", "validate"):  # --plugin, env, entry points
             from harness.plugins import load_plugins

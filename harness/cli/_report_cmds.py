@@ -60,12 +60,10 @@ def _cell(value: float | None) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    import os
-
     from harness.reporting import read_history
     from harness.reporting._history import TREND_METRICS
 
-    db = args.db or path(os.environ.get("MEMHARNESS_HISTORY") or DEFAULT_HISTORY)
+    db = args.db or path(args.environ.get("MEMHARNESS_HISTORY") or DEFAULT_HISTORY)
     if not db.exists():
         raise HarnessError(f"{db}: no run history yet (every `memharness run` appends to it)")
     if not db.is_file():  # a directory or a device is no history: an error, not "0 run(s)" and exit 0
@@ -208,7 +206,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     summary, results, spans = read_run(args.run_dir)
     target = args.output or args.run_dir / "report.html"
-    history = read_history(history_path(args.run_dir), key=run_key(summary))
+    history = read_history(history_path(args.run_dir, args.environ), key=run_key(summary))
     atomic_write(target, render_report(summary, results, spans, history=history))
     wrote(target)
     return 0

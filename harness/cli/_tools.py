@@ -152,14 +152,13 @@ def cmd_cassettes(args: argparse.Namespace) -> int:
 
 
 def cmd_github(args: argparse.Namespace) -> int:
-    import os
-
     from harness.tools._github import post_verdict
 
-    print(post_verdict(args.run_dir, event_path=args.event or os.environ.get("GITHUB_EVENT_PATH", ""),
-                       repo=args.repo or os.environ.get("GITHUB_REPOSITORY", ""),
-                       api=args.api or os.environ.get("GITHUB_API_URL", "https://api.github.com"),
-                       token=os.environ.get("GITHUB_TOKEN", ""), report_url=args.report_url or ""))
+    env = args.environ  # main()'s environment
+    print(post_verdict(args.run_dir, event_path=args.event or env.get("GITHUB_EVENT_PATH", ""),
+                       repo=args.repo or env.get("GITHUB_REPOSITORY", ""),
+                       api=args.api or env.get("GITHUB_API_URL", "https://api.github.com"),
+                       token=env.get("GITHUB_TOKEN", ""), report_url=args.report_url or ""))
     return 0
 
 

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
@@ -66,7 +66,7 @@ class HistoryRun:
         return self.metrics.get(strategy, {}).get(name)
 
 
-def history_path(out: Path, environ: dict[str, str] | None = None) -> Path:
+def history_path(out: Path, environ: Mapping[str, str] | None = None) -> Path:
     """``$MEMHARNESS_HISTORY`` when set, else ``history.sqlite`` beside the run directory (``reports/`` by default)."""
     env = os.environ if environ is None else environ
     override = env.get("MEMHARNESS_HISTORY")
@@ -276,7 +276,7 @@ def history_json(runs: Sequence[HistoryRun]) -> str:
                         "passed": r.passed, "complete": r.complete, "metrics": r.metrics} for r in runs])
 
 
-def record_history(out: Path, summary: RunSummary, *, environ: dict[str, str] | None = None,
+def record_history(out: Path, summary: RunSummary, *, environ: Mapping[str, str] | None = None,
                    skipped: Sequence[str] = ()) -> bool:
     """Append this run to the history beside ``out`` (see ``history_path``) once its run directory is written (a run
     whose directory could not be written is no run: no row for it). A shard is not a run of the suite: it is not
@@ -293,7 +293,7 @@ def record_history(out: Path, summary: RunSummary, *, environ: dict[str, str] | 
     return True
 
 
-def preview_history(out: Path, summary: RunSummary, *, limit: int = 20, environ: dict[str, str] | None = None,
+def preview_history(out: Path, summary: RunSummary, *, limit: int = 20, environ: Mapping[str, str] | None = None,
                     skipped: Callable[[str], None] = lambda _: None) -> list[HistoryRun]:
     """The trend the report shows: the last runs of the same systems and strategies, oldest first, then this one
     (a shard's report: the recorded runs only). Reads only; an unreadable history gives what it can, silently

@@ -108,13 +108,14 @@ def test_the_verdict_is_one_comment_created_then_updated(tmp_path: Path, github:
                                                          monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     api, url = github
-    monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+    monkeypatch.setenv("GITHUB_TOKEN", "not-this-one")  # the environment main() is given is the one read
+    env = {"GITHUB_TOKEN": "t0ken"}
     run = _run(tmp_path)
     argv = ["github", "comment", str(run), "--event", str(_event(tmp_path, 7)), "--repo", "o/r", "--api", url]
     api.comments[1] = {"id": 1, "issue": 7, "body": "a reviewer's comment"}  # never touched
-    assert main(argv, environ={}) == 0
+    assert main(argv, environ=env) == 0
     assert "created the memharness comment 101 on pull request #7" in capsys.readouterr().out
-    assert main([*argv, "--report-url", "https://example.invalid/run/1"], environ={}) == 0
+    assert main([*argv, "--report-url", "https://example.invalid/run/1"], environ=env) == 0
     assert "updated the memharness comment 101 on pull request #7" in capsys.readouterr().out
     ours = [c for c in api.comments.values() if c["body"].startswith(MARKER)]
     assert len(ours) == 1
@@ -130,17 +131,15 @@ def test_no_pull_request_no_token_and_a_failing_api_are_one_line_each(tmp_path: 
     _, url = github
     run = _run(tmp_path)
     capsys.readouterr()
-    monkeypatch.setenv("GITHUB_TOKEN", "t")
+    monkeypatch.setenv("GITHUB_TOKEN", "t")  # the process's token: main() reads only the environment it is given
     assert main(["github", "comment", str(run), "--event", str(_event(tmp_path, None)), "--repo", "o/r", "--api", url],
-                environ={}) == 0
+                environ={"GITHUB_TOKEN": "t"}) == 0
     assert "not a pull request: nothing to comment on" in capsys.readouterr().out
-    monkeypatch.delenv("GITHUB_TOKEN")
     assert main(["github", "comment", str(run), "--event", str(_event(tmp_path, 3)), "--repo", "o/r", "--api", url],
                 environ={}) == 2
     assert capsys.readouterr().err.strip().startswith("memharness: GITHUB_TOKEN is not set")
-    monkeypatch.setenv("GITHUB_TOKEN", "t")
     assert main(["github", "comment", str(run), "--event", str(_event(tmp_path, 3)), "--repo", "x/y", "--api", url],
-                environ={}) == 2
+                environ={"GITHUB_TOKEN": "t"}) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "HTTP 404" in err[0]

@@ -58,10 +58,11 @@ def test_failing_run_annotates_and_writes_the_step_summary(tmp_path: Path, monke
     scenario.write_text(FAILING)
     step_summary = tmp_path / "step-summary.md"
     step_summary.write_text("previous step\n")
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)  # main() reads the environment it is given, not the process's
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.chdir(tmp_path)
-    code = main(["run", str(scenario), "--out", str(tmp_path / "reports" / "run"), "--no-gates"], environ={})
+    code = main(["run", str(scenario), "--out", str(tmp_path / "reports" / "run"), "--no-gates"],
+                environ={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(step_summary)})
     assert code == 1
     out = capsys.readouterr().out
     assert "::error file=suite/bad.yaml,line=6,title=memharness bad [heuristic]::step 1 (check, line 6): fact t" in out
@@ -77,9 +78,10 @@ def test_no_annotations_outside_github(tmp_path: Path, monkeypatch: pytest.Monke
                                        capsys: pytest.CaptureFixture[str]) -> None:
     scenario = tmp_path / "bad.yaml"
     scenario.write_text(FAILING)
-    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")  # the process's: main() reads only the environment it is given
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "never-written.md"))
     assert main(["run", str(scenario), "--out", str(tmp_path / "run"), "--no-gates"], environ={}) == 1
+    assert not (tmp_path / "never-written.md").exists()
     captured = capsys.readouterr()
     assert "::error" not in captured.out
     assert "FAILED: bad [heuristic]" in captured.out
@@ -231,11 +233,9 @@ def test_a_failed_gate_is_a_junit_failure_and_an_annotation(tmp_path: Path, monk
     gates = tmp_path / "gates.toml"
     gates.write_text('[[gate]]\nmetric = "recall.recall"\nstrategy = "heuristic"\nmin = 1.01\n'
                      '[[gate]]\nmetric = "recall.recall"\nstrategy = "model"\nmin = 0.5\n', encoding="utf-8")
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     path = SCENARIOS / "recall" / "type-user.yaml"
     assert main(["run", str(path), "--system", "reference", "--gates", str(gates), "--out", str(tmp_path / "o")],
-                environ={}) == 1
+                environ={"GITHUB_ACTIONS": "true"}) == 1
     out = capsys.readouterr().out
     line = r"^::error title=memharness gate heuristic recall\.recall >= 1\.01::gate failed: .*\(value 1\)$"
     assert re.search(line, out, re.M), out
