@@ -21,7 +21,7 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, ConsoleLogRe
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider, sampling
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     ConsoleSpanExporter,
@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 
+from harness._otel_env import key_value_pairs, resource_overrides, warn_notes
 from harness.telemetry import semconv as sc
 from harness.telemetry._otlp_json import spans_to_otlp_json
 from harness.telemetry._spans import DeterministicIds, Telemetry
@@ -229,8 +230,8 @@ def _otlp_kwargs(environ: Mapping[str, str], signal: str) -> dict[str, Any]:
     base = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318").rstrip("/")
     kwargs: dict[str, Any] = {"endpoint": specific or f"{base}/v1/{signal}"}
     raw_headers = environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_HEADERS") or environ.get("OTEL_EXPORTER_OTLP_HEADERS")
-    if raw_headers:
-        kwargs["headers"] = dict(part.split("=", 1) for part in raw_headers.split(",") if "=" in part)
+    if raw_headers:  # decoded as the specification says (the CLI refused a malformed value before any work)
+        kwargs["headers"] = key_value_pairs("OTEL_EXPORTER_OTLP_HEADERS", raw_headers)
     kwargs["timeout"] = otlp_timeout(environ, signal)  # always given: the exporter never reads os.environ for it
     return kwargs
 
@@ -342,12 +343,11 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
     resource attributes.
     """
     _quiet_exporters()
+    warn_notes(environ, lambda note: log.warning("%s", note), run_id=run_id)
     own = run_attributes(environ, run_id, suite)
-    override = {k.strip(): v.strip() for k, v in (p.split("=", 1) for p in
-                                                 environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(",") if "=" in p)}
-    resource = Resource.create({k: v for k, v in own.items() if v}).merge(Resource(override))
-    ids = DeterministicIds()
-    tracer_provider = TracerProvider(resource=resource, id_generator=ids, shutdown_on_exit=False)
+    resource = Resource.create({k: v for k, v in own.items() if v}).merge(Resource(resource_overrides(environ)))
+    ids = DeterministicIds()  # ALWAYS_ON: a run keeps every span, whatever OTEL_TRACES_SAMPLER says (a note says so)
+    tracer_provider = TracerProvider(sampling.ALWAYS_ON, resource=resource, id_generator=ids, shutdown_on_exit=False)
     jsonl = JsonLinesSpanExporter()
     tracer_provider.add_span_processor(RunAttributes({k: own[k] for k in (sc.RUN_ID, sc.GIT_COMMIT, sc.CI_RUN_ID)},
                                                      jsonl))
