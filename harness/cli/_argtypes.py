@@ -64,7 +64,7 @@ def check_environment(environ: Mapping[str, str]) -> None:
     whole replay, as an internal error) or silently ignore: bytes that are not UTF-8 in any variable the harness
     reads, an OpenTelemetry SDK limit (``OTEL_*_LIMIT``) that is not a non-negative integer, a
     ``MEMHARNESS_OP_TIMEOUT`` that is not seconds, a ``MEMHARNESS_RUN_ID`` that is not one printable word, an
-    ``OTEL_RESOURCE_ATTRIBUTES`` or OTLP headers value that is not ``key=value`` pairs (``harness._otel_env``)."""
+    ``OTEL_RESOURCE_ATTRIBUTES`` or OTLP headers value that is not ``key=value`` pairs (``harness.scenario._otel_env``)."""
     for name, value in environ.items():
         if not name.startswith(ENV_PREFIXES):
             continue
@@ -92,7 +92,7 @@ def check_environment(environ: Mapping[str, str]) -> None:
                                                           and not any(c.isspace() for c in value)):
             raise HarnessError(f"environment variable {name}: expected one printable word of at most 128 "
                                f"characters, got {one_line(repr(value))[:60]}")
-    from harness._otel_env import check_pairs  # after the loop: a value that is not UTF-8 is said as such first
+    from harness.scenario._otel_env import check_pairs  # after the loop: a value that is not UTF-8 is said as such first
 
     try:  # fix (round 12): a malformed pair was the SDK's unlocated warning, or a header silently dropped
         check_pairs(environ)

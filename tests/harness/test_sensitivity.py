@@ -238,13 +238,15 @@ def test_the_oracle_command_runs_the_suite_with_its_strategies_tags_gates_and_sy
     (["--target", "harness"], "cannot mutate the harness itself"),
     (["--target", "no_such_pkg_xyz"], "no importable package or module named 'no_such_pkg_xyz'"),
 ])
-def test_usage_errors_exit_2_with_one_line(argv: list[str], message: str) -> None:
-    code, out, err = _cli("sensitivity", str(WORKED), "--out", "/nonexistent/never-written", *argv)
+def test_usage_errors_exit_2_with_one_line(argv: list[str], message: str, tmp_path: Path) -> None:
+    # a path of this test's own (a shared /nonexistent may exist on a machine: another program's file)
+    code, out, err = _cli("sensitivity", str(WORKED), "--out", str(tmp_path / "missing" / "never-written"), *argv)
     assert code == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1
     assert message in err
     assert "Traceback" not in err
+    assert not (tmp_path / "missing").exists()
 
 
 # --- library-generated mutants (cosmic-ray) -----------------------------------------------------------------------
