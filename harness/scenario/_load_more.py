@@ -47,6 +47,18 @@ def touched_kinds(design: str) -> tuple[str, ...]:
     return SQLITE_TYPES if design == "s1-sqlite" else TOPICS
 
 
+def _touched(ctx: NodeReader, node: yaml.Node, field: str) -> str:
+    """One name of a ``touched`` list; a name of the other vocabulary says whose it is (a misspelled ``design``
+    otherwise reads as a wrong name: ``design: s1-sqlit`` with ``touched: [fact]``)."""
+    kinds = ctx.kinds or TOPICS
+    value = ctx.string(node, field)
+    if value not in kinds:
+        other = "s1-sqlite design's kinds" if value in SQLITE_TYPES else "file topics" if value in TOPICS else ""
+        hint = f" ({value!r} is one of the {other}; this scenario's design is {ctx.design or 'none'})" if other else ""
+        raise ctx.fail(node, field, f"expected one of {', '.join(kinds)}, got {value!r:.60}{hint}")
+    return value
+
+
 def outcome(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, *, count_key: str | None = None,
             prefix: str = "expect_") -> Outcome:
     """An ``Outcome`` from ``<prefix>strategy``, ``<prefix>fallback``, ``<prefix>touched``, ``<count_key>`` and
@@ -60,7 +72,7 @@ def outcome(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, *, count_ke
         if key("strategy") in nodes else None,
         fallback=ctx.text(nodes[key("fallback")], f"{here}.{key('fallback')}") if key("fallback") in nodes else None,
         touched=tuple(ctx.seq(nodes[key("touched")], f"{here}.{key('touched')}",
-                              lambda n, p: ctx.string(n, p, choices=ctx.kinds or TOPICS)))
+                              lambda n, p: _touched(ctx, n, p)))
         if key("touched") in nodes else None,
         count=ctx.integer(nodes[count_key], f"{here}.{count_key}") if count_key and count_key in nodes else None,
         event=event(ctx, nodes[key("event")], f"{here}.{key('event')}") if key("event") in nodes else {},

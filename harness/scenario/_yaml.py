@@ -210,6 +210,7 @@ class NodeReader:
         self._ctor = SafeConstructor()
         self.kinds: tuple[str, ...] = ()
         """The memory kinds a ``touched`` list may name: those of the scenario's ``design`` (set by the loader)."""
+        self.design = ""
 
     def fail(self, node: yaml.Node | None, field: str, expected: str) -> ScenarioError:
         line = node.start_mark.line + 1 if node is not None else 1

@@ -192,7 +192,7 @@ _TOUCHED_PLACES = {  # a step that carries a touched list, with {names} where th
 
 
 @pytest.mark.parametrize("place", sorted(_TOUCHED_PLACES))
-@pytest.mark.parametrize("design", ["", "qwen-file", "s1-sqlite"])
+@pytest.mark.parametrize("design", ["", "qwen-file", "s1-sqlite", "s1-sqlit"])  # the last: a misspelled design
 def test_touched_names_the_designs_memory_kinds_and_refuses_the_others(tmp_path: Path, place: str,
                                                                        design: str) -> None:
     """``touched`` names the memory kinds of the scenario's design: the file design's four topics (also a portable
@@ -209,6 +209,11 @@ def test_touched_names_the_designs_memory_kinds_and_refuses_the_others(tmp_path:
     assert loaded.design == design
     for name in theirs:
         path.write_text(f"{head}steps:\n" + step.replace("{names}", f"[{mine[0]}, {name}]"))
+        whose = "s1-sqlite design's kinds" if name in SQLITE_TYPES else "file topics"
         with pytest.raises(ScenarioError, match=rf"t\.yaml:\d+: steps\[0\]\.\w+\.(expect_)?touched\[1\]: expected "
-                                                rf"one of {', '.join(mine)}, got '{name}'"):
+                                                rf"one of {', '.join(mine)}, got '{name}' \('{name}' is one of the "
+                                                rf"{whose}; this scenario's design is {design or 'none'}\)$"):
             load_scenario(path)
+    path.write_text(f"{head}steps:\n" + step.replace("{names}", f"[{mine[0]}, not-a-kind]"))
+    with pytest.raises(ScenarioError, match=rf"touched\[1\]: expected one of {', '.join(mine)}, got 'not-a-kind'$"):
+        load_scenario(path)  # a name of no design: no hint
