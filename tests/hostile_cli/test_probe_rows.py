@@ -28,6 +28,14 @@ def _rows(path: Path) -> list[str]:
     return [line for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
+def copied_shard(factory: pytest.TempPathFactory, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The two shards of ``_shards`` and a fresh copy of the first, for one example to damage."""
+    base, other = _shards(factory)
+    run = tmp_path / f"run-{os.urandom(4).hex()}"
+    shutil.copytree(base, run)
+    return base, other, run
+
+
 def _refused(capsys: pytest.CaptureFixture[str], argv: list[str], env: dict[str, str], expected: str) -> None:
     capsys.readouterr()
     assert main(argv, environ=env) == 2, argv
@@ -42,9 +50,7 @@ def _refused(capsys: pytest.CaptureFixture[str], argv: list[str], env: dict[str,
 def test_a_probe_row_twice_or_of_no_result_is_one_located_line(
         tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         data: st.DataObject, how: str) -> None:
-    base, other = _shards(tmp_path_factory)
-    run = tmp_path / f"run-{os.urandom(4).hex()}"
-    shutil.copytree(base, run)
+    base, other, run = copied_shard(tmp_path_factory, tmp_path)
     path = run / "probes.jsonl"
     rows = _rows(path)
     n = data.draw(st.integers(0, len(rows) - 1), label="row")

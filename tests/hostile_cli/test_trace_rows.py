@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import examples
-from tests.hostile_cli.test_probe_rows import _refused, _rows
+from tests.hostile_cli.test_probe_rows import _refused, _rows, copied_shard
 from tests.hostile_cli.test_run_dir_mutations import _shards
 
 
@@ -34,9 +32,7 @@ def _spans(line: dict) -> list[tuple[int, int, int]]:
 def test_a_span_written_twice_is_one_located_line(
         tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         data: st.DataObject, how: str) -> None:
-    base, other = _shards(tmp_path_factory)
-    run = tmp_path / f"run-{os.urandom(4).hex()}"
-    shutil.copytree(base, run)
+    base, other, run = copied_shard(tmp_path_factory, tmp_path)
     path = run / "traces.jsonl"
     rows = [json.loads(r) for r in _rows(path)]
     assert rows, "the shard has traces"
