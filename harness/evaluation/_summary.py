@@ -34,9 +34,10 @@ def _probe_column(metric: str) -> str:
     return "m." + plugin.key if plugin is not None else _PROBE_COLUMN.get(metric, "m." + metric.split(".", 1)[1])
 
 
-def probe_frame(probes: Iterable[Probe]) -> pd.DataFrame:
+def probe_frame(probes: Iterable[Probe], *, texts: bool = True) -> pd.DataFrame:
     """One row per graded probe (skipped ones feed no metric); ``metrics`` and ``tokens`` flattened to
-    ``m.<name>`` and ``tok.<name>`` columns.
+    ``m.<name>`` and ``tok.<name>`` columns. ``texts=False`` leaves out ``query`` and ``selected`` (a list per row),
+    which only the changed-probe listing reads.
 
     Built a column at a time, each number column a typed array (8 bytes a value): a dict per row
     (``DataFrame.from_records``) and then lists of boxed numbers were the evaluation's largest transient objects,
@@ -48,7 +49,7 @@ def probe_frame(probes: Iterable[Probe]) -> pd.DataFrame:
     for p in probes:
         if not p.graded:
             continue
-        for key, value in _frame_row(p).items():
+        for key, value in _frame_row(p, texts=texts).items():
             column = columns.get(key)
             if column is None:
                 column = columns[key] = _new_column(key, n)
@@ -83,12 +84,13 @@ def _numeric(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def _frame_row(p: Probe) -> dict[str, Any]:
+def _frame_row(p: Probe, *, texts: bool = True) -> dict[str, Any]:
     """The columns the summary and the comparisons read, and no others (the frame is the evaluation's largest
     object: about half the memory of flattening the whole ``probes.jsonl`` row)."""
-    row: dict[str, Any] = {"scenario": p.scenario, "step": p.step, "kind": p.kind, "strategy": p.strategy,
-                           "query": p.query, "selected": list(p.selected), "duration_ms": round(p.duration_ms, 3),
-                           "fallback_reason": p.fallback_reason}
+    row: dict[str, Any] = {"scenario": p.scenario, "step": p.step, "kind": p.kind, "strategy": p.strategy}
+    if texts:
+        row["query"], row["selected"] = p.query, list(p.selected)
+    row["duration_ms"], row["fallback_reason"] = round(p.duration_ms, 3), p.fallback_reason
     if p.final:
         row["final"] = True
     _flatten(row, "m.", p.metrics)
@@ -249,10 +251,14 @@ def all_probes(results: Sequence[ScenarioResult]) -> list[Probe]:
 def summarize(results: Sequence[ScenarioResult],
               strategies: Sequence[str]) -> tuple[dict[str, StrategySummary], list[Comparison]]:
     """Per-strategy scenario counts and metrics, plus paired comparisons between every pair of strategies."""
-    frame = probe_frame(all_probes(results))
+    # one frame split by strategy once: the whole frame, a part and two comparison copies were held at once (the
+    # evaluation's peak, issue 34); the changed-probe listing's texts are not needed here
+    frame = probe_frame(all_probes(results), texts=False)
+    parts = {s: frame[frame["strategy"] == s] for s in strategies} if not frame.empty else dict.fromkeys(strategies, frame)
+    del frame
     block: dict[str, StrategySummary] = {}
     for strategy in strategies:
-        part = frame[frame["strategy"] == strategy] if not frame.empty else frame
+        part = parts[strategy]
         mine = [r for r in results if r.strategy == strategy]
         metrics = strategy_metrics(part) if not part.empty else {}
         if metrics:
@@ -264,8 +270,7 @@ def summarize(results: Sequence[ScenarioResult],
             (sa, ya), (sb, yb) = split_column(a), split_column(b)
             if sa != sb and ya != yb:
                 continue  # strategies within one system, or one strategy across systems: never both differ
-            fa, fb = frame[frame["strategy"] == a], frame[frame["strategy"] == b]
-            comparisons += paired(fa, fb, a, b)
+            comparisons += paired(parts[a], parts[b], a, b)
     return block, comparisons
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import HarnessError
 from harness.replay._coverage import entry_coverage
 from harness.replay._expect import check_store, check_trailing
-from harness.replay._index import index_stats
+from harness.replay._index import index_metrics, index_stats
 from harness.replay._records import MetricValue
 from harness.scenario import CheckStep, SessionStep
 from harness.system import Capability
@@ -75,7 +75,7 @@ def _index_checks(self: _Run, i: int, step: CheckStep) -> dict[str, MetricValue]
     loaded = self.system.loaded_index() if step.loaded_index_contains else ""  # type: ignore[attr-defined]
     for text in step.loaded_index_contains:
         self.check(text in loaded, i, "check", f"the index as loaded into the prompt does not contain {text!r}")
-    return {f"index.{k}": v for k, v in stats.items()}
+    return index_metrics(stats)
 
 
 def hold_extractions(system: Any, now: datetime) -> None:

@@ -6,6 +6,7 @@ them: JS string lengths (UTF-16 code units); a write-time truncation warning the
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Final
 
@@ -42,3 +43,9 @@ def index_stats(text: str, limits: IndexLimits = SPEC_LIMITS) -> dict[str, int |
         and all(js_len(line) <= limits.max_line_chars for line in content_lines)
     )
     return {"lines": len(lines), "bytes": len(text.encode("utf-8")), "max_line_chars": longest, "within": within}
+
+
+def index_metrics(stats: dict[str, int | bool]) -> dict[str, float | int | bool | None]:
+    """``stats`` as probe metrics (``index.lines``, ...): the names interned, one string for every probe instead of
+    one each (issue 34: a run holds its probes to the end)."""
+    return {sys.intern(f"index.{k}"): v for k, v in stats.items()}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.replay._records import TokenUsage
+from harness.replay._records import NO_TOKENS, TokenUsage
 from memory_core.errors import ModelError
 from memory_core.model import Model, ModelReply, ModelRequest, ScriptedModel
 
@@ -42,6 +42,8 @@ class CallLog:
     def usage(self, also: CallLog | None = None) -> TokenUsage:
         """The calls and tokens of this log (and of ``also``: a step's calls through the model proxy)."""
         if also is None or not also.calls:
+            if not (self.calls or self.input_tokens or self.output_tokens or self.replayed) and self.cost_usd is None:
+                return NO_TOKENS  # most probes call no model: one shared record instead of one each (issue 34)
             return TokenUsage(self.calls, self.input_tokens, self.output_tokens, self.replayed, self.cost_usd)
         cost = None if self.cost_usd is None and also.cost_usd is None else (self.cost_usd or 0.0) + (also.cost_usd or 0.0)
         return TokenUsage(self.calls + also.calls, self.input_tokens + also.input_tokens,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from harness.errors import HarnessError
@@ -80,7 +81,7 @@ def split_column(column: str, system: str = "reference") -> tuple[str, str]:
 
 def column_label(strategy: str, system: str, primary: str) -> str:
     """The inverse of :func:`split_column`: the primary (first) system's columns keep the bare strategy name."""
-    return strategy if system == primary else f"{strategy}@{system}"
+    return strategy if system == primary else sys.intern(f"{strategy}@{system}")  # one string for a column's probes
 
 
 def plan_primary(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], spec: str | None,

@@ -49,6 +49,10 @@ class TokenUsage:
                    int(data.get("replayed", 0)), data.get("cost_usd"))
 
 
+NO_TOKENS: Final = TokenUsage()
+"""No model call: the one record every such probe shares (frozen, so sharing it is safe)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Probe:
     """One graded step of one scenario × strategy (DESIGN §4 ``probes.jsonl`` row)."""
@@ -65,7 +69,7 @@ class Probe:
     metrics: Mapping[str, MetricValue] = field(default_factory=dict)
     passed: bool = True
     duration_ms: float = 0.0
-    tokens: TokenUsage = TokenUsage()
+    tokens: TokenUsage = NO_TOKENS
     strategy_used: str = ""
     status: str | None = None
     reason: str | None = None
@@ -194,3 +198,41 @@ class ScenarioResult:
             prompt_versions=tuple(row.get("prompt_versions", ())), path=row.get("path", ""),
             skipped=row.get("skipped"), system_ms=float(row["system_ms"]) if row.get("system_ms") is not None else None,
         )
+
+
+_SHARED_FIELDS: Final = ("metrics", "selected", "expected", "covered", "scores", "quality_misses")
+_SHARED_LIMIT: Final = 4096
+_shared: dict[tuple[str, tuple[Any, ...]], Any] = {}
+
+
+def shared_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` of a new probe with each metrics mapping and tuple replaced by an equal one an earlier probe holds,
+    when there is one (values of the same types: ``1``, ``1.0`` and ``True`` are equal but written differently).
+    A run holds every probe to its end, and most of them repeat a few metric blocks and fact lists (issue 34: 454
+    distinct metric blocks over 33,334 probes of a generated suite). Probes are frozen and nothing changes a
+    probe's metrics once it is made, so sharing is safe; at most ``_SHARED_LIMIT`` values are remembered."""
+    for name in _SHARED_FIELDS:
+        value = fields.get(name)
+        if not value:
+            continue
+        items = tuple(value.items()) if isinstance(value, dict) else value if isinstance(value, tuple) else None
+        if items is None:
+            continue
+        key = (name, items)
+        try:
+            held = _shared.get(key)
+        except TypeError:  # an unhashable value: kept as it is
+            continue
+        if held is None:
+            if len(_shared) >= _SHARED_LIMIT:
+                _shared.clear()
+            _shared[key] = value
+        elif _same_types(held, value):
+            fields[name] = held
+    return fields
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return all(type(x) is type(y) for x, y in zip(a.values(), b.values(), strict=True))
+    return all(type(x) is type(y) for x, y in zip(a, b, strict=True))

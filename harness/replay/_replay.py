@@ -18,12 +18,12 @@ from harness.errors import HarnessError, ScenarioInputError, SystemFailure
 from harness.replay._checks import hold_extractions, run_check, run_trailing
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
 from harness.replay._expect import FaultingModel, RecordingSink, check_outcome
-from harness.replay._index import index_stats
+from harness.replay._index import index_metrics, index_stats
 from harness.replay._models import CallLog, CountingModel, ProbeContext
 from harness.replay._needs import PROBE_KIND, scenario_needs, step_kind
 from harness.replay._observed import SPENT, Observed, close_system, op_timeout, open_system
 from harness.replay._quality import recall_verdict
-from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult
+from harness.replay._records import MetricValue, Probe, ProbeKind, ScenarioResult, shared_fields
 from harness.scenario import (
     AdvanceStep,
     CheckStep,
@@ -108,7 +108,7 @@ class _Run:
         fields.setdefault("strategy_used", self.strategy)
         self.probes.append(Probe(scenario=self.s.id, step=i, kind=kind, strategy=self.strategy,
                                  tokens=log.usage(self.context.proxied),
-                                 **fields))
+                                 **shared_fields(fields)))
 
     def step_strategy(self, i: int, step: Step) -> str:
         own = getattr(step, "strategy", None)
@@ -324,7 +324,7 @@ class _Run:
         counts = entry_coverage(self.system.documents(), self.s.facts, self.seeded)
         metrics: dict[str, MetricValue] = {}
         if self.indexed:
-            metrics = {f"index.{k}": v for k, v in index_stats(self.index_text()).items()}
+            metrics = index_metrics(index_stats(self.index_text()))
         metrics["residual_duplicates"] = sum(max(0, c - 1) for c in counts.values())
         self.record_store()  # gauges hold a last value: set once, for the store as the scenario leaves it
         self.probe(len(self.s.steps), "check", query="end of scenario", covered=tuple(sorted(self.covered())),

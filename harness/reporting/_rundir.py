@@ -25,7 +25,7 @@ from harness.replay import Probe, ScenarioResult
 from harness.replay._records import ScenarioStatus
 from harness.reporting._located import problem_line
 from harness.reporting._targets import _umask
-from harness.reporting._text import junit_xml, summary_markdown
+from harness.reporting._text import junit_chunks, summary_markdown
 from harness.reporting._traces import TraceSpool, spooled
 from harness.reporting._typed import row_problem, type_problem
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
@@ -62,7 +62,7 @@ def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResul
         "summary.json": _text(lambda: [json.dumps(finite_json(summary.to_dict()), indent=2, ensure_ascii=False) + "\n"]),
         "probes.jsonl": _text(lambda: (jsonl([p.to_row()]) for r in results for p in r.probes)),
         "results.jsonl": _text(lambda: (jsonl([r.to_row()]) for r in results)), "traces.jsonl": spool.copy_to,
-        "junit.xml": _text(lambda: [junit_xml(results, summary.gates)]),
+        "junit.xml": _text(lambda: junit_chunks(results, summary.gates)),
         "summary.md": _text(lambda: [summary_markdown(summary, results)]),
         "report.html": _text(lambda: [html] if isinstance(html, str) else html)}
     try:

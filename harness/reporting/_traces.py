@@ -30,7 +30,7 @@ class TraceSpool:
         self._file: IO[bytes] = os.fdopen(fd, "w+b")
         os.unlink(self.path)  # nothing left behind whatever happens to the run: the open file is the spool
         self._closer = weakref.finalize(self, self._file.close)  # a run that fails early closes it when dropped
-        self._where: dict[str, list[tuple[int, int]]] = {}
+        self._where: dict[str, tuple[tuple[int, int], ...]] = {}
         self.candidates: dict[tuple[str, int], int] = {}
         """``memory.recall.candidates`` per (trace id, step)."""
         self.count = 0
@@ -44,9 +44,10 @@ class TraceSpool:
             trace = request if isinstance(request, EncodedTrace) else EncodedTrace.of(request)
             at = self._file.tell()
             self._file.write(trace.line)
-            for trace_id in trace.trace_ids:
-                self._where.setdefault(trace_id, []).append((at, len(trace.line)))
-            self.candidates.update(trace.candidates)
+            ids = {t: t for t in trace.trace_ids}  # every span's own copy of its trace id: the one kept (issue 34)
+            for trace_id in ids:
+                self._where[trace_id] = (*self._where.get(trace_id, ()), (at, len(trace.line)))  # mostly one line: no list
+            self.candidates.update({(ids.get(t, t), step): n for (t, step), n in trace.candidates.items()})
             self.count += 1
 
     def __len__(self) -> int:

@@ -215,11 +215,13 @@ def flips(results: Sequence[ScenarioResult], strategies: Sequence[str]) -> list[
     """Recall probes where the first strategy and another disagree on success (all facts found, or abstained)."""
     if len(strategies) < 2:
         return []
-    by: dict[tuple[str, int, str], Probe] = {(p.scenario, p.step, p.strategy): p for r in results for p in r.probes}
+    # only the probes _success grades, and only the first strategy's keys sorted: a dict and a sorted list of every
+    # probe were 5 MB at 10,000 scenario runs, writing summary.md and again the report (issue 34)
+    by: dict[tuple[str, int, str], Probe] = {(p.scenario, p.step, p.strategy): p for r in results for p in r.probes
+                                             if p.kind == "recall" and p.graded}
     out = []
-    for (scenario, step, strategy), p in sorted(by.items()):
-        if strategy != strategies[0]:
-            continue
+    for scenario, step, _ in sorted(k for k in by if k[2] == strategies[0]):
+        p = by[(scenario, step, strategies[0])]
         for other in strategies[1:]:
             q = by.get((scenario, step, other))
             if q is None:

@@ -160,3 +160,16 @@ def test_gates_absolute_regression_and_skipped(tmp_path) -> None:  # type: ignor
     bad.write_text("[[gate]\n")
     with pytest.raises(GateFileError, match="invalid TOML"):
         load_gates(bad)
+
+
+@pytest.mark.parametrize("n", [7, 333, 2001])
+def test_bootstrap_block_size(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """The resamples are drawn in blocks (issue 34: memory); the CI and p-value do not depend on the block's size."""
+    from harness.evaluation import _stats
+
+    deltas = list(np.random.default_rng(n).normal(0.05, 1.0, size=n))
+    got = []
+    for block in (1 << 12, 1 << 14, 1 << 18, 1 << 20):
+        monkeypatch.setattr(_stats, "_BLOCK", block)
+        got.append(_stats.bootstrap(deltas))
+    assert all(g == got[0] for g in got)

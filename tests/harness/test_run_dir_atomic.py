@@ -101,7 +101,7 @@ def test_a_run_directory_is_the_previous_one_or_the_new_one(
         kind, k = failure
         calls = {"put": 0}
         if kind == "render":
-            patch.setattr(_rundir, "junit_xml", lambda *a: (_ for _ in ()).throw(Boom()))
+            patch.setattr(_rundir, "junit_chunks", lambda *a: (_ for _ in ()).throw(Boom()))
         elif kind == "put":
             put = _rundir._put
 
