@@ -151,13 +151,29 @@ def top_help_path() -> Path:
     return Path(__file__).with_name(TOP_HELP_FILE)
 
 
+def _written(out: Path) -> str | None:
+    """What ``out`` holds now as ``read_text`` reads it (universal newlines; nothing when it does not exist), or
+    None for bytes that are not UTF-8 (out of date); a FIFO, a device or a directory is one line, exit 2, without
+    blocking (round 12: a FIFO held ``docs --check`` for ever; bytes not UTF-8 were an internal error)."""
+    from harness.scenario._limits import MAX_RUN_FILE_BYTES
+    from harness.scenario._yaml import read_regular
+
+    if not out.exists():  # a dangling link too: nothing there yet
+        return ""
+    try:
+        return read_regular(out, limit=MAX_RUN_FILE_BYTES, error=HarnessError).decode("utf-8").replace(
+            "\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError:
+        return None
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
     """Write (or ``--check``) the CLI reference and the stored ``memharness --help``, both from the parser."""
     from harness.cli._parser import build_parser
 
     outputs = [(args.output, cli_markdown(build_parser())), (top_help_path(), build_parser().format_help())]
     if args.check:
-        stale = [str(out) for out, text in outputs if (out.read_text(encoding="utf-8") if out.exists() else "") != text]
+        stale = [str(out) for out, text in outputs if _written(out) != text]
         for out in stale:
             print(f"{out}: out of date; run `memharness docs`")
         if not stale:
