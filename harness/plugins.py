@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -32,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line
 
 if TYPE_CHECKING:
     from harness.replay import Probe, ScenarioResult
@@ -168,6 +169,35 @@ def _import(spec: str) -> None:
         raise HarnessError(f"--plugin {spec}: cannot import ({type(exc).__name__}: {exc})") from None
 
 
+def call_plugin(what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``; an exception (``SystemExit`` too: a plugin's ``sys.exit`` ended the run with no output) is
+    one ``HarnessError`` line naming ``what``, even when the exception's own ``str`` raises."""
+    try:
+        return fn(*args)
+    except (Exception, SystemExit) as exc:
+        raise HarnessError(f"{what} failed: {type(exc).__name__}: {shown(exc)}") from None
+
+
+def plain_number(value: object) -> float | None:
+    """A plugin's number as a plain finite float, read without calling its own methods (a subclass whose
+    ``__float__`` raised, or an int too large for a float, was an internal error, round 12); None when it is no
+    finite int or float (bool included, as a number)."""
+    try:
+        number = float.__float__(value) if isinstance(value, float) else int.__float__(value) \
+            if isinstance(value, int) else None
+    except OverflowError:
+        return None
+    return number if number is not None and math.isfinite(number) else None
+
+
+def shown(value: object, limit: int = 200) -> str:
+    """``str(value)`` on one line, cut; a ``__str__`` that raises is said so."""
+    try:
+        return one_line(str(value))[:limit]
+    except Exception as exc:
+        return f"<{type(value).__name__} whose str() raised {type(exc).__name__}>"
+
+
 def metric_names() -> tuple[str, ...]:
     """The registered metrics' names, sorted (gates and outputs accept them like built-ins)."""
     return tuple(sorted(REGISTRY))
@@ -185,15 +215,13 @@ def score_results(results: Sequence[ScenarioResult]) -> list[ScenarioResult]:
             for plugin in REGISTRY.values():
                 if p.kind != plugin.kind or not p.graded:
                     continue
-                try:
-                    value = plugin.score(p)
-                except Exception as exc:
-                    raise HarnessError(f"plugin metric {plugin.name} ({plugin.source}) failed on {r.scenario} "
-                                       f"[{r.strategy}] step {p.step}: {type(exc).__name__}: {exc}") from None
-                if value is not None and not isinstance(value, int | float):
-                    raise HarnessError(f"plugin metric {plugin.name} returned {type(value).__name__} on {r.scenario} "
-                                       f"[{r.strategy}] step {p.step}; expected a number or None")
-                extra[plugin.key] = None if value is None else float(value)
+                where = f"{plugin.name} ({plugin.source}) on {r.scenario} [{r.strategy}] step {p.step}"
+                value = call_plugin(f"plugin metric {where}", plugin.score, p)
+                number = None if value is None else plain_number(value)
+                if value is not None and number is None:  # NaN read as None was a silent gap (round 12)
+                    raise HarnessError(f"plugin metric {where} returned {type(value).__name__} {shown(value, 40)}; "
+                                       "expected a finite number or None")
+                extra[plugin.key] = number
             probes.append(replace(p, metrics={**p.metrics, **extra}) if extra else p)
         out.append(replace(r, probes=tuple(probes)))
     return out
