@@ -181,13 +181,14 @@ def call_plugin(what: str, fn: Callable[..., Any], *args: Any) -> Any:
 def plain_number(value: object) -> float | None:
     """A plugin's number as a plain finite float, read without calling its own methods (a subclass whose
     ``__float__`` raised, or an int too large for a float, was an internal error, round 12); None when it is no
-    finite int or float (bool included, as a number)."""
+    finite int or float below 2**53 in size (what a run file holds: harness/reporting/_typed.py; bool included,
+    as a number)."""
     try:
         number = float.__float__(value) if isinstance(value, float) else int.__float__(value) \
             if isinstance(value, int) else None
     except OverflowError:
         return None
-    return number if number is not None and math.isfinite(number) else None
+    return number if number is not None and math.isfinite(number) and abs(number) < 2.0 ** 53 else None
 
 
 def shown(value: object, limit: int = 200) -> str:

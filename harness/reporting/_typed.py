@@ -35,7 +35,8 @@ def row_problem(row: Mapping[str, Any], cls: type) -> str | None:
     belongs must not become its letters): each field the row has, nested records given as objects."""
     problem = _fields_problem(row, cls, "")
     for name, _ in _hints(cls) if problem is None else ():
-        if name in row and (problem := _size_problem(row[name], name)) is not None:
+        limit = math.inf if name in UNBOUNDED else FLOAT_MAX
+        if name in row and (problem := _size_problem(row[name], name, limit)) is not None:
             break
     return problem
 
@@ -43,16 +44,19 @@ def row_problem(row: Mapping[str, Any], cls: type) -> str | None:
 FLOAT_MAX: Final = float(1 << 53)
 """Numbers written to a run file are below 2**53 in size (milliseconds, tokens, metrics): a larger one, or an
 ``Infinity`` literal, made a mean infinite and the report's JSON an internal error (round 12)."""
+UNBOUNDED: Final = frozenset({"scores"})
+"""Fields a system under test fills and nothing sums (a recall's scores: shown only): finite, of any size."""
 
 
-def _size_problem(value: Any, where: str) -> str | None:
-    """The first float in ``value`` (as read from JSON) that is infinite or at least ``FLOAT_MAX`` in size."""
-    if isinstance(value, float) and not math.isnan(value) and not abs(value) < FLOAT_MAX:
-        return f"{where}: expected a finite number below 2**53 in size, got {one_line(repr(value))[:60]}"
+def _size_problem(value: Any, where: str, limit: float) -> str | None:
+    """The first float in ``value`` (as read from JSON) that is infinite or at least ``limit`` in size."""
+    if isinstance(value, float) and not math.isnan(value) and not (math.isfinite(value) and abs(value) < limit):
+        size = " below 2**53 in size" if limit == FLOAT_MAX else ""
+        return f"{where}: expected a finite number{size}, got {one_line(repr(value))[:60]}"
     if isinstance(value, Mapping):
-        return next((p for k, v in value.items() if (p := _size_problem(v, f"{where}.{k}"))), None)
+        return next((p for k, v in value.items() if (p := _size_problem(v, f"{where}.{k}", limit))), None)
     if isinstance(value, (list, tuple)):
-        return next((p for i, v in enumerate(value) if (p := _size_problem(v, f"{where}[{i}]"))), None)
+        return next((p for i, v in enumerate(value) if (p := _size_problem(v, f"{where}[{i}]", limit))), None)
     return None
 
 

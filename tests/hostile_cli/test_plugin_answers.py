@@ -55,9 +55,11 @@ def _plugin(answer: object) -> Callable[..., object]:
 
 
 def _finite(value: object) -> bool:
+    if not isinstance(value, int | float):
+        return False
     try:
-        return isinstance(value, int | float) and math.isfinite(float.__float__(value) if isinstance(value, float)
-                                                                 else int.__float__(value))  # type: ignore[arg-type]
+        number = float.__float__(value) if isinstance(value, float) else int.__float__(value)
+        return math.isfinite(number) and abs(number) < 2.0**53
     except OverflowError:
         return False
 
