@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Final
 
 from harness.errors import HarnessError
-from harness.tools._mutants import Mutant, key_line, read_toml, table_array
+from harness.scenario._toml import key_line, table_array
+from harness.tools._mutants import Mutant, read_toml
 
 ANY_CHANGE: Final = "*"
 """``after = "*"``: every mutant of the line is equivalent — only for a line the shipped configuration never runs

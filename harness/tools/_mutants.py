@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import HarnessError
+from harness.scenario._toml import key_line, table_array, toml_error_line
 
 MutantKind = Literal["spec", "generated"]
 MUTANT_KEYS: Final = frozenset({"name", "file", "find", "pattern", "replace", "rule", "subsets"})
@@ -173,34 +174,7 @@ def read_toml(path: Path, what: str) -> tuple[str, dict[str, Any]]:
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        where = re.search(r"at line (\d+)", str(exc))
-        raise HarnessError(f"{path}:{where.group(1) if where else 1}: file: invalid TOML ({exc})") from None
-
-
-def key_line(text: str, key: str) -> int:
-    """The first line that sets ``key`` (``key = …``, ``[key]``, ``[[key]]``, ``[key.sub]``), else 1."""
-    name = rf"\s*(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')\s*"
-    return next((n for n, line in enumerate(text.splitlines(), 1)
-                 if re.match(rf"{name}[=.]|\s*\[\[?{name}[].]", line)), 1)
-
-
-def table_array(path: Path, text: str, data: dict[str, Any], key: str) -> list[tuple[int, dict[str, Any]]]:
-    """The ``[[key]]`` tables of a TOML file with the line of each header (missing: none). ``key = 5`` or an array
-    holding anything but tables is ``<file>:<line>: <key>: …`` (round 12: an internal error, ``AttributeError`` on
-    ``[1, 2]`` and ``TypeError`` on ``5``)."""
-    lines = text.splitlines()
-    headers = [n for n, line in enumerate(lines, 1) if re.fullmatch(rf"\s*\[\[\s*[\"']?{key}[\"']?\s*\]\]\s*(#.*)?", line)]
-    assigned = key_line(text, key)
-    value = data.get(key, [])
-    if not isinstance(value, list):
-        raise HarnessError(f"{path}:{assigned}: {key}: expected [[{key}]] tables, got {type(value).__name__}")
-    out = []
-    for i, item in enumerate(value):
-        line = headers[i] if len(headers) == len(value) else assigned
-        if not isinstance(item, dict):
-            raise HarnessError(f"{path}:{line}: {key} {i + 1}: expected a table ([[{key}]]), got {type(item).__name__}")
-        out.append((line, item))
-    return out
+        raise HarnessError(f"{path}:{toml_error_line(exc)}: file: invalid TOML ({exc})") from None
 
 
 def load_catalogue(path: Path, target: Target) -> list[Mutant]:
