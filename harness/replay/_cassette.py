@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 
 from harness.errors import CassetteMiss, HarnessError, one_line, unwritable
 from harness.replay._models import ProbeContext
+from harness.reporting._located import field_line
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._toml import key_line, toml_error_line
 from harness.scenario._yaml import decode_utf8, read_regular
@@ -343,21 +344,19 @@ def read_meta(directory: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(_read_text(path))
-    except json.JSONDecodeError as exc:
-        raise HarnessError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise HarnessError(f"{path}: invalid JSON (nested too deeply)") from None
+        data = json.loads(text := _read_text(path))
+    except (json.JSONDecodeError, RecursionError) as exc:  # every error names its line (round 12)
+        why = getattr(exc, "msg", "nested too deeply")
+        raise HarnessError(f"{path}:{getattr(exc, 'lineno', 1)}: file: invalid JSON ({why})") from None
     if not isinstance(data, dict):  # never read as "no cassette-meta.json"
-        raise HarnessError(f"{path}:1: expected a JSON object (model, api_base, timeout_scale, …), got "
+        raise HarnessError(f"{path}:1: file: expected a JSON object (model, api_base, timeout_scale, …), got "
                            f"{type(data).__name__}")
     for key, kinds, wanted in _META_TYPES:
         value = data.get(key)
         bad = value is not None and (not isinstance(value, kinds) or isinstance(value, bool))
-        if not bad and key == "timeout_scale" and isinstance(value, (int, float)):
-            bad = not 0 < value < 1e6
-        if bad:
-            raise HarnessError(f"{path}: {key}: expected {wanted}, got {one_line(json.dumps(value))[:60]}")
+        if bad or (key == "timeout_scale" and isinstance(value, (int, float)) and not 0 < value < 1e6):
+            raise HarnessError(f"{path}:{field_line(text, data, key)}: {key}: expected {wanted}, got "
+                               f"{one_line(json.dumps(value))[:60]}")
     return data
 
 

@@ -69,3 +69,23 @@ def test_a_shelf_resolves_or_is_one_located_line(tmp_path_factory: pytest.TempPa
         assert chosen.is_dir()
     finally:
         shutil.rmtree(shelf)
+
+
+META_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**7), st.floats(), st.text(max_size=5),
+                       st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(), max_size=2))
+META = st.one_of(st.dictionaries(st.sampled_from(["model", "api_base", "timeout_scale", "weights", "other"]), META_VALUE,
+                                 max_size=4), META_VALUE)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(meta=META, indent=st.sampled_from([None, 1]))
+def test_a_sets_metadata_is_read_or_one_located_line(tmp_path_factory: pytest.TempPathFactory, meta: object,
+                                                     indent: int | None) -> None:
+    """cassette-meta.json: a field of the wrong type named 'cassette-meta.json: timeout_scale: …' with no line."""
+    directory = tmp_path_factory.mktemp("set")
+    (directory / "cassette-meta.json").write_text(json.dumps(meta, indent=indent))
+    try:
+        read_meta(directory)
+    except HarnessError as exc:
+        message = str(exc)
+        assert re.match(r"^\S*cassette-meta\.json:\d+: [^:\n]+: ", message), message
