@@ -27,9 +27,9 @@ def pull_number(event_path: Path) -> int | None:
     """The pull request number of a workflow event (``pull_request`` / ``pull_request_target``), or None."""
     try:
         event = json.loads(_read(event_path))
-    except (ValueError, RecursionError) as exc:
-        raise HarnessError(f"{one_line(str(event_path))}: cannot read the GitHub event ({type(exc).__name__}: "
-                           f"{one_line(str(exc))[:200]})") from None
+    except (ValueError, RecursionError) as exc:  # its line named, as every file's error (round 12)
+        raise HarnessError(f"{one_line(str(event_path))}:{getattr(exc, 'lineno', 1)}: file: cannot read the GitHub "
+                           f"event ({type(exc).__name__}: {one_line(str(exc))[:200]})") from None
     pr = event.get("pull_request") if isinstance(event, dict) else None
     number = pr.get("number") if isinstance(pr, dict) else None
     return number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None

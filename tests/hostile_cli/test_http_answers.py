@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import socket
 import threading
 import time
@@ -141,3 +142,28 @@ def test_a_trickling_server_is_answered_within_the_timeout(server: Server) -> No
     assert problem is not None
     assert "no whole answer within 1 s" in problem
     assert time.monotonic() - start < 5
+
+
+def test_a_hostile_event_file_is_read_or_one_located_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workflow's event JSON (--event): on the old code an unreadable one named no line."""
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.md").write_text("verdict PASS\n")
+    event = tmp_path / "event.json"
+    rng = random.Random(3)
+    for case in range(150):
+        pr = {"number": _value(rng)} if rng.random() < 0.5 else _value(rng)
+        text = json.dumps({"pull_request": pr}, indent=rng.choice([None, 1]))
+        if rng.random() < 0.5:
+            cut = rng.randrange(len(text) + 1)
+            text = text[:cut] + rng.choice(["", "\x00", "}", "[" * 3000, "\ud800"]) + text[cut:]
+        event.write_text(text, encoding="utf-8", errors="surrogatepass")
+        o = cli(["github", "comment", str(run), "--event", str(event), "--repo", "o/r"], capsys)
+        lines = o.err.splitlines()
+        assert o.code in (0, 2), (case, o.err)
+        assert o.code == 0 or (len(lines) == 1 and (lines[0].startswith(f"memharness: {event}:")
+                                                    or "GITHUB_TOKEN is not set" in lines[0])), (case, o.err)
+        if lines and lines[0].startswith(f"memharness: {event}:"):
+            assert re.match(rf"memharness: {re.escape(str(event))}:\d+: file: ", lines[0]), (case, o.err)
