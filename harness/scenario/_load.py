@@ -220,11 +220,6 @@ _STEP_INDEX: Final = re.compile(r"^[0-9]{1,6}$")
 
 def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
     """Parse and validate one scenario file; raise ``ScenarioError`` with ``file:line: field: expected``."""
-    try:  # its name goes into every run file and annotation, all UTF-8 (round 12: validate passed such a file,
-        str(path).encode("utf-8")  # run replayed it and then ended in an internal error, no run directory)
-    except UnicodeEncodeError:
-        raise ScenarioError(f"{one_line(str(path))}:1: file: the file name is not UTF-8 (rename it: run outputs "
-                            "name the scenario's file)") from None
     root = compose_bounded(read_bounded(path), path)
     ctx = NodeReader(path)
     if root is None:
