@@ -23,7 +23,6 @@ from typing import Any, Final, Literal
 
 from harness.errors import CassetteMiss, HarnessError, one_line, unwritable
 from harness.replay._models import ProbeContext
-from harness.reporting._located import field_line
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._toml import key_line, toml_error_line
 from harness.scenario._yaml import decode_utf8, read_regular
@@ -355,7 +354,8 @@ def read_meta(directory: Path) -> dict[str, Any]:
         value = data.get(key)
         bad = value is not None and (not isinstance(value, kinds) or isinstance(value, bool))
         if bad or (key == "timeout_scale" and isinstance(value, (int, float)) and not 0 < value < 1e6):
-            raise HarnessError(f"{path}:{field_line(text, data, key)}: {key}: expected {wanted}, got "
+            line = next((n for n, t in enumerate(text.splitlines(), 1) if re.match(rf'\s*[{{,]?\s*"{key}"\s*:', t)), 1)
+            raise HarnessError(f"{path}:{line}: {key}: expected {wanted}, got "
                                f"{one_line(json.dumps(value))[:60]}")
     return data
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.errors import HarnessError, ScenarioInputError
+from harness.errors import HarnessError, ScenarioInputError, call_plugin, plain_number, shown
 from harness.scenario import RANKED_STRATEGIES, SeedMemory, Turn, ranker_plugin, raw_text
 from harness.system import (
     ALL_CAPABILITIES,
@@ -72,8 +72,6 @@ class PluginRanker:
     score: Callable[..., object]
 
     def rank(self, query: str, docs: Sequence[TopicDoc], *, limit: int) -> list[Ranked]:
-        from harness.plugins import call_plugin, plain_number, shown
-
         what = f"plugin strategy {self.name}"
         values = call_plugin(what, self.score, query, [MemoryRecord(d.relative_path, d.type, d.title, d.body,
                                                                      d.description, d.relative_path) for d in docs])
