@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import signal
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -165,3 +167,33 @@ def unwritable(path: Path, *, replaced: bool = False) -> Path | None:
     if probe == path:
         return None if os.access(probe, os.W_OK) else probe
     return None if probe.is_dir() and os.access(probe, os.W_OK | os.X_OK) else probe
+
+
+def call_plugin(what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``; an exception (``SystemExit`` too: a plugin's ``sys.exit`` ended the run with no output) is
+    one ``HarnessError`` line naming ``what``, even when the exception's own ``str`` raises."""
+    try:
+        return fn(*args)
+    except (Exception, SystemExit) as exc:
+        raise HarnessError(f"{what} failed: {type(exc).__name__}: {shown(exc)}") from None
+
+
+def plain_number(value: object) -> float | None:
+    """A plugin's number as a plain finite float, read without calling its own methods (a subclass whose
+    ``__float__`` raised, or an int too large for a float, was an internal error, round 12); None when it is no
+    finite int or float below 2**53 in size (what a run file holds: harness/reporting/_typed.py; bool included,
+    as a number)."""
+    try:
+        number = float.__float__(value) if isinstance(value, float) else int.__float__(value) \
+            if isinstance(value, int) else None
+    except OverflowError:
+        return None
+    return number if number is not None and math.isfinite(number) and abs(number) < 2.0 ** 53 else None
+
+
+def shown(value: object, limit: int = 200) -> str:
+    """``str(value)`` on one line, cut; a ``__str__`` that raises is said so."""
+    try:
+        return one_line(str(value))[:limit]
+    except Exception as exc:
+        return f"<{type(value).__name__} whose str() raised {type(exc).__name__}>"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, call_plugin, plain_number, shown
 
 if TYPE_CHECKING:
     from harness.replay import Probe, ScenarioResult
@@ -185,15 +185,13 @@ def score_results(results: Sequence[ScenarioResult]) -> list[ScenarioResult]:
             for plugin in REGISTRY.values():
                 if p.kind != plugin.kind or not p.graded:
                     continue
-                try:
-                    value = plugin.score(p)
-                except Exception as exc:
-                    raise HarnessError(f"plugin metric {plugin.name} ({plugin.source}) failed on {r.scenario} "
-                                       f"[{r.strategy}] step {p.step}: {type(exc).__name__}: {exc}") from None
-                if value is not None and not isinstance(value, int | float):
-                    raise HarnessError(f"plugin metric {plugin.name} returned {type(value).__name__} on {r.scenario} "
-                                       f"[{r.strategy}] step {p.step}; expected a number or None")
-                extra[plugin.key] = None if value is None else float(value)
+                where = f"{plugin.name} ({plugin.source}) on {r.scenario} [{r.strategy}] step {p.step}"
+                value = call_plugin(f"plugin metric {where}", plugin.score, p)
+                number = None if value is None else plain_number(value)
+                if value is not None and number is None:  # NaN read as None was a silent gap (round 12)
+                    raise HarnessError(f"plugin metric {where} returned {type(value).__name__} {shown(value, 40)}; "
+                                       "expected a finite number or None")
+                extra[plugin.key] = number
             probes.append(replace(p, metrics={**p.metrics, **extra}) if extra else p)
         out.append(replace(r, probes=tuple(probes)))
     return out

@@ -326,15 +326,49 @@ def variant_factory(scenario: Scenario, factory: Any) -> Any:
 def strategy_problem(system: object, strategy: str) -> str | None:
     """Why ``system`` cannot run ``strategy`` (the skip reason), or None. A system may declare ``strategies`` (the
     strategy names it implements, e.g. no model path); one that declares none implements them all."""
-    declared = getattr(system, "strategies", None)
+    declared = declared_strategies(system)
     if declared is None or strategy in declared:
         return None
     return f"{system_name(system) or 'this system'} implements strategies {', '.join(sorted(declared))}, not {strategy}"
 
 
+RECALL_LIMIT_MAX: Final = 10_000
+"""The largest ``recall_limit`` a system may declare (a result may hold at most this many items)."""
+
+
+def declared_strategies(system: object) -> frozenset[str] | None:
+    """The strategy names ``system`` declares (None: it implements every strategy). Anything but a set, list or
+    tuple of names is the system's failure (round 12: ``[5]`` ended the run INCOMPLETE, the harness blamed, and a
+    generator was read once, then every strategy was skipped)."""
+    declared = getattr(system, "strategies", None)
+    if declared is None:
+        return None
+    names = tuple(declared) if type(declared) in (set, frozenset, list, tuple) else None
+    if names is None or not all(type(n) is str for n in names):
+        raise _declared_failure("strategies", declared, "a set of strategy names")
+    return frozenset(names)
+
+
 def declared_recall_limit(system: object) -> int:
+    """The ``recall_limit`` ``system`` declares (none: the spec's 5): a whole number from 1 to ``RECALL_LIMIT_MAX``,
+    else the system's failure (round 12: 5.0, "5" and -3 were silently replaced by 5, True read as k=True, and
+    10**5000 ended the run INCOMPLETE)."""
     value = getattr(system, "recall_limit", SPEC_RECALL_LIMIT)
-    return value if isinstance(value, int) and value > 0 else SPEC_RECALL_LIMIT
+    if type(value) is not int or not 1 <= value <= RECALL_LIMIT_MAX:
+        raise _declared_failure("recall_limit", value, f"a whole number from 1 to {RECALL_LIMIT_MAX:,}")
+    return value
+
+
+def _declared_failure(name: str, value: object, expected: str) -> Exception:
+    from harness.errors import SYSTEM_FAILED, SystemFailure, one_line
+
+    shown = type(value).__name__
+    if type(value) in (int, float, str, bool, list, tuple, set, frozenset):
+        try:
+            shown += f" {one_line(repr(value))[:40]}"
+        except Exception:  # an int of more digits than str() converts, an item whose repr raises
+            shown += " (unprintable)"
+    return SystemFailure(f"{SYSTEM_FAILED}: its {name} is {shown}; expected {expected} (docs/system-protocol.md)")
 
 
 def capabilities_of(system: object) -> frozenset[Capability]:

@@ -10,10 +10,7 @@ endpoint must answer: no server is one line saying what to start, exit 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -26,14 +23,14 @@ SERVE_HINT = {  # scripts/local-model.sh knows these models (the set's alias →
 
 
 def endpoint_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
-    """None when ``GET {api_base}/models`` answers with JSON, else why not (one line)."""
+    """None when ``GET {api_base}/models`` answers with JSON within ``timeout_s`` seconds, else why not (one line)."""
+    from harness.tools._http import fetch_json
+
     url = api_base.rstrip("/") + "/models"
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            json.loads(response.read(1 << 20) or b"{}")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        return f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
+        fetch_json(url, timeout=timeout_s, what=url)
+    except HarnessError as exc:
+        return str(exc).removeprefix(f"{url}: ")
     return None
 
 

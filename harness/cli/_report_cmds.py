@@ -149,13 +149,29 @@ def top_help_path() -> Path:
     return Path(__file__).with_name(TOP_HELP_FILE)
 
 
+def _written(out: Path) -> str | None:
+    """What ``out`` holds now as ``read_text`` reads it (universal newlines; nothing when it does not exist), or
+    None for bytes that are not UTF-8 (out of date); a FIFO, a device or a directory is one line, exit 2, without
+    blocking (round 12: a FIFO held ``docs --check`` for ever; bytes not UTF-8 were an internal error)."""
+    from harness.scenario._limits import MAX_RUN_FILE_BYTES
+    from harness.scenario._yaml import read_regular
+
+    if not out.exists():  # a dangling link too: nothing there yet
+        return ""
+    try:
+        return read_regular(out, limit=MAX_RUN_FILE_BYTES, error=HarnessError).decode("utf-8").replace(
+            "\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError:
+        return None
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
     """Write (or ``--check``) the CLI reference and the stored ``memharness --help``, both from the parser."""
     from harness.cli._parser import build_parser
 
     outputs = [(args.output, cli_markdown(build_parser())), (top_help_path(), build_parser().format_help())]
     if args.check:
-        stale = [str(out) for out, text in outputs if (out.read_text(encoding="utf-8") if out.exists() else "") != text]
+        stale = [str(out) for out, text in outputs if _written(out) != text]
         for out in stale:
             print(f"{out}: out of date; run `memharness docs`")
         if not stale:
@@ -227,18 +243,25 @@ def trace_url(environ: Mapping[str, str]) -> str | None:
 
 
 def read_benchmark(path: Path) -> dict[str, Any]:
-    """A ``memharness bench`` JSON file for the report: a regular UTF-8 file holding an object, or a one-line error
-    (a FIFO or a device is refused without blocking)."""
+    """A ``memharness bench`` JSON file for the report: a regular UTF-8 file holding the object ``bench`` writes
+    (every field the report shows, of its type: harness/tools/_bench_shape.py), or one located line (a FIFO or a
+    device is refused without blocking)."""
+    from harness.reporting._located import problem_line
     from harness.scenario._limits import MAX_RUN_FILE_BYTES
     from harness.scenario._yaml import decode_utf8, read_regular
+    from harness.tools._bench_shape import benchmark_problem
 
     text = decode_utf8(read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError), path, HarnessError)
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise HarnessError(f"{path}: cannot read the benchmark file ({getattr(exc, 'msg', exc)})") from None
-    if not isinstance(data, dict):
-        raise HarnessError(f"{path}: cannot read the benchmark file (expected a JSON object, got {type(data).__name__})")
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{path}:{exc.lineno}: file: cannot read the benchmark file ({exc.msg})") from None
+    except RecursionError:
+        raise HarnessError(f"{path}:1: file: cannot read the benchmark file (nested too deeply)") from None
+    if (problem := benchmark_problem(data)) is not None:
+        line = problem_line(text, data, problem) if isinstance(data, dict) else 1
+        raise HarnessError(f"{path}:{line}: {problem} (not a benchmark file of `memharness bench`?)")
+    assert isinstance(data, dict)  # benchmark_problem: an object
     return data
 
 

@@ -112,44 +112,49 @@ MAX_GATES_BYTES: Final = 1024 * 1024
 
 def load_gates(path: Path) -> list[Gate]:
     """Parse a gates TOML file (``[[gate]]`` tables); errors name the file and the gate."""
+    from harness.scenario._toml import key_line, member_line, table_array, toml_error_line
     from harness.scenario._yaml import decode_utf8, read_regular
 
-    try:  # a FIFO or a device is refused without blocking, as every file the harness reads
-        data = tomllib.loads(decode_utf8(read_regular(path, limit=MAX_GATES_BYTES, error=GateFileError), path,
-                                         GateFileError))
+    # a FIFO or a device is refused without blocking, as every file the harness reads
+    text = decode_utf8(read_regular(path, limit=MAX_GATES_BYTES, error=GateFileError), path, GateFileError)
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise GateFileError(f"{path}: invalid TOML ({exc})") from None
+        raise GateFileError(f"{path}:{toml_error_line(exc)}: file: invalid TOML ({exc})") from None
     unknown = set(data) - {"gate"}
     if unknown:
-        raise GateFileError(f"{path}: unknown top-level key {sorted(unknown)[0]!r}; expected [[gate]] tables")
-    tables = data.get("gate", [])
-    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-        raise GateFileError(f"{path}: 'gate' must be [[gate]] tables, got {type(tables).__name__}")
+        first = sorted(unknown)[0]
+        raise GateFileError(f"{path}:{key_line(text, first)}: {first}: unknown top-level key; expected [[gate]] tables")
     gates = []
-    for i, raw in enumerate(tables):
-        where = f"{path}: gate {i + 1}"
+    for i, (header, raw) in enumerate(table_array(path, text, data, "gate", GateFileError)):
+        def where_of(key: str, *, _header: int = header, _i: int = i) -> str:  # each error names its line (round 12)
+            return f"{path}:{member_line(text, _header, key)}: gate {_i + 1}"
+        where = f"{path}:{header}: gate {i + 1}"
         extra = set(raw) - GATE_KEYS
         if extra:
-            raise GateFileError(f"{where}: unknown key {sorted(extra)[0]!r}; expected {', '.join(sorted(GATE_KEYS))}")
+            raise GateFileError(f"{where_of(sorted(extra)[0])}: unknown key {sorted(extra)[0]!r}; expected "
+                                f"{', '.join(sorted(GATE_KEYS))}")
         if not isinstance(raw.get("metric"), str):
-            raise GateFileError(f"{where}: 'metric' must be a string like \"recall.precision\"")
+            raise GateFileError(f"{where_of('metric')}: 'metric' must be a string like \"recall.precision\"")
         if raw["metric"] not in KNOWN_METRICS and raw["metric"] not in _plugin_metrics():
-            raise GateFileError(f"{where}: unknown metric {raw['metric']!r}; expected one of {', '.join(sorted(KNOWN_METRICS))}")
+            raise GateFileError(f"{where_of('metric')}: unknown metric {raw['metric']!r}; expected one of "
+                                f"{', '.join(sorted(KNOWN_METRICS))}")
         for key in ("min", "max", "max_drop"):
             if key in raw and (not isinstance(raw[key], (int, float)) or isinstance(raw[key], bool)
                                or not math.isfinite(raw[key])):
-                raise GateFileError(f"{where}: {key!r} must be a finite number, got {raw[key]!r}")
+                raise GateFileError(f"{where_of(key)}: {key!r} must be a finite number, got {raw[key]!r}")
         for key in ("strategy", "vs", "name", "system"):
             if key in raw and not isinstance(raw[key], str):
-                raise GateFileError(f"{where}: {key!r} must be text, got {raw[key]!r}")
+                raise GateFileError(f"{where_of(key)}: {key!r} must be text, got {raw[key]!r}")
         if isinstance(raw.get("name"), str) and _CONTROL.search(raw["name"]):
-            raise GateFileError(f"{where}: 'name' holds a control character or line break "
+            raise GateFileError(f"{where_of('name')}: 'name' holds a control character or line break "
                                 f"('{one_line(raw['name'])[:80]}'); a gate's name is one printable line")
         if "strategy" in raw and raw["strategy"] not in STRATEGY_NAMES:
-            raise GateFileError(f"{where}: unknown strategy {raw['strategy']!r}; expected one of {', '.join(STRATEGY_NAMES)}")
+            raise GateFileError(f"{where_of('strategy')}: unknown strategy {raw['strategy']!r}; expected one of "
+                                f"{', '.join(STRATEGY_NAMES)}")
         if "max_drop" in raw:
             if not isinstance(raw.get("vs"), str):
-                raise GateFileError(f"{where}: 'max_drop' needs vs = \"baseline\" or a strategy name")
+                raise GateFileError(f"{where_of('max_drop')}: 'max_drop' needs vs = \"baseline\" or a strategy name")
         elif "min" not in raw and "max" not in raw:
             raise GateFileError(f"{where}: expected 'min', 'max' or 'max_drop'")
         gates.append(Gate(raw["metric"], raw.get("strategy"), _f(raw.get("min")), _f(raw.get("max")),

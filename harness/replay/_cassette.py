@@ -15,6 +15,7 @@ import math
 import os
 import re
 import threading
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any, Final, Literal
 from harness.errors import CassetteMiss, HarnessError, one_line, unwritable
 from harness.replay._models import ProbeContext
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
+from harness.scenario._toml import key_line, toml_error_line
 from harness.scenario._yaml import decode_utf8, read_regular
 from memory_core.errors import ModelError
 from memory_core.litellm_model import LiteLLMModel
@@ -62,21 +64,20 @@ def resolve_set(directory: Path, name: str | None = None) -> Path:
         if name is not None:
             raise HarnessError(f"{directory}: no {SETS_FILE} here, so there is no cassette set named {name!r}")
         return directory
-    import tomllib
-
     try:
-        sets = tomllib.loads(_read_text(shelf))
+        sets = tomllib.loads(text := _read_text(shelf))
     except tomllib.TOMLDecodeError as exc:
-        raise HarnessError(f"{shelf}: invalid TOML ({exc})") from None
-    aliases = sets.get("alias", {})
-    chosen = name if name is not None else sets.get("default")
-    if not isinstance(chosen, str) or not isinstance(aliases, dict) \
-            or not all(isinstance(v, str) for v in aliases.values()):
-        raise HarnessError(f"{shelf}: expected default = \"DIR\" and an [alias] table of strings")
+        raise HarnessError(f"{shelf}:{toml_error_line(exc)}: file: invalid TOML ({exc})") from None
+    aliases, chosen = sets.get("alias", {}), name if name is not None else sets.get("default")
+    where = f"{shelf}:{key_line(text, 'default')}: default" if name is None else f"--set: {shelf}"  # round 12: lines
+    if not isinstance(aliases, dict) or not all(isinstance(v, str) for v in aliases.values()):
+        raise HarnessError(f"{shelf}:{key_line(text, 'alias')}: alias: expected an [alias] table of strings")
+    if not isinstance(chosen, str):
+        raise HarnessError(f"{where}: expected default = \"DIR\" (a set of this shelf)")
     target = str(aliases.get(chosen, chosen))
     if "/" in target or target in ("", ".", "..") or not (directory / target).is_dir():
         known = sorted({*aliases, *(p.name for p in directory.iterdir() if (p / CASSETTE_FILE).is_file())})
-        raise HarnessError(f"{shelf}: no cassette set {chosen!r} (known: {', '.join(known) or 'none'})")
+        raise HarnessError(f"{where}: no cassette set {chosen!r} (known: {', '.join(known) or 'none'})")
     return directory / target
 
 
@@ -105,9 +106,8 @@ class Cassette:
         """Load ``<directory>/cassette.jsonl`` (missing → empty). Every line must be one entry whose fields replay
         can use: anything else (truncated JSON, bytes that are not UTF-8, an empty line, a value or field of the
         wrong type, a missing field) is one ``<file>:<line>: <field>: malformed cassette entry (…)`` error."""
-        directory = resolve_set(directory)
-        cassette = cls(directory)
-        path = directory / CASSETTE_FILE
+        cassette = cls(resolve_set(directory))
+        path = cassette.directory / CASSETTE_FILE
         if path.exists() or path.is_symlink():
             for n, line in enumerate(recording_lines(path), 1):
                 entry, problem = _parse_entry(line)
@@ -343,21 +343,20 @@ def read_meta(directory: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(_read_text(path))
-    except json.JSONDecodeError as exc:
-        raise HarnessError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise HarnessError(f"{path}: invalid JSON (nested too deeply)") from None
+        data = json.loads(text := _read_text(path))
+    except (json.JSONDecodeError, RecursionError) as exc:  # every error names its line (round 12)
+        why = getattr(exc, "msg", "nested too deeply")
+        raise HarnessError(f"{path}:{getattr(exc, 'lineno', 1)}: file: invalid JSON ({why})") from None
     if not isinstance(data, dict):  # never read as "no cassette-meta.json"
-        raise HarnessError(f"{path}:1: expected a JSON object (model, api_base, timeout_scale, …), got "
+        raise HarnessError(f"{path}:1: file: expected a JSON object (model, api_base, timeout_scale, …), got "
                            f"{type(data).__name__}")
     for key, kinds, wanted in _META_TYPES:
         value = data.get(key)
         bad = value is not None and (not isinstance(value, kinds) or isinstance(value, bool))
-        if not bad and key == "timeout_scale" and isinstance(value, (int, float)):
-            bad = not 0 < value < 1e6
-        if bad:
-            raise HarnessError(f"{path}: {key}: expected {wanted}, got {one_line(json.dumps(value))[:60]}")
+        if bad or (key == "timeout_scale" and isinstance(value, (int, float)) and not 0 < value < 1e6):
+            line = next((n for n, t in enumerate(text.splitlines(), 1) if re.match(rf'\s*[{{,]?\s*"{key}"\s*:', t)), 1)
+            raise HarnessError(f"{path}:{line}: {key}: expected {wanted}, got "
+                               f"{one_line(json.dumps(value))[:60]}")
     return data
 
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.errors import SYSTEM_FAILED, HarnessError, SystemFailure
+from harness.errors import SYSTEM_FAILED, HarnessError, SystemFailure, one_line
 from harness.replay._child import CallWatch, enter_child, exit_text, kill_group, leave
 from harness.replay._observed import describe
 
@@ -226,7 +226,7 @@ def _failed(scenario: Scenario, config: RunConfig, message: str, seconds: float,
     return [ScenarioResult(scenario=scenario.id, strategy=s, passed=False, failures=() if error else (message,),
                            error=message if error else None, probes=(), trace_id="",
                            duration_ms=seconds * 1000, description=scenario.description, tags=scenario.tags,
-                           path=str(scenario.path), system_ms=seconds * 1000)  # the time went to the system
+                           path=one_line(str(scenario.path)), system_ms=seconds * 1000)  # the time went to the system
             for s in strategies_for(scenario, config.strategies)]
 
 

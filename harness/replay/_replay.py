@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from harness.errors import HarnessError, ScenarioInputError, SystemFailure
+from harness.errors import HarnessError, ScenarioInputError, SystemFailure, one_line
 from harness.replay._checks import hold_extractions, run_check, run_trailing
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
 from harness.replay._expect import FaultingModel, RecordingSink, check_outcome
@@ -377,7 +377,7 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
         scenario=scenario.id, strategy=strategy, passed=passed, failures=tuple(run.failures),
         probes=tuple(run.probes), trace_id=trace_id, error=error, duration_ms=monotonic_ms() - t0,
         description=scenario.description, tags=scenario.tags,
-        prompt_versions=tuple(sorted(counter.prompt_versions)) if counter else (), path=str(scenario.path),
+        prompt_versions=tuple(sorted(counter.prompt_versions)) if counter else (), path=one_line(str(scenario.path)),
         skipped=skipped, system_ms=SPENT[0] * 1000,
     )
 

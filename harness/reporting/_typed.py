@@ -16,9 +16,12 @@ import types
 import typing
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 from harness.errors import one_line
+
+INT64: Final = 1 << 63
+"""Integers in a run file fit in 64 bits (numpy's int64 columns, SQLite's INTEGER)."""
 
 
 def type_problem(value: Any) -> str | None:
@@ -30,7 +33,31 @@ def type_problem(value: Any) -> str | None:
 def row_problem(row: Mapping[str, Any], cls: type) -> str | None:
     """The same for a JSON row of ``cls`` as read, before ``from_row`` converts anything (a string where a list
     belongs must not become its letters): each field the row has, nested records given as objects."""
-    return _fields_problem(row, cls, "")
+    problem = _fields_problem(row, cls, "")
+    for name, _ in _hints(cls) if problem is None else ():
+        limit = math.inf if name in UNBOUNDED else FLOAT_MAX
+        if name in row and (problem := _size_problem(row[name], name, limit)) is not None:
+            break
+    return problem
+
+
+FLOAT_MAX: Final = float(1 << 53)
+"""Numbers written to a run file are below 2**53 in size (milliseconds, tokens, metrics): a larger one, or an
+``Infinity`` literal, made a mean infinite and the report's JSON an internal error (round 12)."""
+UNBOUNDED: Final = frozenset({"scores"})
+"""Fields a system under test fills and nothing sums (a recall's scores: shown only): finite, of any size."""
+
+
+def _size_problem(value: Any, where: str, limit: float) -> str | None:
+    """The first float in ``value`` (as read from JSON) that is infinite or at least ``limit`` in size."""
+    if isinstance(value, float) and not math.isnan(value) and not (math.isfinite(value) and abs(value) < limit):
+        size = " below 2**53 in size" if limit == FLOAT_MAX else ""
+        return f"{where}: expected a finite number{size}, got {one_line(repr(value))[:60]}"
+    if isinstance(value, Mapping):
+        return next((p for k, v in value.items() if (p := _size_problem(v, f"{where}.{k}", limit))), None)
+    if isinstance(value, (list, tuple)):
+        return next((p for i, v in enumerate(value) if (p := _size_problem(v, f"{where}[{i}]", limit))), None)
+    return None
 
 
 def _dataclass_problem(value: Any, prefix: str) -> str | None:
@@ -89,8 +116,11 @@ def _problem(value: Any, hint: Any, where: str) -> str | None:
         return None
     if hint is bool:
         return None if isinstance(value, bool) else _wrong(value, hint, where)
-    if hint is int:
-        return None if isinstance(value, int) and not isinstance(value, bool) else _wrong(value, hint, where)
+    if hint is int:  # within 64 bits: the probe frame's columns are int64 (round 12: a step of 10**30 in
+        if isinstance(value, int) and not isinstance(value, bool):  # probes.jsonl was an internal error in compare)
+            return None if -INT64 <= value < INT64 else f"{where}: expected a whole number below 2**63 in size, got " \
+                                                        f"{one_line(str(value))[:60]}"
+        return _wrong(value, hint, where)
     if hint is float:  # never NaN; an infinity only in memory (a p-value or MDE written as null reads as inf)
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
         return None if ok else _wrong(value, hint, where)

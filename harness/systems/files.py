@@ -8,7 +8,6 @@ see ``docs/system-protocol.md``.
 from __future__ import annotations
 
 import json
-import math
 import os
 import uuid
 from collections.abc import Callable, Sequence
@@ -16,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.errors import HarnessError, ScenarioInputError
+from harness.errors import HarnessError, ScenarioInputError, call_plugin, plain_number, shown
 from harness.scenario import RANKED_STRATEGIES, SeedMemory, Turn, ranker_plugin, raw_text
 from harness.system import (
     ALL_CAPABILITIES,
@@ -73,16 +72,17 @@ class PluginRanker:
     score: Callable[..., object]
 
     def rank(self, query: str, docs: Sequence[TopicDoc], *, limit: int) -> list[Ranked]:
-        try:
-            values = self.score(query, [MemoryRecord(d.relative_path, d.type, d.title, d.body, d.description,
-                                                     d.relative_path) for d in docs])
-        except Exception as exc:
-            raise HarnessError(f"plugin strategy {self.name} failed: {type(exc).__name__}: {exc}") from None
-        if not isinstance(values, Sequence) or isinstance(values, str) or len(values) != len(docs) or not all(
-                isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values):
-            raise HarnessError(f"plugin strategy {self.name} returned {str(values)[:80]!r}; expected one finite "
-                               f"number per doc ({len(docs)})")
-        return top([float(v) for v in values], docs, limit=limit, threshold=0.0)
+        what = f"plugin strategy {self.name}"
+        values = call_plugin(what, self.score, query, [MemoryRecord(d.relative_path, d.type, d.title, d.body,
+                                                                     d.description, d.relative_path) for d in docs])
+        # read as plain copies inside the plugin's blame (round 12: a len, an iteration or a float that raised, or an
+        # int too large for a float, was reported as the system under test failing, exit 1)
+        items = call_plugin(what, list, values) if isinstance(values, Sequence) and not isinstance(values, str) else None
+        numbers = [plain_number(v) if not isinstance(v, bool) else None for v in items or ()]
+        if items is None or len(items) != len(docs) or None in numbers:
+            raise HarnessError(f"{what} returned {type(values).__name__} {shown(items if items is not None else values, 80)};"
+                               f" expected one finite number per doc ({len(docs)})")
+        return top([n for n in numbers if n is not None], docs, limit=limit, threshold=0.0)
 
 
 @dataclass

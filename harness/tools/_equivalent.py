@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from harness.errors import HarnessError
+from harness.scenario._toml import key_line, table_array
 from harness.tools._mutants import Mutant, read_toml
 
 ANY_CHANGE: Final = "*"
@@ -105,15 +106,13 @@ def load_equivalents(path: Path) -> list[Equivalent]:
 
 def load_triage(path: Path) -> Triage:
     """Parse a triage TOML (``[[equivalent]]`` and ``[[outside]]`` tables); every error names the file and entry."""
-    _, data = read_toml(path, "triage file")
-    tables = data.get("equivalent", [])
-    if set(data) - {"equivalent", "outside"} or not isinstance(tables, list):
-        raise HarnessError(f"{path}: expected only [[equivalent]] and [[outside]] tables")
+    text, data = read_toml(path, "triage file")
+    if unknown := sorted(set(data) - {"equivalent", "outside"}):
+        raise HarnessError(f"{path}:{key_line(text, unknown[0])}: {unknown[0]}: expected only [[equivalent]] and "
+                           "[[outside]] tables")
     out = []
-    for i, raw in enumerate(tables, 1):
-        where = f"{path}: equivalent {i}"
-        if not isinstance(raw, dict):
-            raise HarnessError(f"{where}: expected a table")
+    for i, (line, raw) in enumerate(table_array(path, text, data, "equivalent"), 1):
+        where = f"{path}:{line}: equivalent {i}"
         if extra := set(raw) - KEYS:
             raise HarnessError(f"{where}: unknown key {sorted(extra)[0]!r}; expected {', '.join(sorted(KEYS))}")
         for key in ("file", "before", "after", "reason"):
@@ -127,8 +126,8 @@ def load_triage(path: Path) -> Triage:
         out.append(Equivalent(raw["file"], raw["before"], raw["after"], raw["reason"].strip(), raw.get("operator"),
                               raw.get("within"), raw.get("unreachable", False)))
     outside = []
-    for i, raw in enumerate(data.get("outside", []), 1):
-        where = f"{path}: outside {i}"
+    for i, (line, raw) in enumerate(table_array(path, text, data, "outside"), 1):
+        where = f"{path}:{line}: outside {i}"
         within = raw.get("within", []) if isinstance(raw, dict) else None
         when = raw.get("when") if isinstance(raw, dict) else None
         if not isinstance(raw, dict) or not {"module", "reason"} <= set(raw) <= OUTSIDE_KEYS or not all(

@@ -10,7 +10,6 @@ comment instead of adding one per push. It talks to the GitHub REST API with the
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,9 +27,9 @@ def pull_number(event_path: Path) -> int | None:
     """The pull request number of a workflow event (``pull_request`` / ``pull_request_target``), or None."""
     try:
         event = json.loads(_read(event_path))
-    except (ValueError, RecursionError) as exc:
-        raise HarnessError(f"{one_line(str(event_path))}: cannot read the GitHub event ({type(exc).__name__}: "
-                           f"{one_line(str(exc))[:200]})") from None
+    except (ValueError, RecursionError) as exc:  # its line named, as every file's error (round 12)
+        raise HarnessError(f"{one_line(str(event_path))}:{getattr(exc, 'lineno', 1)}: file: cannot read the GitHub "
+                           f"event ({type(exc).__name__}: {one_line(str(exc))[:200]})") from None
     pr = event.get("pull_request") if isinstance(event, dict) else None
     number = pr.get("number") if isinstance(pr, dict) else None
     return number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None
@@ -62,37 +61,41 @@ def upsert_comment(api: str, repo: str, number: int, body: str, token: str, *, t
     mine = None
     page = 1
     while mine is None:
-        comments = _call("GET", f"{base}/{number}/comments?per_page=100&page={page}", token, None, timeout)
+        url = f"{base}/{number}/comments?per_page=100&page={page}"
+        comments = _call("GET", url, token, None, timeout)
         if not isinstance(comments, list) or not comments:
             break
-        mine = next((c for c in comments if isinstance(c, dict) and str(c.get("body", "")).startswith(MARKER)), None)
+        mine = next((c for c in comments if isinstance(c, dict) and isinstance(c.get("body"), str)
+                     and c["body"].startswith(MARKER)), None)
         page += 1
         if page > 50:  # 5,000 comments: enough
             break
     if mine is not None:
-        ident = int(mine["id"])
+        ident = _comment_id(mine, f"GitHub API GET {url}")
         _call("PATCH", f"{base}/comments/{ident}", token, {"body": body}, timeout)
         return "updated", ident
     done = _call("POST", f"{base}/{number}/comments", token, {"body": body}, timeout)
-    return "created", int(done["id"]) if isinstance(done, dict) and "id" in done else 0
+    return "created", _comment_id(done, f"GitHub API POST {base}/{number}/comments") \
+        if isinstance(done, dict) and "id" in done else 0
+
+
+def _comment_id(comment: dict[str, Any], what: str) -> int:
+    """A comment's ``id`` as GitHub gives it (a positive integer); anything else is the API's answer at fault."""
+    ident = comment.get("id")
+    if not isinstance(ident, int) or isinstance(ident, bool) or ident <= 0:
+        raise HarnessError(f"{what}: id: expected a positive integer, got {one_line(json.dumps(ident))[:60]}")
+    return ident
 
 
 def _call(method: str, url: str, token: str, payload: Mapping[str, Any] | None, timeout: float) -> Any:
+    """One API call, answered within ``timeout`` seconds in all; any failure is one line (harness.tools._http)."""
+    from harness.tools._http import fetch_json
+
     data = None if payload is None else json.dumps(payload).encode()
     request = urllib.request.Request(url, data=data, method=method, headers={
         "Accept": "application/vnd.github+json", "Authorization": f"Bearer {token}",
         "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "memharness", "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # http(s) only: checked by post_verdict
-            text = response.read().decode("utf-8")
-    except urllib.error.HTTPError as exc:
-        raise HarnessError(f"GitHub API {method} {url}: HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        raise HarnessError(f"GitHub API {method} {url}: {getattr(exc, 'reason', exc)}") from None
-    try:
-        return json.loads(text) if text.strip() else None
-    except ValueError:
-        raise HarnessError(f"GitHub API {method} {url}: the answer is not JSON") from None
+    return fetch_json(request, timeout=timeout, what=f"GitHub API {method} {url}")
 
 
 def post_verdict(run_dir: Path, *, event_path: str, repo: str, api: str, token: str, report_url: str = "") -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import HarnessError
+from harness.scenario._toml import key_line, table_array, toml_error_line
 
 MutantKind = Literal["spec", "generated"]
 MUTANT_KEYS: Final = frozenset({"name", "file", "find", "pattern", "replace", "rule", "subsets"})
@@ -119,14 +120,13 @@ def describe_change(original: str, mutated: str) -> tuple[int, str, str]:
     return start + 1, " ⏎ ".join(x.strip() for x in a[start:end_a]), " ⏎ ".join(x.strip() for x in b[start:end_b])
 
 
-def _entry_line(text: str, name: object, index: int) -> int:
+def _entry_line(text: str, name: object, header: int) -> int:
     """The catalogue line of an entry: its ``name = …`` line, else its ``[[mutant]]`` header."""
     if isinstance(name, str):
         for n, line in enumerate(text.splitlines(), 1):
             if re.match(rf"""^\s*name\s*=\s*["']{re.escape(name)}["']\s*$""", line):
                 return n
-    headers = [n for n, line in enumerate(text.splitlines(), 1) if line.strip() == "[[mutant]]"]
-    return headers[index] if index < len(headers) else 1
+    return header
 
 
 def _str_field(entry: dict[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
@@ -165,15 +165,16 @@ def _apply(source: str, entry: dict[str, Any], where: str, rel: str) -> str:
 
 
 def read_toml(path: Path, what: str) -> tuple[str, dict[str, Any]]:
-    """The text and parsed tables of a TOML file; a one-line error naming the file otherwise."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessError(f"{path}: cannot read the {what} ({exc})") from None
+    """The text and parsed tables of a TOML file; a one-line error naming the file otherwise. A regular UTF-8 file
+    only: a FIFO (it held ``sensitivity`` for ever), a device or a directory is refused without blocking."""
+    from harness.scenario._limits import MAX_RUN_FILE_BYTES
+    from harness.scenario._yaml import decode_utf8, read_regular
+
+    text = decode_utf8(read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError), path, HarnessError)
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise HarnessError(f"{path}: invalid TOML ({exc})") from None
+        raise HarnessError(f"{path}:{toml_error_line(exc)}: file: invalid TOML ({exc})") from None
 
 
 def load_catalogue(path: Path, target: Target) -> list[Mutant]:
@@ -181,15 +182,16 @@ def load_catalogue(path: Path, target: Target) -> list[Mutant]:
     text, data = read_toml(path, "catalogue")
     unknown_top = sorted(set(data) - {"mutant"})
     if unknown_top:
-        raise HarnessError(f"{path}: {unknown_top[0]}: unknown table (expected [[mutant]] entries)")
-    entries = data.get("mutant", [])
-    if not isinstance(entries, list) or not entries:
-        raise HarnessError(f"{path}: mutant: expected at least one [[mutant]] entry")
+        raise HarnessError(f"{path}:{key_line(text, unknown_top[0])}: {unknown_top[0]}: unknown table (expected "
+                           "[[mutant]] entries)")
+    entries = table_array(path, text, data, "mutant")
+    if not entries:
+        raise HarnessError(f"{path}:1: mutant: expected at least one [[mutant]] entry")
     out: list[Mutant] = []
     seen: dict[str, int] = {}
     sources: dict[str, str] = {}
-    for i, entry in enumerate(entries):
-        line = _entry_line(text, entry.get("name"), i)
+    for i, (header, entry) in enumerate(entries):
+        line = _entry_line(text, entry.get("name"), header)
         name = entry.get("name")
         where = f"{path}:{line}: mutant {name!r}" if isinstance(name, str) else f"{path}:{line}: mutant #{i + 1}"
         if not isinstance(name, str) or not _NAME.fullmatch(name):

@@ -415,13 +415,13 @@ def test_equivalent_mutants_are_left_out_by_their_changed_line(tmp_path: Path) -
     run, left_out = split_equivalent([in_a, in_b], load_equivalents(path), lambda _f: source)
     assert (run, [m for m, _ in left_out]) == ([in_a], [in_b])
     path.write_text('[[equivalent]]\nfile = "a.py"\nbefore = "x"\nreason = "r"\n', encoding="utf-8")
-    with pytest.raises(HarnessError, match=r"eq.toml: equivalent 1: 'after' must be non-empty text"):
+    with pytest.raises(HarnessError, match=r"eq.toml:1: equivalent 1: 'after' must be non-empty text"):
         load_equivalents(path)
     path.write_text('[[outside]]\nmodule = "a.py"\n', encoding="utf-8")
-    with pytest.raises(HarnessError, match=r"eq.toml: outside 1: expected non-empty text 'module' and 'reason'"):
+    with pytest.raises(HarnessError, match=r"eq.toml:1: outside 1: expected non-empty text 'module' and 'reason'"):
         load_triage(path)
     path.write_text('[[outside]]\nmodule = "a.py"\nreason = "r"\nwithin = "f"\n', encoding="utf-8")
-    with pytest.raises(HarnessError, match=r"eq.toml: outside 1: .*'within' \(a list"):
+    with pytest.raises(HarnessError, match=r"eq.toml:1: outside 1: .*'within' \(a list"):
         load_triage(path)
     path.write_text('[[outside]]\nmodule = "a.py"\nreason = "r"\nwithin = ["f", "C"]\n', encoding="utf-8")
     assert load_triage(path).outside[0].within == ("f", "C")

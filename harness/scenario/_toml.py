@@ -1,0 +1,55 @@
+"""Lines in a TOML file, for errors that name them (``<file>:<line>: <field>: <problem>``): tomllib gives parsed
+values, not where they were written. Used by the gates file and ``sensitivity``'s catalogue and triage files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+
+def toml_error_line(exc: Exception) -> int:
+    """The line tomllib's error names (``… (at line 3, column 5)``), else 1."""
+    where = re.search(r"at line (\d+)", str(exc))
+    return int(where.group(1)) if where else 1
+
+
+def key_line(text: str, key: str) -> int:
+    """The first line that sets ``key`` (``key = …``, ``[key]``, ``[[key]]``, ``[key.sub]``), else 1."""
+    name = rf"\s*(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')\s*"
+    return next((n for n, line in enumerate(text.splitlines(), 1)
+                 if re.match(rf"{name}[=.]|\s*\[\[?{name}[].]", line)), 1)
+
+
+def table_array(path: Path, text: str, data: dict[str, Any], key: str,
+                error: type[HarnessError] = HarnessError) -> list[tuple[int, dict[str, Any]]]:
+    """The ``[[key]]`` tables of a TOML file with the line of each header (missing: none). ``key = 5`` or an array
+    holding anything but tables is ``<file>:<line>: <key>: …`` (round 12: an internal error, ``AttributeError`` on
+    ``[1, 2]`` and ``TypeError`` on ``5``)."""
+    lines = text.splitlines()
+    headers = [n for n, line in enumerate(lines, 1) if re.fullmatch(rf"\s*\[\[\s*[\"']?{key}[\"']?\s*\]\]\s*(#.*)?", line)]
+    assigned = key_line(text, key)
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise error(f"{path}:{assigned}: {key}: expected [[{key}]] tables, got {type(value).__name__}")
+    out = []
+    for i, item in enumerate(value):
+        line = headers[i] if len(headers) == len(value) else assigned
+        if not isinstance(item, dict):
+            raise error(f"{path}:{line}: {key} {i + 1}: expected a table ([[{key}]]), got {type(item).__name__}")
+        out.append((line, item))
+    return out
+
+
+def member_line(text: str, header: int, key: str) -> int:
+    """The line of ``key = …`` in the table whose header is on line ``header`` (the header's own line when the
+    key is not written there, e.g. a missing one, or the table is written inline)."""
+    name = rf"\s*(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')\s*="
+    for n, line in enumerate(text.splitlines()[header:], header + 1):
+        if re.match(r"\s*\[", line):  # the next table
+            break
+        if re.match(name, line):
+            return n
+    return header
