@@ -22,10 +22,11 @@ class Outcome:
     seconds: float
 
 
-def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> Outcome:
+def cli(args: list[str], capsys: pytest.CaptureFixture[str], environ: dict[str, str] | None = None) -> Outcome:
+    """``memharness ARGS`` in this process, with ``environ`` (none by default: main() reads only what it is given)."""
     capsys.readouterr()
     start = time.perf_counter()
-    code = main(args, environ={})
+    code = main(args, environ=environ or {})
     seconds = time.perf_counter() - start
     captured = capsys.readouterr()
     return Outcome(code, captured.out, captured.err, seconds)

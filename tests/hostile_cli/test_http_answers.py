@@ -103,20 +103,19 @@ def server() -> Iterator[Server]:
 
 
 def test_github_comment_answers_every_hostile_api_in_one_line(tmp_path: Path, server: Server,
-                                                             capsys: pytest.CaptureFixture[str],
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
     run.mkdir()
     (run / "summary.md").write_text("verdict PASS\n")
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 7}}))
-    monkeypatch.setenv("GITHUB_TOKEN", "t")
     rng = random.Random(1)
     bad = []
     for case in range(200):
         server.plan = [_answer(rng) for _ in range(rng.randrange(1, 5))]
         server.last = _answer(rng)
-        o = cli(["github", "comment", str(run), "--event", str(event), "--repo", "o/r", "--api", server.url], capsys)
+        o = cli(["github", "comment", str(run), "--event", str(event), "--repo", "o/r", "--api", server.url], capsys,
+                {"GITHUB_TOKEN": "t"})
         lines = o.err.splitlines()
         if o.code not in (0, 2) or "internal error" in o.err or "Traceback" in o.err or (
                 o.code == 2 and (len(lines) != 1 or not lines[0].startswith("memharness: GitHub API "))):
@@ -144,10 +143,8 @@ def test_a_trickling_server_is_answered_within_the_timeout(server: Server) -> No
     assert time.monotonic() - start < 5
 
 
-def test_a_hostile_event_file_is_read_or_one_located_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hostile_event_file_is_read_or_one_located_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The workflow's event JSON (--event): on the old code an unreadable one named no line."""
-    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     run = tmp_path / "run"
     run.mkdir()
     (run / "summary.md").write_text("verdict PASS\n")
