@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 import gc
+import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -58,3 +61,19 @@ def examples(n: int) -> int:
 
 
 __all__ = ["cpu_seconds", "examples", "put_doc", "raw_doc", "to_ms"]
+
+
+def toml_value(value: object) -> str:
+    """``value`` (bool, int, float, text, date, list, dict) as a TOML value, for tests that generate TOML files:
+    NaN and the infinities as TOML's own words, text as a JSON string (a TOML basic string), tables inline."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else {math.inf: "inf", -math.inf: "-inf"}.get(value, repr(value))
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value) if isinstance(value, str) else str(value)

@@ -6,7 +6,6 @@ code each named the file but no line (``sets.toml: expected default = "DIR" and 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
@@ -17,30 +16,20 @@ from hypothesis import strategies as st
 
 from harness.errors import HarnessError
 from harness.replay._cassette import Cassette, read_meta, resolve_set
+from tests.helpers import toml_value
 
 NAMES = st.sampled_from(["a", "b", "", ".", "..", "a/b", "/etc", "sets.toml", "ä", " a", "a\n", "link", "fifo", "file"])
 
-
-def _toml(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else {math.inf: "inf", -math.inf: "-inf"}.get(value, repr(value))
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
-    return json.dumps(value) if isinstance(value, str) else str(value)
 
 
 VALUE = st.recursive(st.one_of(NAMES, st.integers(), st.booleans(), st.floats()),
                      lambda c: st.one_of(st.lists(c, max_size=2), st.dictionaries(NAMES, c, max_size=2)), max_leaves=4)
 DOCUMENT = st.one_of(
-    st.builds(lambda d, al: ("# shelf\n" if al else "") + (f"default = {_toml(d)}\n" if d is not None else "")
-              + ("[alias]\n" + "".join(f"{json.dumps(k)} = {_toml(v)}\n" for k, v in al.items()) if al is not None else ""),
+    st.builds(lambda d, al: ("# shelf\n" if al else "") + (f"default = {toml_value(d)}\n" if d is not None else "")
+              + ("[alias]\n" + "".join(f"{json.dumps(k)} = {toml_value(v)}\n" for k, v in al.items()) if al is not None else ""),
               st.one_of(st.none(), NAMES, VALUE), st.one_of(st.none(), st.dictionaries(NAMES, st.one_of(NAMES, VALUE),
                                                                                        max_size=3))),
-    st.builds(lambda k, v: f"{k} = {_toml(v)}\n", st.sampled_from(["default", "alias"]), VALUE),
+    st.builds(lambda k, v: f"{k} = {toml_value(v)}\n", st.sampled_from(["default", "alias"]), VALUE),
     st.text(max_size=30))
 LOCATED = re.compile(r"^(\S*sets\.toml:\d+: [^:\n]+: |--set: \S*: )")
 

@@ -4,8 +4,6 @@ file and the line, ``<file>:<line>: gate <n>: …``. On the old code each named 
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from pathlib import Path
 
@@ -15,19 +13,7 @@ from hypothesis import strategies as st
 
 from harness.evaluation import load_gates
 from harness.evaluation._gates import GateFileError
-
-
-def _toml(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else {math.inf: "inf", -math.inf: "-inf"}.get(value, repr(value))
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
-    return json.dumps(value) if isinstance(value, str) else str(value)
-
+from tests.helpers import toml_value
 
 SCALAR = st.one_of(st.booleans(), st.integers(-5, 5), st.floats(), st.text(max_size=6),
                    st.sampled_from(["recall.precision", "scenarios.failed", "heuristic", "bm25", "baseline", "a\nb"]))
@@ -44,14 +30,14 @@ def _document(gates: list[dict[str, object]], comments: bool) -> str:
     out = []
     for gate in gates:
         out.append("# a gate\n[[gate]]" if comments else "[[gate]]")
-        out += [f"{k} = {_toml(v)}" for k, v in gate.items()]
+        out += [f"{k} = {toml_value(v)}" for k, v in gate.items()]
         out.append("")
     return "\n".join(out) + "\n"
 
 
 DOCUMENT = st.one_of(st.builds(_document, st.lists(GATE, max_size=4), st.booleans()),
-                     st.builds(lambda v: f"gate = {_toml(v)}\n", VALUE),
-                     st.builds(lambda k, v: f"{k} = {_toml(v)}\n", st.sampled_from(["gates", "x"]), VALUE))
+                     st.builds(lambda v: f"gate = {toml_value(v)}\n", VALUE),
+                     st.builds(lambda k, v: f"{k} = {toml_value(v)}\n", st.sampled_from(["gates", "x"]), VALUE))
 LOCATED = re.compile(r"^\S*g\.toml:(\d+): ([^:\n]+): ")
 
 

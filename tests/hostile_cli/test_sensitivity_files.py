@@ -9,9 +9,7 @@ bytes that are not UTF-8 are refused at once.
 
 from __future__ import annotations
 
-import datetime
 import json
-import math
 import os
 import re
 import time
@@ -25,22 +23,10 @@ from harness.errors import HarnessError
 from harness.tools._equivalent import load_triage, split_equivalent
 from harness.tools._generated import generated_mutants
 from harness.tools._mutants import load_catalogue, resolve_target
+from tests.helpers import toml_value
 
 TARGET = resolve_target("memory_core")
 
-
-def _toml(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else {math.inf: "inf", -math.inf: "-inf"}.get(value, repr(value))
-    if isinstance(value, (int, datetime.date)):
-        return value.isoformat() if isinstance(value, datetime.date) else str(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
-    return json.dumps(value)
 
 
 FILES = st.sampled_from(["recall.py", "sqlite/store.py", "__init__.py", "../harness/cli/__init__.py", "nope.py",
@@ -63,12 +49,12 @@ KEY = st.sampled_from(["mutant", "equivalent", "outside"])
 
 
 def _tables(key: str, entries: list[dict[str, object]]) -> str:
-    return "".join(f"[[{key}]]\n" + "".join(f"{json.dumps(k)} = {_toml(v)}\n" for k, v in e.items()) for e in entries)
+    return "".join(f"[[{key}]]\n" + "".join(f"{json.dumps(k)} = {toml_value(v)}\n" for k, v in e.items()) for e in entries)
 
 
 DOCUMENT = st.one_of(st.builds(_tables, KEY, st.lists(ENTRY, max_size=3)),
-                     st.builds(lambda k, v: f"{k} = {_toml(v)}\n", st.one_of(KEY, st.just("x")), VALUE),
-                     st.builds(lambda k, v, e: f"{k} = {_toml(v)}\n" + _tables("outside", e), KEY, VALUE,
+                     st.builds(lambda k, v: f"{k} = {toml_value(v)}\n", st.one_of(KEY, st.just("x")), VALUE),
+                     st.builds(lambda k, v, e: f"{k} = {toml_value(v)}\n" + _tables("outside", e), KEY, VALUE,
                                st.lists(ENTRY, max_size=2)))
 LOCATED = re.compile(r"^\S*f\.toml:\d+: \S")
 
