@@ -238,7 +238,7 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         raise ctx.fail(root, "id", f"the file name cannot be the scenario id ({lim.name_problem(default_id)}); "
                                    "set 'id:'")
     design = ctx.name(top["design"], "design") if "design" in top else ""
-    ctx.kinds, ctx.design = more.touched_kinds(design), design  # `touched` names the design's memory kinds
+    ctx.design = design  # `touched` names the design's memory kinds
     steps_node = top["steps"]
     steps = ctx.seq(steps_node, "steps", lambda n, p: _step(ctx, n, p, facts), lim.MAX_STEPS)
     if not steps:

@@ -50,7 +50,7 @@ def touched_kinds(design: str) -> tuple[str, ...]:
 def _touched(ctx: NodeReader, node: yaml.Node, field: str) -> str:
     """One name of a ``touched`` list; a name of the other vocabulary says whose it is (a misspelled ``design``
     otherwise reads as a wrong name: ``design: s1-sqlit`` with ``touched: [fact]``)."""
-    kinds = ctx.kinds or TOPICS
+    kinds = touched_kinds(ctx.design)
     value = ctx.string(node, field)
     if value not in kinds:
         other = "s1-sqlite design's kinds" if value in SQLITE_TYPES else "file topics" if value in TOPICS else ""

@@ -208,9 +208,8 @@ class NodeReader:
         self.path = path
         self._where = one_line(str(path))
         self._ctor = SafeConstructor()
-        self.kinds: tuple[str, ...] = ()
-        """The memory kinds a ``touched`` list may name: those of the scenario's ``design`` (set by the loader)."""
         self.design = ""
+        """The scenario's ``design`` (set by the loader): a ``touched`` list names its memory kinds."""
 
     def fail(self, node: yaml.Node | None, field: str, expected: str) -> ScenarioError:
         line = node.start_mark.line + 1 if node is not None else 1
