@@ -12,17 +12,16 @@ from here too, loaded on first use so this module never imports an adapter.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from harness.scenario import Scenario, SeedMemory, Turn
-
-if TYPE_CHECKING:
-    pass
+from harness.errors import one_line
+from harness.scenario import STRATEGY_NAMES, Scenario, SeedMemory, Turn
 
 
 class Capability(StrEnum):
@@ -280,9 +279,17 @@ SPEC_RECALL_LIMIT: Final = 5
 
 
 def system_name(system: object) -> str:
-    """The name a system declares (``name``), matched against a scenario's ``systems`` list."""
-    value = getattr(system, "name", "")
-    return value if isinstance(value, str) else ""
+    """The name a system declares (``name``), matched against a scenario's ``systems`` list (none: "")."""
+    return _declared_text(system, "name")
+
+
+def _declared_text(system: object, attr: str) -> str:
+    """A declared ``name`` or ``design``: absent or None is none; anything but one line of text is the system's
+    failure (round 13: ``name = 5`` read as no name, and the scenarios written for the system were skipped)."""
+    value = getattr(system, attr, None)
+    if value is None or (type(value) is str and len(value) <= 200 and one_line(value) == value):
+        return value or ""
+    raise _declared_failure(attr, value, "one line of text (at most 200 characters), or none")
 
 
 DESIGNS: Final = {
@@ -296,8 +303,7 @@ DESIGNS: Final = {
 def system_design(system: object) -> str:
     """The design a system declares it implements (``design``; none: it runs only portable scenarios and those that
     name it)."""
-    value = getattr(system, "design", "")
-    return value if isinstance(value, str) else ""
+    return _declared_text(system, "design")
 
 
 def target_problem(scenario: Scenario, system: object) -> str | None:
@@ -346,6 +352,11 @@ def declared_strategies(system: object) -> frozenset[str] | None:
     names = tuple(declared) if type(declared) in (set, frozenset, list, tuple) else None
     if names is None or not all(type(n) is str for n in names):
         raise _declared_failure("strategies", declared, "a set of strategy names")
+    if unknown := sorted(set(names).difference(STRATEGY_NAMES)):  # round 13: only unknown names skipped every run
+        close = difflib.get_close_matches(unknown[0], STRATEGY_NAMES, n=1)
+        raise _declared_failure("strategies", declared, f"registered strategy names, and {one_line(unknown[0])[:40]!r} "
+                                f"is none{f' (did you mean {close[0]}?)' if close else ''}: "
+                                f"{', '.join(STRATEGY_NAMES)}")
     return frozenset(names)
 
 
@@ -360,7 +371,7 @@ def declared_recall_limit(system: object) -> int:
 
 
 def _declared_failure(name: str, value: object, expected: str) -> Exception:
-    from harness.errors import SYSTEM_FAILED, SystemFailure, one_line
+    from harness.errors import SYSTEM_FAILED, SystemFailure
 
     shown = type(value).__name__
     if type(value) in (int, float, str, bool, list, tuple, set, frozenset):

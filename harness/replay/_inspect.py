@@ -119,16 +119,20 @@ def _read(spec: str, methods: tuple[str, ...], tmp: Path, stage: Any, *, instanc
         raise
     except BaseException as exc:
         raise _Failed(f"building one instance raised {describe(exc)}") from None
-    try:
-        strategies = getattr(system, "strategies", None)
+    try:  # read as a replay reads them (round 13: a name of 5 was shown as "5" here, and as no name in the run)
+        from harness.system import declared_strategies, system_design, system_name
+
+        strategies = declared_strategies(system)
         declared: Any = getattr(system, "capabilities", frozenset())
-        for field, value in (("strategies", strategies), ("capabilities", declared)):
-            if isinstance(value, (str, bytes)) or (value is not None and not hasattr(value, "__iter__")):
-                raise _Failed(f"its {field} is {type(value).__name__} {str(value)[:40]!r}, expected a set of names")
-        out.update(name=str(getattr(system, "name", "")), design=str(getattr(system, "design", "")),
-                   strategies=None if strategies is None else sorted(str(s) for s in strategies),
+        if isinstance(declared, (str, bytes)) or not hasattr(declared, "__iter__"):
+            raise _Failed(f"its capabilities is {type(declared).__name__} {str(declared)[:40]!r}, expected a set of "
+                          "names")
+        out.update(name=system_name(system), design=system_design(system),
+                   strategies=None if strategies is None else sorted(strategies),
                    capabilities=sorted(str(c) for c in declared),
                    methods=[m for m in methods if callable(getattr(system, m, None))])
+    except SystemFailure as exc:
+        raise _Failed(str(exc).removeprefix(f"{SYSTEM_FAILED}: ")) from None
     except _Failed:
         raise
     except BaseException as exc:

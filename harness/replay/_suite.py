@@ -6,7 +6,7 @@ import atexit
 import multiprocessing.util as mp_util
 import os
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -23,14 +23,18 @@ from harness.replay._proxy import PROXY_URL_ENV, ModelProxy, ProxyCall, proxy_fo
 from harness.replay._records import ScenarioResult
 from harness.replay._replay import replay
 from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario, base_strategy
+from harness.system import declared_strategies
 from harness.telemetry import EncodedTrace, TelemetrySetup, build_telemetry, proxied_call_span
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model
 
 
 def needs_cassette_model(scenarios: Sequence[Scenario], requested: Sequence[str] | None,
-                         declared: Collection[str] | None = None) -> bool:
-    """Whether some scenario will call the cassette-backed model (``declared``: the system's strategies, if it says)."""
+                         factory: object = None) -> bool:
+    """Whether some scenario will call the cassette-backed model (``factory``: a shipped system's, whose declared
+    strategies count, read as a replay reads them)."""
+    declared = declared_strategies(factory)
+
     def calls(x: str) -> bool:
         return base_strategy(x) in MODEL_STRATEGIES and (declared is None or base_strategy(x) in declared)
 
