@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -24,6 +25,33 @@ def one_line(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii")
                             if ord(m.group()) < 0xD800 else f"\\x{ord(m.group()) - 0xDC00:02x}"
                             if 0xDC80 <= ord(m.group()) <= 0xDCFF else f"\\u{ord(m.group()):04x}", text)
+
+
+_JSON_TOKENS: Final = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}\n]')
+
+
+def deepest_line(text: str) -> tuple[int, int]:
+    """(line, depth): where the brackets of JSON ``text`` (outside strings) first reach their deepest nesting, for
+    a parser's "nested too deeply" (round 13: that error named line 1, or no line, whatever the file)."""
+    depth = deepest = 0
+    line = where = 1
+    for token in _JSON_TOKENS.finditer(text):
+        char = token.group()[0]
+        if char == "\n":
+            line += 1
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, where = depth, line
+        elif char in "]}":
+            depth -= 1
+    return where, deepest
+
+
+def too_deep(path: object, text: str, what: str = "invalid JSON") -> str:
+    """``path:line: what (nested too deeply: N levels, the deepest from this line)``: one located line."""
+    line, depth = deepest_line(text)
+    return f"{one_line(str(path))}:{line}: {what} (nested too deeply: {depth:,} levels, the deepest from this line)"
 
 
 class HarnessError(Exception):
@@ -169,13 +197,55 @@ def unwritable(path: Path, *, replaced: bool = False) -> Path | None:
     return None if probe.is_dir() and os.access(probe, os.W_OK | os.X_OK) else probe
 
 
+PLUGIN_TIMEOUT_S: float = 60.0
+"""How long one call into a plugin (a metric on one probe, a ranker on one query) may take (docs/plugins.md)."""
+
+
+class _PluginLate(BaseException):
+    """Raised into a plugin's call when its time is up (not an ``Exception``: its own ``except Exception`` lets it
+    through)."""
+
+
 def call_plugin(what: str, fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)``; an exception (``SystemExit`` too: a plugin's ``sys.exit`` ended the run with no output) is
-    one ``HarnessError`` line naming ``what``, even when the exception's own ``str`` raises."""
+    one ``HarnessError`` line naming ``what``, even when the exception's own ``str`` raises; so is a call that
+    outlives ``PLUGIN_TIMEOUT_S`` (round 13: a metric or ranker that hung held the run forever; SIGALRM, in the main
+    thread, within whatever deadline encloses it: a system operation's, which fires as its own)."""
+    seconds = PLUGIN_TIMEOUT_S
+    armed = seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    late = HarnessError(f"{what} failed: it did not return within {seconds:g} s (a plugin call's time limit)")
+    outer = 0.0
+    previous: Any = None
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _PluginLate(signum, frame)
+
+    if armed:
+        previous = signal.signal(signal.SIGALRM, expire)
+        outer = signal.setitimer(signal.ITIMER_REAL, 0)[0]  # what is left of an enclosing deadline (0: none)
+        signal.setitimer(signal.ITIMER_REAL, min(seconds, outer) if outer else seconds)
+    began = time.monotonic()
     try:
-        return fn(*args)
+        value = fn(*args)
+    except _PluginLate as exc:
+        if outer and outer <= seconds:  # the enclosing deadline is the one that ran out: its handler raises its
+            outer = 0.0  # own error (a system operation's timeout), once, and is not re-armed
+            signal.signal(signal.SIGALRM, previous)
+            if callable(previous):
+                previous(*exc.args)
+        raise late from None
     except (Exception, SystemExit) as exc:
         raise HarnessError(f"{what} failed: {type(exc).__name__}: {shown(exc)}") from None
+    finally:
+        spent = time.monotonic() - began
+        if armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            if outer:  # the enclosing deadline goes on with what is left (or fires now)
+                signal.setitimer(signal.ITIMER_REAL, max(outer - spent, 1e-6))
+    if seconds > 0 and spent > seconds:  # the alarm was swallowed (a bare except) or could not be armed
+        raise late
+    return value
 
 
 def plain_number(value: object) -> float | None:

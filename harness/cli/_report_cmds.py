@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.cli._argtypes import bounded, file_path, path
-from harness.errors import HarnessError, one_line
+from harness.errors import HarnessError, one_line, too_deep
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -257,7 +257,7 @@ def read_benchmark(path: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{path}:{exc.lineno}: file: cannot read the benchmark file ({exc.msg})") from None
     except RecursionError:
-        raise HarnessError(f"{path}:1: file: cannot read the benchmark file (nested too deeply)") from None
+        raise HarnessError(too_deep(path, text, "file: cannot read the benchmark file")) from None
     if (problem := benchmark_problem(data)) is not None:
         line = problem_line(text, data, problem) if isinstance(data, dict) else 1
         raise HarnessError(f"{path}:{line}: {problem} (not a benchmark file of `memharness bench`?)")

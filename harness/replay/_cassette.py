@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from harness.errors import CassetteMiss, HarnessError, one_line, unwritable
+from harness.errors import CassetteMiss, HarnessError, one_line, too_deep, unwritable
 from harness.replay._models import ProbeContext
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._toml import key_line, toml_error_line
@@ -344,9 +344,10 @@ def read_meta(directory: Path) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(text := _read_text(path))
-    except (json.JSONDecodeError, RecursionError) as exc:  # every error names its line (round 12)
-        why = getattr(exc, "msg", "nested too deeply")
-        raise HarnessError(f"{path}:{getattr(exc, 'lineno', 1)}: file: invalid JSON ({why})") from None
+    except json.JSONDecodeError as exc:  # every error names its line (round 12)
+        raise HarnessError(f"{path}:{exc.lineno}: file: invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise HarnessError(too_deep(path, text, "file: invalid JSON")) from None
     if not isinstance(data, dict):  # never read as "no cassette-meta.json"
         raise HarnessError(f"{path}:1: file: expected a JSON object (model, api_base, timeout_scale, …), got "
                            f"{type(data).__name__}")

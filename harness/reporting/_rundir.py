@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
-from harness.errors import HarnessError, naming, one_line
+from harness.errors import HarnessError, naming, one_line, too_deep
 from harness.evaluation import RunSummary
 from harness.evaluation._stats import NULL_IS_INF
 from harness.replay import Probe, ScenarioResult
@@ -304,7 +304,7 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{summary_path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
     except RecursionError:
-        raise HarnessError(f"{summary_path}:1: invalid JSON (nested too deeply)") from None
+        raise HarnessError(too_deep(summary_path, text)) from None
 
     def located(problem: str) -> HarnessError:
         return HarnessError(f"{summary_path}:{problem_line(text, data, problem)}: {problem}")
