@@ -121,13 +121,13 @@ def _print_outcome(summary: RunSummary, out: Path, results: Sequence[ScenarioRes
     return 1 if failed or any(r.status == "failed" for r in results) else 0
 
 
-def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     from harness.replay import discard_side, prestart_side
 
     if not (args.record or args.live) and args.jobs <= 1:
         prestart_side()  # litellm's import starts on the spare core now (used only if a scenario needs the adapter)
     try:
-        return _run(args, environ)
+        return _run(args, args.environ)  # the environment main() was given, as every command reads it
     finally:
         discard_side()
         gc.unfreeze()  # a process that runs again (tests, the plugin) may collect this run's objects after all
@@ -188,7 +188,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         for s in strategies:
             if base_strategy(s) != s:
                 model.for_set(s.partition(":")[2]).resolved_model()  # model:SET names a recorded set: fail fast
-        if needs_cassette_model(selected, requested, getattr(load_factory(args.system), "strategies", None)
+        if needs_cassette_model(selected, requested, load_factory(args.system)
                                 if args.system and shipped(args.system) else None):
             model.resolved_model()  # fail fast, before replaying anything
     if any("embedding" in STRATEGIES[s].needs for s in strategies if s in STRATEGIES):
@@ -367,12 +367,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             from harness.plugins import load_plugins
 
             load_plugins(getattr(args, "plugins", None) or (), environ=dict(env))
-        if args.command == "run":
-            return cmd_run(args, env)
         if args.command == "record":
             return cmd_record(args, env, main)
         commands: dict[str, Callable[[argparse.Namespace], int]] = {
-            "validate": cmd_validate, "report": cmd_report, "compare": cmd_compare, "merge": cmd_merge,
+            "run": cmd_run, "validate": cmd_validate, "report": cmd_report, "compare": cmd_compare, "merge": cmd_merge,
             "fuzz": cmd_fuzz, "bench": cmd_bench, "import": cmd_import, "cassettes": cmd_cassettes,
             "traces": cmd_traces, "sensitivity": cmd_sensitivity, "conformance": cmd_conformance,
             "history": cmd_history, "schema": cmd_schema, "docs": cmd_docs, "init": cmd_init, "github": cmd_github,

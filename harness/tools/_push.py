@@ -6,16 +6,15 @@ backend) exactly as they were recorded (same ids, times and attributes), so they
 
 from __future__ import annotations
 
-import threading
-import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, one_line
+from harness.errors import HarnessError
 from harness.reporting._rundir import numbered_jsonl
 from harness.telemetry import checked_lines, otlp_request, otlp_spans
+from harness.tools._http import PUSH_WORDS, fetch
 
 
 def batches(lines: Sequence[Mapping[str, Any]], size: int = 200) -> Iterator[bytes]:
@@ -53,31 +52,5 @@ def push(run_dir: Path, endpoint: str, *, headers: Mapping[str, str] | None = No
     for body in bodies:
         request = urllib.request.Request(url, data=body, method="POST", headers={
             "Content-Type": "application/x-protobuf", **(headers or {})})
-        _post(request, url, timeout)
+        fetch(request, timeout=timeout, what=url, words=PUSH_WORDS)
     return len(otlp_spans(lines))
-
-
-def _post(request: urllib.request.Request, url: str, timeout: float) -> None:
-    """One POST, answered within ``timeout`` seconds in all: urlopen's timeout bounds each socket read, so a backend
-    that trickles a byte every half second held ``traces push`` forever (hostile probe, round 10)."""
-    failed: list[HarnessError] = []
-
-    def send() -> None:
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                response.read()
-        except urllib.error.HTTPError as exc:
-            failed.append(HarnessError(f"{url}: the backend answered HTTP {exc.code} ({exc.reason})"))
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            failed.append(HarnessError(f"{url}: cannot reach the backend ({getattr(exc, 'reason', exc)})"))
-        except Exception as exc:  # http.client's BadStatusLine, IncompleteRead, …: a reply that is no HTTP answer
-            failed.append(HarnessError(f"{url}: the backend's answer is not HTTP ({type(exc).__name__}: "
-                                       f"{one_line(str(exc).strip())[:200]})"))
-
-    worker = threading.Thread(target=send, name="memharness-push", daemon=True)  # left behind only on a timeout
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise HarnessError(f"{url}: the backend did not answer a batch within {timeout:g} s")
-    if failed:
-        raise failed[0]
