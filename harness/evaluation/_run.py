@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness.errors import HarnessError
-from harness.evaluation._gates import Gate, GateResult, evaluate, lower_is_better
+from harness.evaluation._gates import Gate, evaluate, lower_is_better
 from harness.evaluation._records import BaselineComparison, Flip, RunSummary, SuiteDelta, Verdict
 from harness.evaluation._stats import Comparison, p_text
 from harness.evaluation._summary import all_probes, changed_probes, compared_metrics, paired, probe_frame, summarize
-from harness.replay import ScenarioResult, split_column
+from harness.replay import ScenarioResult
 
 SUITE_METRICS: Final = ("dedupe.residual_duplicates", "dedupe.retention", "forget.precision", "forget.recall",
                          "index.within_limits", "index.max_line_chars")
@@ -133,7 +133,6 @@ def evaluate_run(results: Sequence[ScenarioResult], strategies: Sequence[str], *
     """The run's summary: metrics per strategy, comparisons, gate results, the verdict."""
     block, comparisons = summarize(results, strategies)
     gate_results = evaluate(gates, block, comparisons=comparisons, baseline=baseline, system=system)
-    gate_results += nothing_ran(results, system)
     incomplete = tuple(f"{r.scenario} [{r.strategy}]" for r in results if r.status == "error")
     passed = all(g.passed for g in gate_results) and not incomplete
     return RunSummary(
@@ -142,15 +141,3 @@ def evaluate_run(results: Sequence[ScenarioResult], strategies: Sequence[str], *
         baseline=baseline, fuzz=dict(fuzz) if fuzz is not None else None, incomplete=incomplete,
     )
 
-
-def nothing_ran(results: Sequence[ScenarioResult], system: str = "reference") -> list[GateResult]:
-    """A built-in gate per system, listed only when it fails: a system whose every scenario run was skipped checked
-    nothing, and a run that checked nothing does not pass (round 13: a plug-in declaring only strategies the harness
-    does not have skipped all 60 of its runs, and the run said PASSED, exit 0)."""
-    by_system: dict[str, list[ScenarioResult]] = {}
-    for r in results:
-        by_system.setdefault(split_column(r.strategy, system)[1], []).append(r)
-    return [GateResult(Gate("scenarios.skipped", name=f"{name}: not every scenario run skipped"), passed=False,
-                       value=float(len(rows)), detail=f"all {len(rows)} scenario runs of system {name} were skipped, "
-                       f"so it was not tested (e.g. {rows[0].scenario} [{rows[0].strategy}]: {rows[0].skipped})")
-            for name, rows in by_system.items() if all(r.status == "skipped" for r in rows)]

@@ -70,7 +70,8 @@ def test_too_deep_names_the_line_of_the_deepest_nesting(tmp_path_factory: pytest
         read(path)
     message = str(caught.value)
     assert message.startswith(f"{path}:{line}:"), (message[:200], line)  # old: line 1, or (LoCoMo) no line
-    assert "nested too deeply" in message and "\n" not in message
+    assert "nested too deeply" in message
+    assert "\n" not in message
 
 
 def test_the_locomo_import_prints_it_as_one_located_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -78,6 +79,7 @@ def test_the_locomo_import_prints_it_as_one_located_line(tmp_path: Path, capsys:
     text, line = deep_json(7, 50_000, "[\n@\n]")
     source.write_text(text, encoding="utf-8")
     o = cli(["import", "locomo", str(source), "--out", str(tmp_path / "out")], capsys)
-    assert o.code == 2 and o.out == ""
+    assert o.code == 2
+    assert o.out == ""
     assert o.err.strip().splitlines() == [f"memharness: {source}:{line}: invalid JSON (nested too deeply: 50,001 levels, "
                                         "the deepest from this line)"]

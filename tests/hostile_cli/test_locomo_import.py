@@ -101,7 +101,8 @@ def test_deeply_nested_json_is_a_located_error(tmp_path: Path, capsys: pytest.Ca
                  ["bench", "locomo", str(source), "--out", str(tmp_path / "b")]):
         o = cli(args, capsys)
         assert o.code == 2, o.err
-        assert o.err.splitlines() == [f"memharness: {source}: invalid JSON (nested too deeply for a LoCoMo file)"]
+        assert o.err.splitlines() == [f"memharness: {source}:1: invalid JSON (nested too deeply: 100,000 levels, the "
+                                      "deepest from this line)"]
 
 
 def test_an_import_into_a_directory_keeps_its_other_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

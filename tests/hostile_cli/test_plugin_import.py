@@ -150,7 +150,7 @@ def test_conformance_reports_a_system_that_cannot_be_built(tmp_path: Path, monke
     code = main(["conformance", "--system", "stringly:factory", str(SCENARIOS)], environ={})
     stdout, stderr = capfd.readouterr()
     assert code == 1, stdout + stderr
-    assert "its strategies is str 'heuristic', expected a set of names" in stdout, stdout
+    assert "its strategies is str 'heuristic'; expected a set of strategy names" in stdout, stdout
     code = main(["conformance", "--system", "raising:factory", str(SCENARIOS)], environ={})
     stdout, stderr = capfd.readouterr()
     assert code == 1, stdout + stderr
