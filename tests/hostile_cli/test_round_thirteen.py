@@ -1,0 +1,94 @@
+"""Round 13 of the hostile-input trial (a helper's blind probe, generated inputs): odd filesystem objects in every
+path argument. Each test is generated and fails on the code before its fix."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.cli._argtypes import file_path, path
+from harness.cli._parser import build_parser
+from tests.helpers import examples
+from tests.hostile_cli._support import assert_one_line_error, cli
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO = REPO / "scenarios" / "recall" / "type-user.yaml"
+LOCOMO = REPO / "tests" / "data" / "locomo_tiny.json"
+
+
+def _path_arguments() -> list[tuple[str, str]]:
+    """(command, argument) for every argument of every (sub)command whose value is a path, read off the parser."""
+    found: list[tuple[str, str]] = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    walk(child, f"{name} {sub}".strip())
+            elif action.type in (path, file_path):
+                found.append((name, action.dest))
+
+    walk(build_parser("*"), "")
+    return found
+
+
+def _loop(tmp: Path, length: int, below: int) -> str:
+    """A symbolic-link cycle of ``length`` links, named as itself or ``below`` components under it."""
+    links = [tmp / f"link{i}" for i in range(length)]
+    for i, link in enumerate(links):
+        link.symlink_to(links[(i + 1) % length])
+    return str(links[0].joinpath(*[f"c{i}" for i in range(below)]))
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(length=st.integers(1, 4), below=st.integers(0, 3), convert=st.sampled_from([path, file_path]))
+def test_a_symlink_loop_is_refused_by_the_path_type(tmp_path_factory: pytest.TempPathFactory, length: int, below: int,
+                                                    convert: object) -> None:
+    """Round 13: a path argument that was a symbolic-link loop (or under one) reached ``Path.resolve()`` in the
+    command (run --out, merge OUT, import locomo --out) and ended the finished work in 'internal error:
+    RuntimeError: Symlink loop'. Now the path type every path argument uses refuses it, in one line."""
+    text = _loop(tmp_path_factory.mktemp("loop"), length, below)
+    with pytest.raises(argparse.ArgumentTypeError, match="symbolic-link loop"):
+        convert(text)  # type: ignore[operator]
+
+
+def test_every_path_argument_uses_the_checked_path_type() -> None:
+    """The fix is in one place only if every path-valued argument goes through ``path``/``file_path``: an argument
+    named like a path with another type would miss it."""
+    arguments = _path_arguments()
+    assert len(arguments) >= 30, arguments
+    walk: list[argparse.ArgumentParser] = [build_parser("*")]
+    while walk:
+        parser = walk.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                walk.extend(action.choices.values())
+            elif action.metavar in ("FILE", "DIR") or action.dest in ("out", "output", "paths", "path", "run_dir",
+                                                                        "directory", "db", "gates", "baseline"):
+                assert action.type in (path, file_path), (parser.prog, action.dest)
+
+
+COMMANDS = {
+    "run --out": lambda x, tmp: ["run", str(SCENARIO), "--no-gates", "--out", x],
+    "merge OUT": lambda x, tmp: ["merge", x, str(tmp / "shard")],
+    "import locomo --out": lambda x, tmp: ["import", "locomo", str(LOCOMO), "--out", x],
+    "validate PATHS": lambda x, tmp: ["validate", x],
+    "history --db": lambda x, tmp: ["history", "--db", x],
+}
+
+
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command=st.sampled_from(sorted(COMMANDS)), length=st.integers(1, 3), below=st.integers(0, 2))
+def test_a_symlink_loop_argument_is_one_line_before_any_work(tmp_path_factory: pytest.TempPathFactory,
+                                                             capsys: pytest.CaptureFixture[str], command: str,
+                                                             length: int, below: int) -> None:
+    tmp = tmp_path_factory.mktemp("loopcli")
+    text = _loop(tmp, length, below)
+    o = cli(COMMANDS[command](text, tmp), capsys, environ={"MEMHARNESS_HISTORY": str(tmp / "history.sqlite")})
+    assert_one_line_error(o, mentions=("symbolic-link loop",), budget=5.0)
+    assert not any(p.name.startswith(".") for p in tmp.iterdir()), os.listdir(tmp)  # no stage left behind
