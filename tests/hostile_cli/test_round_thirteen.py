@@ -92,3 +92,28 @@ def test_a_symlink_loop_argument_is_one_line_before_any_work(tmp_path_factory: p
     o = cli(COMMANDS[command](text, tmp), capsys, environ={"MEMHARNESS_HISTORY": str(tmp / "history.sqlite")})
     assert_one_line_error(o, mentions=("symbolic-link loop",), budget=5.0)
     assert not any(p.name.startswith(".") for p in tmp.iterdir()), os.listdir(tmp)  # no stage left behind
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(text=st.text(st.characters(codec=None), max_size=40))
+def test_one_line_is_printable_for_any_text(text: str) -> None:
+    """Round 13: ``one_line`` escaped C0/C1 controls, line separators and surrogates only; a bidirectional override
+    (U+202E, from ``run --tag``), another format character, a no-break space or an unassigned code point reached the
+    error line, which ``str.isprintable`` (what every hostile test asks of it) refuses. Now any text is printable,
+    and a text that already was is kept as it is."""
+    from harness.errors import one_line
+
+    shown = one_line(text)
+    assert shown.isprintable(), repr(shown)
+    if text.isprintable():
+        assert shown == text
+
+
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tag=st.text(st.characters(categories=["Cf", "Zs", "Co", "Cn"]), min_size=1, max_size=4))
+def test_a_tag_with_format_characters_is_a_printable_line(tmp_path_factory: pytest.TempPathFactory,
+                                                          capsys: pytest.CaptureFixture[str], tag: str) -> None:
+    out = tmp_path_factory.mktemp("tag") / "out"
+    o = cli(["run", str(SCENARIO), "--no-gates", "--out", str(out), "--tag", tag], capsys,
+            environ={"MEMHARNESS_HISTORY": str(out.parent / "history.sqlite")})
+    assert_one_line_error(o, mentions=("has tag",), budget=5.0)
