@@ -79,18 +79,22 @@ COMMANDS = {
     "import locomo --out": lambda x, tmp: ["import", "locomo", str(LOCOMO), "--out", x],
     "validate PATHS": lambda x, tmp: ["validate", x],
     "history --db": lambda x, tmp: ["history", "--db", x],
+    "history, MEMHARNESS_HISTORY": lambda x, tmp: ["history"],
 }
 
 
-@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(command=st.sampled_from(sorted(COMMANDS)), length=st.integers(1, 3), below=st.integers(0, 2))
 def test_a_symlink_loop_argument_is_one_line_before_any_work(tmp_path_factory: pytest.TempPathFactory,
                                                              capsys: pytest.CaptureFixture[str], command: str,
                                                              length: int, below: int) -> None:
     tmp = tmp_path_factory.mktemp("loopcli")
     text = _loop(tmp, length, below)
-    o = cli(COMMANDS[command](text, tmp), capsys, environ={"MEMHARNESS_HISTORY": str(tmp / "history.sqlite")})
+    history = text if command.endswith("MEMHARNESS_HISTORY") else str(tmp / "history.sqlite")
+    o = cli(COMMANDS[command](text, tmp), capsys, environ={"MEMHARNESS_HISTORY": history})
     assert_one_line_error(o, mentions=("symbolic-link loop",), budget=30.0)
+    if command.endswith("MEMHARNESS_HISTORY"):
+        assert "environment variable MEMHARNESS_HISTORY" in o.err
     assert not any(p.name.startswith(".") for p in tmp.iterdir()), os.listdir(tmp)  # no stage left behind
 
 
