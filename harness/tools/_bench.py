@@ -14,7 +14,7 @@ from harness.errors import HarnessError, one_line
 from harness.evaluation import compare, p_text
 from harness.tools._locomo import CATEGORIES, Conversation, dia_of, load_locomo, observation_docs, turn_docs
 from memory_core.files.embedding import EmbeddingUnavailable
-from memory_core.files.rankers import Ranker, make_rankers
+from memory_core.files.rankers import RANKED_STRATEGIES, Ranker, make_rankers
 from memory_core.files.topic import TopicDoc
 
 CALIBRATION: Final = {
@@ -104,6 +104,9 @@ def evaluate(conversations: Sequence[Conversation], ranker: Ranker, *, mode: str
 def run_benchmark(path: Path, strategies: Sequence[str], *, mode: str = "turns",
                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Every strategy over the whole file; tables, paired R@10 comparisons and calibration references."""
+    if not strategies:  # round 13: `--strategy ,,` scored nothing and wrote an empty benchmark, exit 0
+        raise HarnessError(f"--strategy: expected comma-separated strategies ({', '.join(RANKED_STRATEGIES)}), "
+                           "got none")
     conversations = load_locomo(path)
     try:  # an unknown name, or (round 13) the embedding extra not installed: it was an internal error
         rankers = make_rankers(strategies, abstain=False, hybrid_depth=100)

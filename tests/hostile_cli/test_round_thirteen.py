@@ -146,3 +146,15 @@ def test_bench_without_the_embedding_extra_is_one_line(tmp_path_factory: pytest.
         o = cli(["bench", "locomo", str(LOCOMO), "--out", str(out), "--strategy", ",".join(names)], capsys)
     assert_one_line_error(o, mentions=("benchmark: ", why), budget=30.0)
     assert not out.exists()
+
+
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=", \t", min_size=1, max_size=8))
+def test_bench_with_no_strategy_named_is_one_line(tmp_path_factory: pytest.TempPathFactory,
+                                                  capsys: pytest.CaptureFixture[str], text: str) -> None:
+    """Round 13: ``bench locomo --strategy ,,`` (separators only) scored no strategy, wrote an empty benchmark and
+    exited 0. Now it is refused in one line, before the dataset is read, and nothing is written."""
+    out = tmp_path_factory.mktemp("bench") / "out"
+    o = cli(["bench", "locomo", str(LOCOMO), "--out", str(out), f"--strategy={text}"], capsys)
+    assert_one_line_error(o, mentions=("--strategy",), budget=30.0)
+    assert not out.exists()
