@@ -158,3 +158,12 @@ def test_bench_with_no_strategy_named_is_one_line(tmp_path_factory: pytest.TempP
     o = cli(["bench", "locomo", str(LOCOMO), "--out", str(out), f"--strategy={text}"], capsys)
     assert_one_line_error(o, mentions=("--strategy",), budget=30.0)
     assert not out.exists()
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(text=st.text(st.one_of(st.characters(), st.characters(categories=["Cs"]), st.sampled_from("\x00\n/")),
+                    max_size=30))
+def test_the_path_type_refuses_nothing_but_loops(text: str) -> None:
+    """The loop check must not refuse what the commands name themselves: a lone surrogate, a NUL or a newline in
+    an argument still reaches the command (which says 'no such file' in one line), never 'invalid path value'."""
+    assert path(text) == Path(text)
