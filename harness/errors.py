@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import re
 import signal
 import threading
 import time
@@ -16,15 +15,25 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-_UNPRINTABLE: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+def _escaped(char: str) -> str:
+    """One character that is not printable, as the escape Python's ``repr`` would show for it."""
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a non-UTF-8 name, decoded with surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x100:
+        return f"\\x{code:02x}" if char not in "\t\n\r" else char.encode("unicode_escape").decode("ascii")
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def one_line(text: str) -> str:
-    """``text`` on one printable line: control characters, line separators and lone surrogates (a non-UTF-8 file
-    name decoded with ``surrogateescape``) are shown as escapes, so every error stays one line and printable."""
-    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii")
-                            if ord(m.group()) < 0xD800 else f"\\x{ord(m.group()) - 0xDC00:02x}"
-                            if 0xDC80 <= ord(m.group()) <= 0xDCFF else f"\\u{ord(m.group()):04x}", text)
+    """``text`` on one printable line (``str.isprintable``): control characters, line separators, lone surrogates (a
+    non-UTF-8 file name decoded with ``surrogateescape``), format characters such as the bidirectional overrides,
+    spaces other than ' ', unassigned and private-use code points are shown as escapes, so every error stays one
+    line, printable, and shown in the order it is written (round 13: U+202E in a tag reversed the error line)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
 
 
 _JSON_TOKENS: Final = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}\n]')

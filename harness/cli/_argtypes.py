@@ -28,9 +28,22 @@ def bounded(convert: Callable[[str], float], ok: Callable[[float], bool], expect
 
 
 def path(text: str) -> Any:
-    """An argparse type for a path: ``pathlib.Path``, imported at the first use so ``--help`` never pays for it."""
+    """An argparse type for a path: ``pathlib.Path``, imported at the first use so ``--help`` never pays for it.
+    A path that is (or lies below) a symbolic-link loop is refused here, for every path argument at once: each
+    command resolves its paths somewhere (the run directory's stage, the history beside it), where the loop was
+    an internal error (``RuntimeError``) after the work was done (round 13)."""
+    import errno
     from pathlib import Path
 
+    try:
+        Path(text).resolve()
+    except RuntimeError:  # Python < 3.13 says a loop so
+        raise argparse.ArgumentTypeError(f"{text!r} is a symbolic-link loop") from None
+    except OSError as exc:  # Python >= 3.13 says it as ELOOP
+        if exc.errno == errno.ELOOP:
+            raise argparse.ArgumentTypeError(f"{text!r} is a symbolic-link loop") from None
+    except ValueError:  # a NUL, a lone surrogate: not this check's to say; the command names the path as before
+        pass
     return Path(text)
 
 

@@ -63,7 +63,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     from harness.reporting import read_history
     from harness.reporting._history import TREND_METRICS
 
-    db = args.db or path(args.environ.get("MEMHARNESS_HISTORY") or DEFAULT_HISTORY)
+    try:  # the variable's value goes through the --db argument type: its refusal names the variable (round 13)
+        db = args.db or path(args.environ.get("MEMHARNESS_HISTORY") or DEFAULT_HISTORY)
+    except argparse.ArgumentTypeError as exc:
+        raise HarnessError(f"environment variable MEMHARNESS_HISTORY: {exc}") from None
     if not db.exists():
         raise HarnessError(f"{db}: no run history yet (every `memharness run` appends to it)")
     if not db.is_file():  # a directory or a device is no history: an error, not "0 run(s)" and exit 0

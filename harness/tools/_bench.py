@@ -10,10 +10,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line
 from harness.evaluation import compare, p_text
 from harness.tools._locomo import CATEGORIES, Conversation, dia_of, load_locomo, observation_docs, turn_docs
-from memory_core.files.rankers import Ranker, make_rankers
+from memory_core.files.embedding import EmbeddingUnavailable
+from memory_core.files.rankers import RANKED_STRATEGIES, Ranker, make_rankers
 from memory_core.files.topic import TopicDoc
 
 CALIBRATION: Final = {
@@ -103,11 +104,14 @@ def evaluate(conversations: Sequence[Conversation], ranker: Ranker, *, mode: str
 def run_benchmark(path: Path, strategies: Sequence[str], *, mode: str = "turns",
                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Every strategy over the whole file; tables, paired R@10 comparisons and calibration references."""
+    if not strategies:  # round 13: `--strategy ,,` scored nothing and wrote an empty benchmark, exit 0
+        raise HarnessError(f"--strategy: expected comma-separated strategies ({', '.join(RANKED_STRATEGIES)}), "
+                           "got none")
     conversations = load_locomo(path)
-    try:
+    try:  # an unknown name, or (round 13) the embedding extra not installed: it was an internal error
         rankers = make_rankers(strategies, abstain=False, hybrid_depth=100)
-    except ValueError as exc:
-        raise HarnessError(f"benchmark: {exc}") from None
+    except (ValueError, EmbeddingUnavailable) as exc:
+        raise HarnessError(f"benchmark: {one_line(str(exc))}") from None
     results = [evaluate(conversations, rankers[s], mode=mode, progress=progress) for s in strategies]
     if results and not results[0].questions:
         raise HarnessError(f"{path}: no question with evidence that resolves to a turn: nothing to score")
