@@ -156,7 +156,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from harness.systems import ALL_SYSTEMS
 
     paths = args.paths or [DEFAULT_SCENARIOS]
-    scenarios = load_all(paths, jobs=args.jobs)  # a large suite parses on the run's cores
+    scenarios = load_all(paths, jobs=args.jobs, packed=True)  # parsed on the run's cores; each kept as its pickle
     stop_if_asked()
     if not scenarios:
         raise HarnessError(f"no scenario files under {', '.join(map(str, paths))}")

@@ -22,7 +22,7 @@ from harness.replay._plan import column_label, strategies_for
 from harness.replay._proxy import PROXY_URL_ENV, ModelProxy, ProxyCall, proxy_for
 from harness.replay._records import ScenarioResult
 from harness.replay._replay import replay
-from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario, base_strategy
+from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, Scenario, base_strategy, model_faults, unpacked
 from harness.telemetry import EncodedTrace, TelemetrySetup, build_telemetry, proxied_call_span
 from memory_core.litellm_model import LiteLLMModel
 from memory_core.model import Model
@@ -184,6 +184,7 @@ class Worker:
 
     def run(self, scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
         """Every strategy of the run for ``scenario``, and the spans they produced."""
+        scenario = unpacked(scenario)  # a run holds each scenario as its pickle until it replays
         results = [self.run_one(scenario, s) for s in strategies_for(scenario, self.config.strategies)]
         return results, self.setup.jsonl.take()
 
@@ -343,5 +344,5 @@ def _side_indices(selected: Sequence[Scenario], config: RunConfig) -> list[int]:
 
 
 def _needs_transport(scenario: Scenario, config: RunConfig) -> bool:
-    return any(isinstance(step, FaultStep) and step.model is not None for step in scenario.steps) \
+    return model_faults(scenario) \
         and any(base_strategy(s) in MODEL_STRATEGIES for s in strategies_for(scenario, config.strategies))
