@@ -125,7 +125,7 @@ def cmd_run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from harness.replay import discard_side, prestart_side
 
     if not (args.record or args.live) and args.jobs <= 1:
-        prestart_side()  # litellm's import starts on the spare core now (used only if a scenario needs the adapter)
+        prestart_side()  # forked while small; it imports litellm only if a scenario needs the adapter
     try:
         return _run(args, environ)
     finally:

@@ -323,7 +323,8 @@ _SUITES_RUN = 0
 
 
 def prestart_side() -> None:
-    """Fork the side process (``_side``) before a first serial replay: litellm's import overlaps loading too."""
+    """Fork the side process (``_side``) before a first serial replay, while this process is small (it imports
+    litellm only if the loaded suite needs it)."""
     if _SUITES_RUN == 0:
         _side.prestart()
 
