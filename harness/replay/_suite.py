@@ -77,8 +77,8 @@ def run_plan(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], config:
         label = _labeller(name, primary)
         tell = None if progress is None else _then(label, progress)
         one = run_suite(part, replace(config, system=spec, shard=None, column_system="" if name == primary else name),
-                        progress=tell, idle=idle, traces=traces)
-        run.results += [label(r) for r in one.results]
+                        progress=tell, idle=idle, traces=traces, label=None if name == primary else label)
+        run.results += one.results
         run.spans += one.spans
         run.cassette_entries = max(run.cassette_entries, one.cassette_entries)
     return run
@@ -234,10 +234,12 @@ def pool_chunk(count: int, workers: int) -> int:
 
 def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
               progress: Callable[[ScenarioResult], None] | None = None, idle: Callable[[], None] | None = None,
-              traces: TraceSink | None = None) -> SuiteRun:
+              traces: TraceSink | None = None,
+              label: Callable[[ScenarioResult], ScenarioResult] | None = None) -> SuiteRun:
     """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order.
     ``idle`` is called when this process waits for others (the side process, the pool's workers).
-    ``traces`` (if given) takes each scenario's spans in that order, else ``SuiteRun.spans`` keeps them."""
+    ``traces`` (if given) takes each scenario's spans in that order, else ``SuiteRun.spans`` keeps them.
+    ``label``: applied to each result as it is kept (``run_plan``'s columns), so no suite's results are held twice."""
     for strategy in config.strategies or ():
         if base_strategy(strategy) not in STRATEGY_NAMES:
             raise HarnessError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGY_NAMES)}")
@@ -253,7 +255,7 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
 
     def collect(outputs: Iterable[tuple[list[ScenarioResult], Sequence[Any]]], *, announced: bool = False) -> None:
         for out, spans in outputs:
-            run.results += out
+            run.results += out if label is None else map(label, out)
             keep(spans)
             if not announced:
                 announce(out)
