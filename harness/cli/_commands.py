@@ -125,7 +125,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.replay import discard_side, prestart_side
 
     if not (args.record or args.live) and args.jobs <= 1:
-        prestart_side()  # litellm's import starts on the spare core now (used only if a scenario needs the adapter)
+        prestart_side()  # forked while small; it imports litellm only if a scenario needs the adapter
     try:
         return _run(args, args.environ)  # the environment main() was given, as every command reads it
     finally:
@@ -156,7 +156,7 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from harness.systems import ALL_SYSTEMS
 
     paths = args.paths or [DEFAULT_SCENARIOS]
-    scenarios = load_all(paths, jobs=args.jobs)  # a large suite parses on the run's cores
+    scenarios = load_all(paths, jobs=args.jobs, packed=True)  # parsed on the run's cores; each kept as its pickle
     stop_if_asked()
     if not scenarios:
         raise HarnessError(f"no scenario files under {', '.join(map(str, paths))}")

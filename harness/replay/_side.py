@@ -1,9 +1,10 @@
-"""The side process of a serial run: forked as the run starts, it imports litellm (seconds of pure Python) on the
-spare core while this process loads and replays everything else, then replays the scenarios that need the real
-litellm adapter (model faults beneath it) and sends their results back.
+"""The side process of a serial run: forked as the run starts, it waits for the scenarios that need the real
+litellm adapter (model faults beneath it), then imports litellm (seconds of pure Python) on the spare core while
+this process replays everything else, replays them and sends their results back.
 
-``prestart`` forks it before the scenarios are even loaded; ``run_suite`` hands it its scenarios (``take``) or
-stops it when none needs it (``discard``). Results, probes and trace order are the same as an in-process replay.
+``prestart`` forks it before the scenarios are even loaded (while this process is small); ``run_suite`` hands it
+its scenarios (``take``) or stops it when none needs it (``discard``): a run with no model fault never imports
+litellm, which holds ~140 MiB. Results, probes and trace order are the same as an in-process replay.
 """
 
 from __future__ import annotations
@@ -98,19 +99,19 @@ def _main(conn: Connection, parents_end: Connection) -> None:
     # Ctrl-C is the parent's to handle (it stops this process): no second traceback from here
     child_signals()
     die_with_parent()  # a SIGKILLed run leaves no side process behind
-    failed: BaseException | None = None
-    try:
-        from memory_core.litellm_model import _litellm
-
-        _litellm()  # the import this process exists for, while the parent loads and replays the rest
-    except BaseException as exc:  # reported when (and only if) the run needs this process
-        failed = HarnessError(f"cannot import litellm for the model-fault scenarios: {type(exc).__name__}: {exc}")
     try:
         config, scenarios = conn.recv()
     except (EOFError, OSError):  # the run did not need it, or the parent is gone
         return
-    if failed is not None:
-        _send(conn, ("error", failed))
+    # imported only now that the run needs it: litellm takes ~140 MiB, which a run with no model fault never
+    # needed (this process reached 170-230 MiB by the time a large suite was loaded: the run's peak memory)
+    try:
+        from memory_core.litellm_model import _litellm
+
+        _litellm()  # the import this process exists for, while the parent replays the rest
+    except BaseException as exc:
+        _send(conn, ("error", HarnessError(f"cannot import litellm for the model-fault scenarios: "
+                                           f"{type(exc).__name__}: {exc}")))
         return
     from harness.replay._suite import Worker
 

@@ -22,7 +22,7 @@ from harness.replay._plan import column_label, strategies_for
 from harness.replay._proxy import PROXY_URL_ENV, ModelProxy, ProxyCall, proxy_for
 from harness.replay._records import ScenarioResult
 from harness.replay._replay import replay
-from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, FaultStep, Scenario, base_strategy
+from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, Scenario, base_strategy, model_faults, unpacked
 from harness.system import declared_strategies
 from harness.telemetry import EncodedTrace, TelemetrySetup, build_telemetry, proxied_call_span
 from memory_core.litellm_model import LiteLLMModel
@@ -81,8 +81,8 @@ def run_plan(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], config:
         label = _labeller(name, primary)
         tell = None if progress is None else _then(label, progress)
         one = run_suite(part, replace(config, system=spec, shard=None, column_system="" if name == primary else name),
-                        progress=tell, idle=idle, traces=traces)
-        run.results += [label(r) for r in one.results]
+                        progress=tell, idle=idle, traces=traces, label=None if name == primary else label)
+        run.results += one.results
         run.spans += one.spans
         run.cassette_entries = max(run.cassette_entries, one.cassette_entries)
     return run
@@ -188,6 +188,7 @@ class Worker:
 
     def run(self, scenario: Scenario) -> tuple[list[ScenarioResult], list[dict[str, Any]]]:
         """Every strategy of the run for ``scenario``, and the spans they produced."""
+        scenario = unpacked(scenario)  # a run holds each scenario as its pickle until it replays
         results = [self.run_one(scenario, s) for s in strategies_for(scenario, self.config.strategies)]
         return results, self.setup.jsonl.take()
 
@@ -237,10 +238,12 @@ def pool_chunk(count: int, workers: int) -> int:
 
 def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
               progress: Callable[[ScenarioResult], None] | None = None, idle: Callable[[], None] | None = None,
-              traces: TraceSink | None = None) -> SuiteRun:
+              traces: TraceSink | None = None,
+              label: Callable[[ScenarioResult], ScenarioResult] | None = None) -> SuiteRun:
     """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order.
     ``idle`` is called when this process waits for others (the side process, the pool's workers).
-    ``traces`` (if given) takes each scenario's spans in that order, else ``SuiteRun.spans`` keeps them."""
+    ``traces`` (if given) takes each scenario's spans in that order, else ``SuiteRun.spans`` keeps them.
+    ``label``: applied to each result as it is kept (``run_plan``'s columns), so no suite's results are held twice."""
     for strategy in config.strategies or ():
         if base_strategy(strategy) not in STRATEGY_NAMES:
             raise HarnessError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGY_NAMES)}")
@@ -256,7 +259,7 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
 
     def collect(outputs: Iterable[tuple[list[ScenarioResult], Sequence[Any]]], *, announced: bool = False) -> None:
         for out, spans in outputs:
-            run.results += out
+            run.results += out if label is None else map(label, out)
             keep(spans)
             if not announced:
                 announce(out)
@@ -326,7 +329,8 @@ _SUITES_RUN = 0
 
 
 def prestart_side() -> None:
-    """Fork the side process (``_side``) before a first serial replay: litellm's import overlaps loading too."""
+    """Fork the side process (``_side``) before a first serial replay, while this process is small (it imports
+    litellm only if the loaded suite needs it)."""
     if _SUITES_RUN == 0:
         _side.prestart()
 
@@ -347,5 +351,5 @@ def _side_indices(selected: Sequence[Scenario], config: RunConfig) -> list[int]:
 
 
 def _needs_transport(scenario: Scenario, config: RunConfig) -> bool:
-    return any(isinstance(step, FaultStep) and step.model is not None for step in scenario.steps) \
+    return model_faults(scenario) \
         and any(base_strategy(s) in MODEL_STRATEGIES for s in strategies_for(scenario, config.strategies))

@@ -13,6 +13,7 @@ from harness.scenario._load import (
 )
 from harness.scenario._load_more import EXTRACT_STATUSES
 from harness.scenario._memories import TYPES
+from harness.scenario._packed import model_faults, unpacked
 from harness.scenario._registry import (
     MODEL_STRATEGIES,
     OUTCOME_STRATEGIES,
@@ -83,9 +84,11 @@ __all__ = [
     "dump_yaml",
     "load_all",
     "load_scenario",
+    "model_faults",
     "ranker_plugin",
     "raw_text",
     "scenario_to_yaml",
     "strategy_spec",
     "strict_problems",
+    "unpacked",
 ]

@@ -16,6 +16,7 @@ from harness.scenario import _limits as lim
 from harness.scenario import _load_more as more
 from harness.scenario._load_more import EXTRACT_STATUSES
 from harness.scenario._memories import TYPES, memories
+from harness.scenario._packed import pack
 from harness.scenario._parallel import load_parallel
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
@@ -307,13 +308,14 @@ def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
     return list(dict.fromkeys(found))
 
 
-def load_all(paths: Iterable[Path], *, jobs: int = 1) -> list[Scenario]:
+def load_all(paths: Iterable[Path], *, jobs: int = 1, packed: bool = False) -> list[Scenario]:
     """Load every scenario (on ``jobs`` cores when the suite is large); the first error raises. Duplicate ids are an
-    error."""
+    error. ``packed``: each held as its pickle until replayed (``_packed``: a run's memory grows less with the suite)."""
     found = discover(paths)
-    scenarios = load_parallel(found, jobs, _load_found) if jobs > 1 else None
+    load = _load_packed if packed else _load_found
+    scenarios = load_parallel(found, jobs, load) if jobs > 1 else None
     if scenarios is None:
-        scenarios = [_load_found(item) for item in found]
+        scenarios = [load(item) for item in found]
     if problems := duplicate_ids(scenarios):
         raise ScenarioError(problems[0])
     return scenarios
@@ -323,14 +325,18 @@ def _load_found(item: tuple[Path, Path]) -> Scenario:
     return load_scenario(item[0], suite_root=item[1])
 
 
+def _load_packed(item: tuple[Path, Path]) -> Scenario:
+    return pack(load_scenario(item[0], suite_root=item[1]))
+
+
 def duplicate_ids(scenarios: Iterable[Scenario]) -> list[str]:
     """One ``file:1: id: …`` line per scenario whose id an earlier one already has."""
-    seen: dict[str, Path] = {}
+    seen: dict[str, Scenario] = {}  # the scenario, not its path: a packed one reads its path from a fresh copy
     problems = []
     for s in scenarios:
         if s.id in seen:
             problems.append(f"{one_line(str(s.path))}:1: id: duplicate scenario id {s.id!r} "
-                            f"(also in {one_line(str(seen[s.id]))})")
-        seen.setdefault(s.id, s.path)
+                            f"(also in {one_line(str(seen[s.id].path))})")
+        seen.setdefault(s.id, s)
     return problems
 

@@ -148,7 +148,7 @@ def _value_problem(value: Any) -> str | None:
         if kind not in _ANY_VALUE or len(value) > 1:
             return f"expected one of {', '.join(_ANY_VALUE)}, got {_shown(value)}"
         if not isinstance(inner, _ANY_VALUE[kind]) or (isinstance(inner, bool) and kind != "boolValue"):
-            wanted = {"intValue": "an integer", "doubleValue": "a number"}.get(kind, _ANY_VALUE[kind].__name__)
+            wanted = {"intValue": "an integer", "doubleValue": "a number"}.get(kind) or _ANY_VALUE[kind].__name__
             return f"{kind}: expected {wanted}, got {_shown(inner)}"
     return None
 

@@ -7,10 +7,12 @@ import signal
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.errors import HarnessError
 from harness.replay import RunConfig, _side
-from harness.scenario import load_all
+from harness.scenario import Scenario, load_all
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -166,3 +168,35 @@ def test_the_side_process_leaves_when_its_parent_dies_without_cleaning_up(tmp_pa
     while not _gone(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _gone(child), f"side process {child} outlived its parent"
+
+
+_FORGET = load_all([SCENARIOS / "forget"])[:4]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(handed=st.lists(st.sampled_from(_FORGET), max_size=3, unique_by=lambda s: s.id))
+def test_the_side_process_imports_litellm_only_when_handed_scenarios(monkeypatch: pytest.MonkeyPatch,
+                                                                     handed: list[Scenario]) -> None:
+    """Regression (issue 34, peak memory): a prestarted side process imported litellm (~140 MiB) at once, so a run
+    with no model fault still had a process of 170-230 MiB by the time a large suite was loaded."""
+    import tempfile
+    import time
+
+    import memory_core.litellm_model as lm
+
+    marker = Path(tempfile.mkdtemp(prefix="mem-side-")) / "imported"
+    monkeypatch.setattr(lm, "_litellm", lambda: marker.touch())  # the forked child inherits the stand-in
+    monkeypatch.setattr(_side, "possible", lambda: True)
+    _side.prestart()
+    if handed:
+        side = _side.take()
+        side.replay(RunConfig(("heuristic",)), handed)
+        assert [results[0].scenario for results, _ in side.outputs()] == [s.id for s in handed]
+        assert marker.exists()
+    else:
+        time.sleep(0.3)  # long enough for a child that imports at once to have started
+        side = _side._PRESTARTED
+        _side.discard()
+        assert side is not None
+        assert not side.process.is_alive()
+        assert not marker.exists()

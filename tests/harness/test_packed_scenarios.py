@@ -1,0 +1,73 @@
+"""``memharness run`` holds each loaded scenario as its pickle until it replays (``harness.scenario._packed``): over
+a generated suite and the shipped one, a packed scenario reads as the scenario it packs, replays whole, and the
+loaded suite holds a fraction of the memory (issue 34: peak memory flat in the suite's size)."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import pickle
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from harness.scenario import Scenario, load_all, model_faults, unpacked
+from harness.scenario._packed import PackedScenario
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "scenarios"
+
+
+def _generated(root: Path, n: int) -> Path:
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import bench_suite  # the bench's generated suites: recall, extraction and dream scenarios, varied
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return bench_suite.write_suite(root, n)
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _generated(tmp_path_factory.mktemp("generated"), 300)
+
+
+@pytest.mark.parametrize("which", ["generated", "shipped"])
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_packed_scenario_is_the_scenario(suite: Path, which: str, jobs: int) -> None:
+    paths = [suite] if which == "generated" else [SCENARIOS]
+    whole = load_all(paths)
+    packed = load_all(paths, jobs=jobs, packed=True)
+    assert [type(p) for p in packed] == [PackedScenario] * len(whole)
+    assert [unpacked(p) for p in packed] == whole
+    for s, p in zip(whole, packed, strict=True):
+        for f in dataclasses.fields(Scenario):  # kept beside the pickle or read from a fresh copy: the same
+            assert getattr(p, f.name) == getattr(s, f.name), (s.id, f.name)
+        assert p.digest == s.digest
+        assert model_faults(p) == model_faults(s) == any(type(x).__name__ == "FaultStep" and x.model is not None
+                                                        for x in s.steps)
+        again = pickle.loads(pickle.dumps(p))  # to a --jobs worker, the side process, an isolated child
+        assert type(again) is PackedScenario
+        assert unpacked(again) == s
+        assert again.id == s.id
+        assert unpacked(s) is s
+
+
+def _held(paths: list[Path], packed: bool) -> int:
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        loaded = load_all(paths, packed=packed)
+        gc.collect()  # what is held, not what the collector has yet to free (a full collection clears free lists)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert loaded
+    return held
+
+
+def test_a_packed_suite_holds_a_fraction_of_the_memory(suite: Path) -> None:
+    whole, packed = _held([suite], False), _held([suite], True)
+    assert packed < 0.4 * whole, (packed, whole)  # ~1.8 against ~5.7 KB a scenario
