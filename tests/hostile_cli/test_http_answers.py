@@ -135,11 +135,12 @@ def test_a_trickling_server_is_answered_within_the_timeout(server: Server) -> No
     server.trickle = True
     server.last = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]"
     start = time.monotonic()
-    with pytest.raises(HarnessError, match="no whole answer within 1 s"):
+    late = "no whole answer within 1 s|timed out"  # the whole answer's deadline, or (a loaded box) a read's own 1 s
+    with pytest.raises(HarnessError, match=late):
         upsert_comment(server.url, "o/r", 7, "body", "t", timeout=1.0)
     problem = endpoint_problem(server.url, timeout_s=1.0)
     assert problem is not None
-    assert "no whole answer within 1 s" in problem
+    assert re.search(late, problem), problem
     assert time.monotonic() - start < 5
 
 
