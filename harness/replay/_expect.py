@@ -56,9 +56,9 @@ def check_outcome(check: Check, want: Outcome, *, strategy: str, fallback: str |
     if want.model_params:
         ok &= check(bool(params), f"expected model requests with {want.model_params}, but the step made no model call")
         for i, request in enumerate(params):
-            wrong = {k: request.get(k) for k, v in want.model_params.items() if not _same(request.get(k), v)}
-            ok &= check(not wrong, f"model request {i + 1} ({request.get('purpose')}) has {wrong}, expected "
-                                   f"{ {k: want.model_params[k] for k in wrong} }")
+            ok &= _params_match(check, i, request, want.model_params)
+    if want.model_params_by:
+        ok &= check_params_by(check, want.model_params_by, params)
     if want.strategy is not None:
         ok &= check(strategy == want.strategy, f"expected strategy {want.strategy}, got {strategy}")
     if want.fallback is not None:
@@ -97,6 +97,30 @@ def check_trailing(check: Check, want: TrailingExpect | None, runs: Sequence[tup
     return check_outcome(check, outcome, strategy=last.strategy, fallback=last.fallback_reason,
                          touched=last.touched, count=len(last.written), events=events, kind="extract",
                          result=last) and ok
+
+
+def _params_match(check: Check, i: int, request: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
+    wrong = {k: request.get(k) for k, v in want.items() if not _same(request.get(k), v)}
+    return check(not wrong, f"model request {i + 1} ({request.get('purpose')}) has {wrong}, expected "
+                            f"{ {k: want[k] for k in wrong} }")
+
+
+def check_params_by(check: Check, want: Mapping[str, Mapping[str, Any]], params: Sequence[Mapping[str, Any]]) -> bool:
+    """``model_params`` per purpose: every request's purpose is one of ``want``'s, carries that purpose's parameters,
+    and every purpose of ``want`` is requested at least once."""
+    ok = True
+    made = [request.get("purpose") for request in params]
+    for i, request in enumerate(params):
+        purpose = request.get("purpose")
+        if isinstance(purpose, str) and purpose in want:
+            ok &= _params_match(check, i, request, want[purpose])
+        else:
+            ok &= check(False, f"model request {i + 1} has purpose {purpose!r}, which model_params does not name "  # noqa: FBT003
+                               f"(it names {', '.join(want)})")
+    for purpose in want:
+        ok &= check(purpose in made, f"expected a model request of purpose {purpose!r}, but the step made "
+                                     f"{'none' if not made else 'only ' + ', '.join(sorted(set(map(str, made))))}")
+    return ok
 
 
 def _same(got: Any, want: Any) -> bool:

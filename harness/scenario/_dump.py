@@ -143,9 +143,14 @@ def _outcome(o: Outcome, prefix: str, count_key: str) -> dict[str, Any]:
               (f"{prefix}touched", list(o.touched) if o.touched is not None else None),
               (count_key, o.count if count_key else None), (f"{prefix}event", dict(o.event) or None),
               (f"{prefix}model_shown", list(o.model_shown) or None), (f"{prefix}model_hidden", list(o.model_hidden) or None),
-              (f"{prefix}model_params", dict(o.model_params) or None), (f"{prefix}details", dict(o.details) or None),
+              (f"{prefix}model_params", _params(o)), (f"{prefix}details", dict(o.details) or None),
               (f"{prefix}warnings", list(o.warnings) if o.warnings is not None else None))
     return {k: v for k, v in fields if v is not None}
+
+
+def _params(o: Outcome) -> dict[str, Any] | None:
+    """``model_params`` as written: the parameters of every request, or a mapping of purpose to parameters."""
+    return dict(o.model_params) or {k: dict(v) for k, v in o.model_params_by.items()} or None
 
 
 def scenario_to_dict(s: Scenario) -> dict[str, Any]:

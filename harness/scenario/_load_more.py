@@ -98,12 +98,38 @@ def model_seen(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, prefix: 
         if f"{prefix}{name}" in nodes:
             out[name] = ctx.strings(nodes[f"{prefix}{name}"], f"{here}.{prefix}{name}")
     if f"{prefix}model_params" in nodes:
-        params = system_fields(ctx, nodes[f"{prefix}model_params"], f"{here}.{prefix}model_params")
-        if unknown := sorted(set(params) - set(MODEL_PARAMS)):
-            raise ctx.fail(nodes[f"{prefix}model_params"], f"{here}.{prefix}model_params",
-                           f"unknown parameter {unknown[0]!r} (known: {', '.join(MODEL_PARAMS)})")
-        out["model_params"] = params
+        out.update(model_params(ctx, nodes[f"{prefix}model_params"], f"{here}.{prefix}model_params"))
     return out
+
+
+def model_params(ctx: NodeReader, node: yaml.Node, here: str) -> dict[str, Any]:
+    """``model_params``: parameters every request carries (``{timeout_s: 30}``: ``model_params``), or per purpose
+    when a value is not a scalar (``{sqlite-memory-extract: {max_tokens: 1024}}``: ``model_params_by``)."""
+    items = ctx.mapping(node, here, None)
+    if all(isinstance(v, yaml.ScalarNode) for v in items.values()):
+        return {"model_params": _params(ctx, node, here, MODEL_PARAMS)}
+    by: dict[str, dict[str, Scalar]] = {}
+    for purpose, value in items.items():
+        field = f"{here}.{purpose}"
+        if problem := lim.bad_char(purpose, allow_newlines=False):
+            raise ctx.fail(value, field, f"{problem} in a purpose")
+        if purpose in MODEL_PARAMS:
+            raise ctx.fail(value, field, f"{purpose!r} is a parameter, not a purpose: pin it on every request "
+                                         f"({purpose}: <value>) or under a purpose (<purpose>: {{{purpose}: <value>}}),"
+                                         " not both forms in one model_params")
+        if not isinstance(value, yaml.MappingNode):
+            raise ctx.fail(value, field, "expected a mapping of parameters: this model_params names purposes (each key "
+                                         "a request's purpose, each value the parameters its requests carry)")
+        by[purpose] = _params(ctx, value, field, MODEL_PARAMS[1:])
+    return {"model_params_by": by}
+
+
+def _params(ctx: NodeReader, node: yaml.Node, here: str, known: tuple[str, ...]) -> dict[str, Scalar]:
+    params = system_fields(ctx, node, here)
+    if unknown := sorted(set(params) - set(known)):
+        said = "; the purpose is this mapping's key" if unknown[0] == "purpose" else ""
+        raise ctx.fail(node, here, f"unknown parameter {unknown[0]!r} (known: {', '.join(known)}){said}")
+    return params
 
 
 def event(ctx: NodeReader, node: yaml.Node, here: str) -> dict[str, Scalar]:

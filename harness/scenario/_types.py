@@ -109,6 +109,9 @@ class Outcome:
     model_params: dict[str, Scalar] = field(default_factory=dict)
     """Parameters every model request of this step must carry (``timeout_s``, ``max_tokens``, ``temperature``,
     ``purpose``); no request fails it."""
+    model_params_by: dict[str, dict[str, Scalar]] = field(default_factory=dict)
+    """``model_params`` per purpose: every model request of this step has one of these purposes and carries its
+    parameters, and each purpose is requested at least once (the form ``{purpose: {max_tokens: …}}``)."""
     details: dict[str, Scalar] = field(default_factory=dict)
     """System-specific outcome fields the result must report with these values (an unreported name fails)."""
     warnings: tuple[str, ...] | None = None
@@ -116,7 +119,8 @@ class Outcome:
 
     def stated(self) -> bool:
         return any(v is not None for v in (self.strategy, self.fallback, self.touched, self.count, self.warnings)) or \
-            bool(self.event or self.model_shown or self.model_hidden or self.details or self.model_params)
+            bool(self.event or self.model_shown or self.model_hidden or self.details or self.model_params
+                 or self.model_params_by)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +218,8 @@ class RecallStep:
         out += ["forbid"] * bool(self.forbid) + ["prompt_contains"] * bool(self.prompt_contains)
         out += ["prompt_excludes"] * bool(self.prompt_excludes) + ["expect_event"] * bool(self.outcome.event)
         out += ["expect_model_shown"] * bool(self.outcome.model_shown + self.outcome.model_hidden)
-        out += ["expect_details"] * bool(self.outcome.details) + ["expect_model_params"] * bool(self.outcome.model_params)
+        out += ["expect_details"] * bool(self.outcome.details) + ["expect_model_params"] * bool(
+            self.outcome.model_params or self.outcome.model_params_by)
         return out
 
 
