@@ -29,7 +29,7 @@ DEFAULT_SYSTEMS: tuple[str, ...] = tuple(n for n in SYSTEMS if n not in OPT_IN)
 SEED_FIELDS: dict[str, frozenset[str]] = {
     "reference": frozenset({"special", "to"}),
     "sqlite": frozenset({"importance", "subject", "predicate", "priority", "duration", "expires_in", "id", "via",
-                         "queue"}),
+                         "queue", "access_count"}),
 }
 """The ``memories[].system`` fields each shipped system reads (the adapters' docstrings say what each does). A
 system ignores the fields of another shipped system (a portable scenario may carry them for it) and refuses a

@@ -7,7 +7,8 @@ are stated here, never read from the port's constants, so a changed constant in 
 
 Seed pass-through (``memories[i].system``): ``importance``, ``subject``, ``predicate``, ``priority`` (kept as written,
 so ``SHORT_TERM`` plants a Q24 row), ``duration`` (``permanent``/``7d``/``24h``/``session``, from the seeding
-moment), ``expires_in`` (signed, e.g. ``-1h``), ``id`` (re-seeding an id is an update in place), ``via: add_memory``
+moment), ``expires_in`` (signed, e.g. ``-1h``), ``access_count`` (a whole number: the row's recall count, as if
+recalled that often), ``id`` (re-seeding an id is an update in place), ``via: add_memory``
 (the manual tool: priority TTL, §3.6), ``queue: processing|pending`` (plant an extraction-queue row, its
 ``last_attempted_at`` = the memory's mtime, instead of a memory).
 """
@@ -92,10 +93,17 @@ class SqliteSystem:
                                   "created_at": mtime, "updated_at": mtime, "id": extra.pop("id", memory.path)}
         if "expires_in" in extra:
             record["expires_at"] = self.clock.now() + _delta(extra.pop("expires_in"), f"memory {memory.path}: expires_in")
+        accessed = extra.pop("access_count", None)
+        if accessed is not None and (type(accessed) is not int or not 0 <= accessed < 2**62):
+            raise ScenarioInputError(f"memory {memory.path}: access_count must be a whole number from 0 to 2**62 - 1, "
+                                     f"got {accessed!r}")
         try:
-            self.mem.seed([{**record, **extra}])
+            (row_id,) = self.mem.seed([{**record, **extra}])
         except ValueError as exc:  # the scenario's seed fields, refused by the store
             raise ScenarioInputError(f"ValueError: {exc}") from None
+        row = self.mem.db.get_memory(row_id) if accessed is not None else None
+        if row is not None:  # the store's own update, its timestamp kept (as recall's): recalled that often already
+            self.mem.db.update_memory(row_id, {"access_count": accessed, "updated_at": row["updated_at"]})
 
     def finish_seeding(self, *, now: datetime) -> None:
         return None

@@ -1,0 +1,62 @@
+"""The SQLite system's ``access_count`` seed field (a memory recalled that often before the scenario; generated).
+
+What it is for: ``scenarios/sqlite/life-access-count-past-124`` recalls a memory seeded at 130 and reads 131, 132
+(spec §7 Q13 fixed: a recall is an access), which a count capped or clamped on its way back would not reach.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.errors import ScenarioInputError
+from harness.replay import load_factory
+from harness.scenario import SeedMemory
+from memory_core.clock import FixedClock
+
+NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
+VALUES = st.one_of(st.integers(-5, 2**64), st.booleans(), st.floats(), st.text(max_size=4), st.none())
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(value=VALUES)
+def test_access_count_is_a_whole_number_the_row_carries_or_a_located_refusal(
+        value: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+    root = tmp_path_factory.mktemp("seed")
+    system = load_factory("sqlite")(root, FixedClock(NOW), None, None)
+    memory = SeedMemory("project/proxy.md", type="project", name="proxy", body="The proxy listens on port 8443",
+                        system={"access_count": value} if value is not None else {})
+    wanted = value is None or (type(value) is int and 0 <= value < 2**62)
+    try:
+        system.seed(memory, mtime=NOW - timedelta(days=2))
+    except ScenarioInputError as exc:
+        refused = str(exc)
+    else:
+        refused = ""
+    finally:
+        system.close()
+    assert bool(refused) != wanted, (value, refused)
+    if refused:
+        assert refused.startswith("memory project/proxy.md: access_count must be a whole number")
+        return
+    with sqlite3.connect(root / "openakita.db") as conn:
+        count, updated = conn.execute("SELECT access_count, updated_at FROM memories").fetchone()
+    assert count == (value or 0)
+    assert updated.startswith("2026-02-28T09:00:00")  # the seed's moment, not the update's
+
+
+def test_the_old_adapter_refused_it_as_unknown(tmp_path: Path) -> None:
+    """Guard on the field list: a name no shipped system reads is refused, this one is read."""
+    system = load_factory("sqlite")(tmp_path, FixedClock(NOW), None, None)
+    try:
+        system.seed(SeedMemory("a.md", body="x", system={"access_count": 3}), mtime=NOW)
+        with pytest.raises(ScenarioInputError, match="unknown system field"):
+            system.seed(SeedMemory("b.md", body="y", system={"access_counts": 3}), mtime=NOW)
+    finally:
+        system.close()
