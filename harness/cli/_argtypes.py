@@ -111,3 +111,12 @@ def check_environment(environ: Mapping[str, str]) -> None:
         check_pairs(environ)
     except ValueError as exc:
         raise HarnessError(f"environment variable {one_line(str(exc))}") from None
+
+
+def unused_model_flags(args: argparse.Namespace) -> str:
+    """The note for model options given to a run that calls no model (empty when none was given)."""
+    given = [f"--{name.replace('_', '-')}" for name in ("model", "api_base", "record", "live") if getattr(args, name, None)]
+    if not given:
+        return ""
+    return (f"note: {', '.join(given)} unused: no scenario run selected calls a model (strategy model, or a system "
+            "behind the model proxy)")

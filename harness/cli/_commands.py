@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import __version__
-from harness.cli._argtypes import check_environment, check_output_dir
+from harness.cli._argtypes import check_environment, check_output_dir, unused_model_flags
 from harness.cli._conformance import cmd_conformance
 from harness.cli._init import cmd_init
 from harness.cli._parser import build_parser, command_of
@@ -191,6 +191,8 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         if needs_cassette_model(selected, requested, load_factory(args.system)
                                 if args.system and shipped(args.system) else None):
             model.resolved_model()  # fail fast, before replaying anything
+    elif note := unused_model_flags(args):  # said, never silent (round 13: --model X was taken without a word)
+        print(note, file=sys.stderr)
     if any("embedding" in STRATEGIES[s].needs for s in strategies if s in STRATEGIES):
         from memory_core.files.embedding import EmbeddingUnavailable, model_dir
 
