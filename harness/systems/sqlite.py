@@ -73,6 +73,9 @@ class SqliteSystem:
             raise ScenarioInputError(f"memory {memory.path}: unknown system field(s) {', '.join(unknown)} "
                              f"(known: {', '.join(sorted(SEED_FIELDS))})")
         body = "\n".join(x for x in (memory.description, memory.body) if x) or memory.name or memory.path
+        score = extra.get("importance", 0.5)  # spec §2.1: a score in [0, 1] (round 13: true, -1 and 1e30 were taken)
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+            raise ScenarioInputError(f"memory {memory.path}: importance must be a number from 0 to 1, got {score!r}")
         if "queue" in extra:
             try:
                 self.mem.plant_queue_row(memory.path, body, status=str(extra["queue"]), last_attempted_at=mtime)
@@ -80,11 +83,7 @@ class SqliteSystem:
                 raise ScenarioInputError(f"memory {memory.path}: system.queue: {exc}") from None
             return
         if extra.get("via") == "add_memory":
-            try:
-                importance = float(extra.get("importance", 0.5))
-            except (TypeError, ValueError):
-                raise ScenarioInputError(f"memory {memory.path}: importance must be a number") from None
-            self.mem.add_memory(body, memory.type, importance)
+            self.mem.add_memory(body, memory.type, float(score))
             return
         if "via" in extra:
             raise ScenarioInputError(f"memory {memory.path}: system.via must be add_memory, got {extra['via']!r}")

@@ -1,4 +1,7 @@
-"""The SQLite system's ``access_count`` seed field (a memory recalled that often before the scenario; generated).
+"""The SQLite system's ``access_count`` and ``importance`` seed fields (generated).
+
+``importance`` must be a number from 0 to 1 (spec §2.1/§5: a score the rerank weights and decay multiplies; round
+13: ``true``, -1 and 1e30 were taken, the first as 1.0), through the store's seed and through ``via: add_memory``.
 
 What it is for: ``scenarios/sqlite/life-access-count-past-124`` recalls a memory seeded at 130 and reads 131, 132
 (spec §7 Q13 fixed: a recall is an access), which a count capped or clamped on its way back would not reach.
@@ -60,3 +63,33 @@ def test_the_old_adapter_refused_it_as_unknown(tmp_path: Path) -> None:
             system.seed(SeedMemory("b.md", body="y", system={"access_counts": 3}), mtime=NOW)
     finally:
         system.close()
+
+
+IMPORTANCE = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3), st.booleans(),
+                       st.text(max_size=4), st.sampled_from([0, 1, 0.0, 1.0, 0.5, 1e30, -1e-9]))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(value=IMPORTANCE, via=st.booleans())
+def test_importance_is_a_score_from_0_to_1_or_a_located_refusal(value: Any, via: bool,
+                                                                tmp_path_factory: pytest.TempPathFactory) -> None:
+    root = tmp_path_factory.mktemp("imp")
+    system = load_factory("sqlite")(root, FixedClock(NOW), None, None)
+    fields: dict[str, Any] = {"importance": value, **({"via": "add_memory"} if via else {})}
+    wanted = type(value) in (int, float) and 0 <= value <= 1
+    try:
+        system.seed(SeedMemory("project/p.md", type="project", body="The proxy listens on port 8443", system=fields),
+                    mtime=NOW)
+    except ScenarioInputError as exc:
+        refused = str(exc)
+    else:
+        refused = ""
+    finally:
+        system.close()
+    assert bool(refused) != wanted, (value, refused)
+    if refused:
+        assert refused.startswith("memory project/p.md: importance must be a number from 0 to 1")
+        return
+    with sqlite3.connect(root / "openakita.db") as conn:
+        (stored,) = conn.execute("SELECT importance_score FROM memories").fetchone()
+    assert stored == pytest.approx(float(value))
