@@ -27,29 +27,33 @@ NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
 VALUES = st.one_of(st.integers(-5, 2**64), st.booleans(), st.floats(), st.text(max_size=4), st.none())
 
 
+def _seeded(root: Path, fields: dict[str, Any], *, mtime: datetime = NOW) -> tuple[str, tuple[Any, ...] | None]:
+    """(the refusal, "" if none; the row's access_count, importance_score and updated_at, if one was written)."""
+    system = load_factory("sqlite")(root, FixedClock(NOW), None, None)
+    try:
+        system.seed(SeedMemory("project/proxy.md", type="project", name="proxy", body="The proxy listens on port 8443",
+                               system=fields), mtime=mtime)
+    except ScenarioInputError as exc:
+        return str(exc), None
+    finally:
+        system.close()
+    with sqlite3.connect(root / "openakita.db") as conn:
+        return "", conn.execute("SELECT access_count, importance_score, updated_at FROM memories").fetchone()
+
+
 @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(value=VALUES)
 def test_access_count_is_a_whole_number_the_row_carries_or_a_located_refusal(
         value: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
-    root = tmp_path_factory.mktemp("seed")
-    system = load_factory("sqlite")(root, FixedClock(NOW), None, None)
-    memory = SeedMemory("project/proxy.md", type="project", name="proxy", body="The proxy listens on port 8443",
-                        system={"access_count": value} if value is not None else {})
+    refused, row = _seeded(tmp_path_factory.mktemp("seed"), {"access_count": value} if value is not None else {},
+                           mtime=NOW - timedelta(days=2))
     wanted = value is None or (type(value) is int and 0 <= value < 2**62)
-    try:
-        system.seed(memory, mtime=NOW - timedelta(days=2))
-    except ScenarioInputError as exc:
-        refused = str(exc)
-    else:
-        refused = ""
-    finally:
-        system.close()
     assert bool(refused) != wanted, (value, refused)
     if refused:
         assert refused.startswith("memory project/proxy.md: access_count must be a whole number")
         return
-    with sqlite3.connect(root / "openakita.db") as conn:
-        count, updated = conn.execute("SELECT access_count, updated_at FROM memories").fetchone()
+    assert row is not None
+    count, _, updated = row
     assert count == (value or 0)
     assert updated.startswith("2026-02-28T09:00:00")  # the seed's moment, not the update's
 
@@ -73,23 +77,12 @@ IMPORTANCE = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.intege
 @given(value=IMPORTANCE, via=st.booleans())
 def test_importance_is_a_score_from_0_to_1_or_a_located_refusal(value: Any, via: bool,
                                                                 tmp_path_factory: pytest.TempPathFactory) -> None:
-    root = tmp_path_factory.mktemp("imp")
-    system = load_factory("sqlite")(root, FixedClock(NOW), None, None)
     fields: dict[str, Any] = {"importance": value, **({"via": "add_memory"} if via else {})}
+    refused, row = _seeded(tmp_path_factory.mktemp("imp"), fields)
     wanted = type(value) in (int, float) and 0 <= value <= 1
-    try:
-        system.seed(SeedMemory("project/p.md", type="project", body="The proxy listens on port 8443", system=fields),
-                    mtime=NOW)
-    except ScenarioInputError as exc:
-        refused = str(exc)
-    else:
-        refused = ""
-    finally:
-        system.close()
     assert bool(refused) != wanted, (value, refused)
     if refused:
-        assert refused.startswith("memory project/p.md: importance must be a number from 0 to 1")
+        assert refused.startswith("memory project/proxy.md: importance must be a number from 0 to 1")
         return
-    with sqlite3.connect(root / "openakita.db") as conn:
-        (stored,) = conn.execute("SELECT importance_score FROM memories").fetchone()
-    assert stored == pytest.approx(float(value))
+    assert row is not None
+    assert row[1] == pytest.approx(float(value))
