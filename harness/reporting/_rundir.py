@@ -295,6 +295,11 @@ def _nulls_read(value: Any) -> Any:
     return [_nulls_read(v) for v in value] if isinstance(value, list) else value
 
 
+META_TEXT: Final = ("system", "systems", "gates_file", "git_commit", "cassettes")
+"""``summary.json`` meta fields a reader uses: a wrong type was an unlocated error or an internal one (round 13:
+``meta.system = true`` made compare say "system True", naming no line)."""
+
+
 def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict[str, Any]]]:
     """(summary, results with their probes, spans) of a run directory; a file, line and field in every error."""
     summary_path = run_dir / "summary.json"
@@ -318,6 +323,13 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
         if key in data and not isinstance(data[key], kind):
             raise located(f"{key}: expected {kind.__name__}, got "
                           f"{one_line(json.dumps(data[key], ensure_ascii=False))[:60]}")
+    meta: dict[str, Any] = data["meta"] if isinstance(data.get("meta"), dict) else {}
+    for key in META_TEXT:  # the meta fields the readers use (compare, merge, history, the report): text or null
+        value = meta.get(key)
+        names = isinstance(value, list) and all(isinstance(x, str) for x in value)
+        if value is not None and not (names if key == "systems" else isinstance(value, str)):
+            raise located(f"meta.{key}: expected {'a list of system names' if key == 'systems' else 'text'} or null, "
+                          f"got {one_line(json.dumps(value, ensure_ascii=False))[:60]}")
     try:
         summary = RunSummary.from_dict(data)
         if (problem := type_problem(summary)) is not None:
