@@ -295,9 +295,11 @@ def _nulls_read(value: Any) -> Any:
     return [_nulls_read(v) for v in value] if isinstance(value, list) else value
 
 
-META_TEXT: Final = ("system", "systems", "gates_file", "git_commit", "cassettes")
+META_TEXT: Final = ("system", "systems", "gates_file", "git_commit", "cassettes", "trace_url", "models")
 """``summary.json`` meta fields a reader uses: a wrong type was an unlocated error or an internal one (round 13:
-``meta.system = true`` made compare say "system True", naming no line)."""
+``meta.system = true`` made compare say "system True", naming no line; ``trace_url = [null]`` and ``models`` not a
+mapping of mappings were internal errors in the report). ``systems`` is a list of names, ``models`` a mapping of
+strategy to a mapping, the rest text."""
 
 
 def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict[str, Any]]]:
@@ -326,9 +328,11 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
     meta: dict[str, Any] = data["meta"] if isinstance(data.get("meta"), dict) else {}
     for key in META_TEXT:  # the meta fields the readers use (compare, merge, history, the report): text or null
         value = meta.get(key)
-        names = isinstance(value, list) and all(isinstance(x, str) for x in value)
-        if value is not None and not (names if key == "systems" else isinstance(value, str)):
-            raise located(f"meta.{key}: expected {'a list of system names' if key == 'systems' else 'text'} or null, "
+        fits = {"systems": isinstance(value, list) and all(isinstance(x, str) for x in value),
+                "models": isinstance(value, dict) and all(isinstance(x, dict) for x in value.values())}
+        if value is not None and not fits.get(key, isinstance(value, str)):
+            wanted = {"systems": "a list of system names", "models": "a mapping of strategy to its model"}
+            raise located(f"meta.{key}: expected {wanted.get(key, 'text')} or null, "
                           f"got {one_line(json.dumps(value, ensure_ascii=False))[:60]}")
     try:
         summary = RunSummary.from_dict(data)

@@ -20,7 +20,9 @@ from tests.hostile_cli._support import cli
 LOCATED_META = "summary.json:{line}: meta.{key}: expected"
 VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6),
                    st.lists(st.one_of(st.text(max_size=3), st.integers()), max_size=2),
-                   st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
+                   st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+                   st.dictionaries(st.text(max_size=2), st.dictionaries(st.sampled_from(["model", "mode"]),
+                                                                        st.text(max_size=3), max_size=2), max_size=2))
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +40,12 @@ def _fits(key: str, value: Any) -> bool:
         return True
     if key == "systems":
         return isinstance(value, list) and all(isinstance(x, str) for x in value)
+    if key == "models":
+        return isinstance(value, dict) and all(isinstance(x, dict) for x in value.values())
     return isinstance(value, str)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(key=st.sampled_from(META_TEXT), value=VALUES)
 def test_a_meta_field_of_the_wrong_type_is_one_located_line(base: Path, key: str, value: Any,
                                                             tmp_path_factory: pytest.TempPathFactory,
