@@ -173,11 +173,14 @@ def metric_names() -> tuple[str, ...]:
     return tuple(sorted(REGISTRY))
 
 
-def score_results(results: Sequence[ScenarioResult]) -> list[ScenarioResult]:
-    """Every result with each registered metric scored on its graded probes of that metric's kind."""
+def score_results(results: Sequence[ScenarioResult]) -> Sequence[ScenarioResult]:
+    """Every result with each registered metric scored on its graded probes of that metric's kind (``results`` as
+    they are when no metric is registered; a run's spool of results stays a spool)."""
     if not REGISTRY:
-        return list(results)
-    out = []
+        return results
+    from harness.replay import ResultSpool
+
+    out: list[ScenarioResult] | ResultSpool = ResultSpool() if isinstance(results, ResultSpool) else []
     for r in results:
         probes = []
         for p in r.probes:
@@ -193,5 +196,9 @@ def score_results(results: Sequence[ScenarioResult]) -> list[ScenarioResult]:
                                        "expected a finite number or None")
                 extra[plugin.key] = number
             probes.append(replace(p, metrics={**p.metrics, **extra}) if extra else p)
-        out.append(replace(r, probes=tuple(probes)))
+        scored = replace(r, probes=tuple(probes))
+        if isinstance(out, list):
+            out.append(scored)
+        else:
+            out.add([scored])
     return out

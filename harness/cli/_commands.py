@@ -234,17 +234,16 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             "models": _models_used(model, strategies) if model else None,
             "system": args.system or primary, "systems": [name for name, _, _ in plan],
             "trace_url": trace_url(environ)}
-    fuzz_report = None
-    if args.fuzz_examples > 0:
-        fuzz_report = run_fuzz(system=args.system, max_examples=args.fuzz_examples, seed=0,
-                               regressions=args.out / "regressions", database=None)
+    fuzz_report = run_fuzz(system=args.system, max_examples=args.fuzz_examples, seed=0, regressions=args.out /
+                           "regressions", database=None) if args.fuzz_examples > 0 else None
     try:
         summary = _evaluate_and_write(args.out, run.results, spool, strategies, gates_path=gates_path,
                                       baseline_dir=args.baseline, meta=_meta(meta), fuzz=fuzz_report, bench=bench,
                                       run_id=run_id, environ=environ)
+        code = _print_outcome(summary, args.out, run.results, print, environ)
     finally:
         spool.close()
-    code = _print_outcome(summary, args.out, run.results, print, environ)
+        run.results.close()
     return code if code or fuzz_report is None or fuzz_report["passed"] else 1
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,26 +44,59 @@ def probe_frame(probes: Iterable[Probe], *, texts: bool = True) -> pd.DataFrame:
     and a run's peak memory grew with its suite because of them (issue 34). The frame holds what ``from_records``
     would, a column in order of first appearance, except that numbers (and bools) are float64 with NaN for no
     value (``step`` stays int64); a column with any other value holds objects, its numbers still as floats."""
-    columns: dict[str, list[Any] | array[Any]] = {}
-    n = 0
+    columns = _Columns({})
     for p in probes:
-        if not p.graded:
-            continue
-        for key, value in _frame_row(p, texts=texts).items():
+        if p.graded:
+            columns.add(_frame_row(p, texts=texts))
+    return columns.frame()
+
+
+def probe_frames(probes: Iterable[Probe], strategies: Sequence[str], *, texts: bool = True) -> dict[str, pd.DataFrame]:
+    """``probe_frame`` split by strategy, built apart in one pass: the whole frame and its parts were held at once
+    (twice the frame; issue 34). Each part has every column of the whole frame (NaN where it had no value), its
+    rows in order, numbered from 0; a strategy without a probe gets an empty frame."""
+    order: dict[str, None] = {}  # the whole frame's columns, in order of first appearance
+    parts: dict[str, _Columns] = {}
+    for p in probes:
+        if p.graded:
+            parts.setdefault(p.strategy, _Columns(order)).add(_frame_row(p, texts=texts))
+    frames = {s: c.frame() for s, c in parts.items()}
+    del parts
+    empty = pd.DataFrame(columns=["scenario", "step", "kind", "strategy"])
+    return {s: frames[s].reindex(columns=list(order)) if s in frames else empty for s in strategies}
+
+
+class _Columns:
+    """A frame's columns as they are built, a row at a time (``order``: where new column names are noted)."""
+
+    def __init__(self, order: dict[str, None]) -> None:
+        self.columns: dict[str, list[Any] | array[Any]] = {}
+        self.shared: dict[str, str] = {}  # one copy of each name: probes read back from disk each bring their own
+        self.order = order
+        self.n = 0
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        columns, n = self.columns, self.n
+        for key, value in row.items():
             column = columns.get(key)
             if column is None:
                 column = columns[key] = _new_column(key, n)
+                self.order.setdefault(key)
+            if isinstance(value, str) and key != "query":
+                value = self.shared.setdefault(value, value)
             if isinstance(column, array) and not _number(value):
                 column = columns[key] = [math.nan if isinstance(v, float) and math.isnan(v) else v for v in column]
             column.append(value if key in _OBJECT_COLUMNS or key == "step" or not _number(value) else _numeric(value))
-        n += 1
+        self.n = n = n + 1
         for column in columns.values():
             if len(column) < n:
                 column.append(math.nan)
-    if not n:
-        return pd.DataFrame(columns=["scenario", "step", "kind", "strategy"])
-    return pd.DataFrame({k: np.frombuffer(v, dtype=np.int64 if v.typecode == "q" else np.float64)
-                         if isinstance(v, array) else v for k, v in columns.items()})
+
+    def frame(self) -> pd.DataFrame:
+        if not self.n:
+            return pd.DataFrame(columns=["scenario", "step", "kind", "strategy"])
+        return pd.DataFrame({k: np.frombuffer(v, dtype=np.int64 if v.typecode == "q" else np.float64)
+                             if isinstance(v, array) else v for k, v in self.columns.items()})
 
 
 _OBJECT_COLUMNS = frozenset({"scenario", "kind", "strategy", "query", "selected", "fallback_reason"})
@@ -236,16 +269,19 @@ def _opt(value: Any) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
-def scenario_counts(results: Sequence[ScenarioResult]) -> ScenarioCounts:
+def scenario_counts(results: Iterable[ScenarioResult]) -> ScenarioCounts:
     """total / passed / failed / errors / skipped."""
-    return ScenarioCounts(total=len(results), passed=sum(r.status == "passed" for r in results),
-                          failed=sum(r.status == "failed" for r in results),
-                          errors=sum(r.status == "error" for r in results),
-                          skipped=sum(r.status == "skipped" for r in results))
+    return _counts([r.status for r in results])
 
 
-def all_probes(results: Sequence[ScenarioResult]) -> list[Probe]:
-    return [p for r in results for p in r.probes]
+def _counts(statuses: Sequence[str]) -> ScenarioCounts:
+    return ScenarioCounts(total=len(statuses), passed=statuses.count("passed"), failed=statuses.count("failed"),
+                          errors=statuses.count("error"), skipped=statuses.count("skipped"))
+
+
+def all_probes(results: Sequence[ScenarioResult]) -> Iterator[Probe]:
+    """Every probe, one result at a time (a run's results are read back from disk: never all held at once)."""
+    return (p for r in results for p in r.probes)
 
 
 def summarize(results: Sequence[ScenarioResult],
@@ -253,17 +289,25 @@ def summarize(results: Sequence[ScenarioResult],
     """Per-strategy scenario counts and metrics, plus paired comparisons between every pair of strategies."""
     # one frame split by strategy once: the whole frame, a part and two comparison copies were held at once (the
     # evaluation's peak, issue 34); the changed-probe listing's texts are not needed here
-    frame = probe_frame(all_probes(results), texts=False)
-    parts = {s: frame[frame["strategy"] == s] for s in strategies} if not frame.empty else dict.fromkeys(strategies, frame)
-    del frame
+    tally: dict[str, tuple[list[str], list[float], list[float]]] = {}
+
+    def probes() -> Iterator[Probe]:  # one pass over the results (read back from disk): the probes and the tallies
+        for r in results:
+            statuses, total, system = tally.setdefault(r.strategy, ([], [], []))
+            statuses.append(r.status)
+            total.append(r.duration_ms)
+            system.append(_system_ms(r))
+            yield from r.probes
+
+    parts = probe_frames(probes(), strategies, texts=False)
     block: dict[str, StrategySummary] = {}
     for strategy in strategies:
         part = parts[strategy]
-        mine = [r for r in results if r.strategy == strategy]
+        statuses, total, system = tally.get(strategy, ([], [], []))
         metrics = strategy_metrics(part) if not part.empty else {}
         if metrics:
-            metrics.update(overhead(mine))
-        block[strategy] = StrategySummary(scenario_counts(mine), metrics)
+            metrics.update(_overhead(sum(total), sum(system)))
+        block[strategy] = StrategySummary(_counts(statuses), metrics)
     comparisons: list[Comparison] = []
     for i, a in enumerate(strategies):
         for b in strategies[i + 1:]:
@@ -278,10 +322,16 @@ def overhead(results: Sequence[ScenarioResult]) -> dict[str, float | None]:
     """Time spent inside calls into the system (its construction, seeds, operations, reads, close) vs the harness's
     own work around them (replay, coverage, telemetry, the temporary directory). A run from before the harness
     timed every call has only its graded operations' time to count."""
-    total = sum(r.duration_ms for r in results)
-    system = sum(r.system_ms if r.system_ms is not None else sum(p.duration_ms for p in r.probes if p.graded)
-                 for r in results)
+    return _overhead(sum(r.duration_ms for r in results), sum(_system_ms(r) for r in results))
+
+
+def _system_ms(result: ScenarioResult) -> float:
+    return result.system_ms if result.system_ms is not None else sum(p.duration_ms for p in result.probes if p.graded)
+
+
+def _overhead(total: float, system: float) -> dict[str, float | None]:
     return {"harness.system_ms": round(system, 3), "harness.overhead_ms": round(max(0.0, total - system), 3)}
+
 
 
 def per_scenario_means(results: Sequence[ScenarioResult], metric: str) -> list[tuple[str, dict[str, float | None]]]:

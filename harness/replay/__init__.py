@@ -35,6 +35,7 @@ from harness.replay._plan import (
 from harness.replay._proxy import PROXY_FILE, PROXY_URL_ENV, ModelProxy, ProxyCall, ProxyRecording, proxy_key
 from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
 from harness.replay._replay import replay
+from harness.replay._spool import ResultSpool, SpoolView, sorted_results
 from harness.replay._suite import (
     RunConfig,
     SuiteRun,
@@ -99,8 +100,10 @@ __all__ = [
     "ProxyRecording",
     "RecallResult",
     "RecordEntry",
+    "ResultSpool",
     "RunConfig",
     "ScenarioResult",
+    "SpoolView",
     "SuiteRun",
     "SystemChecks",
     "SystemFactory",
@@ -136,6 +139,7 @@ __all__ = [
     "scripted_model",
     "select_shard",
     "shipped",
+    "sorted_results",
     "split_column",
     "step_needs",
     "strategies_for",

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from harness.errors import USER_INTERRUPT, HarnessError, child_signals, stop_if_asked
 from harness.replay import _side
@@ -22,6 +22,7 @@ from harness.replay._plan import column_label, strategies_for
 from harness.replay._proxy import PROXY_URL_ENV, ModelProxy, ProxyCall, proxy_for
 from harness.replay._records import ScenarioResult
 from harness.replay._replay import replay
+from harness.replay._spool import ResultSpool
 from harness.scenario import MODEL_STRATEGIES, STRATEGY_NAMES, Scenario, base_strategy, model_faults, unpacked
 from harness.system import declared_strategies
 from harness.telemetry import EncodedTrace, TelemetrySetup, build_telemetry, proxied_call_span
@@ -60,13 +61,17 @@ class RunConfig:
     are seeded apart from the first system's."""
 
 
-TraceSink = Callable[[Sequence[Mapping[str, Any] | EncodedTrace]], None]
-"""Takes each scenario's traces as it finishes: OTLP-JSON requests, or lines a ``--jobs`` worker encoded."""
+class TraceSink(Protocol):
+    """Takes each scenario's traces as it finishes (OTLP-JSON requests, or lines a ``--jobs`` worker encoded) with
+    the scenario's place in the run (they may arrive out of order: the side process)."""
+
+    def __call__(self, lines: Sequence[Mapping[str, Any] | EncodedTrace], place: int | None = None) -> None: ...
 
 
 @dataclass
 class SuiteRun:
-    results: list[ScenarioResult]
+    results: ResultSpool
+    """Every result, on disk as it finished (issue 34: a run's memory does not grow with its suite)."""
     spans: list[dict[str, Any]]
     cassette_entries: int = 0
 
@@ -76,13 +81,13 @@ def run_plan(plan: Sequence[tuple[str, str | None, Sequence[Scenario]]], config:
              traces: TraceSink | None = None) -> SuiteRun:
     """Each system of ``plan`` in turn (``config`` with that system's ``--system``); the results of every system
     but ``primary`` are relabelled ``strategy@system``. ``traces``: as in :func:`run_suite`."""
-    run = SuiteRun([], [])
+    run = SuiteRun(ResultSpool(), [])
     for name, spec, part in plan:
         label = _labeller(name, primary)
         tell = None if progress is None else _then(label, progress)
         one = run_suite(part, replace(config, system=spec, shard=None, column_system="" if name == primary else name),
-                        progress=tell, idle=idle, traces=traces, label=None if name == primary else label)
-        run.results += one.results
+                        progress=tell, idle=idle, traces=traces, label=None if name == primary else label,
+                        into=run.results)
         run.spans += one.spans
         run.cassette_entries = max(run.cassette_entries, one.cassette_entries)
     return run
@@ -239,17 +244,33 @@ def pool_chunk(count: int, workers: int) -> int:
 def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
               progress: Callable[[ScenarioResult], None] | None = None, idle: Callable[[], None] | None = None,
               traces: TraceSink | None = None,
-              label: Callable[[ScenarioResult], ScenarioResult] | None = None) -> SuiteRun:
-    """Replay every selected scenario with every strategy; results come back in (scenario, strategy) order.
+              label: Callable[[ScenarioResult], ScenarioResult] | None = None,
+              into: ResultSpool | None = None) -> SuiteRun:
+    """Replay every selected scenario with every strategy; results read back in (scenario, strategy) order.
     ``idle`` is called when this process waits for others (the side process, the pool's workers).
-    ``traces`` (if given) takes each scenario's spans in that order, else ``SuiteRun.spans`` keeps them.
-    ``label``: applied to each result as it is kept (``run_plan``'s columns), so no suite's results are held twice."""
+    ``traces`` (if given) takes each scenario's spans as it finishes, with its place, else ``SuiteRun.spans`` keeps
+    them in order. ``label``: applied to each result as it is kept (``run_plan``'s columns). ``into``: the spool
+    the results join (after what it holds), else a new one. Each scenario's results and traces leave this process's
+    memory the moment it finishes, whatever order scenarios finish in."""
     for strategy in config.strategies or ():
         if base_strategy(strategy) not in STRATEGY_NAMES:
             raise HarnessError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGY_NAMES)}")
     selected = select_shard(scenarios, config.shard)
-    run = SuiteRun([], [])
-    keep = traces or run.spans.extend
+    run = SuiteRun(ResultSpool() if into is None else into, [])
+    base = run.results.next_place
+    held: dict[int, Sequence[Any]] = {}  # without a trace sink, spans that came early wait for their turn
+    turn = 0
+
+    def keep(i: int, out: list[ScenarioResult], spans: Sequence[Any]) -> None:
+        nonlocal turn
+        run.results.add(out if label is None else map(label, out), place=base + i)
+        if traces is not None:
+            traces(spans, place=base + i)
+            return
+        held[i] = spans
+        while turn in held:
+            run.spans.extend(held.pop(turn))
+            turn += 1
 
     def announce(out: list[ScenarioResult]) -> None:
         stop_if_asked()
@@ -258,9 +279,8 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
                 progress(r)
 
     def collect(outputs: Iterable[tuple[list[ScenarioResult], Sequence[Any]]], *, announced: bool = False) -> None:
-        for out, spans in outputs:
-            run.results += out if label is None else map(label, out)
-            keep(spans)
+        for i, (out, spans) in enumerate(outputs):
+            keep(i, out, spans)
             if not announced:
                 announce(out)
 
@@ -269,11 +289,9 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
     _SUITES_RUN += 1
     if not shipped(config.system):  # a plug-in system: in child processes the harness can kill
         _side.discard()
-        done: dict[int, tuple[list[ScenarioResult], list[dict[str, Any]]]] = {}
-        for i, output in run_isolated(selected, config, jobs):
-            done[i] = output
-            announce(output[0])  # the progress bar moves as each finishes
-        collect((done[i] for i in range(len(selected))), announced=True)
+        for i, (out, spans) in run_isolated(selected, config, jobs):
+            keep(i, out, spans)
+            announce(out)  # the progress bar moves as each finishes
         run.cassette_entries = len(Cassette.open(config.model.cassettes)) if config.model is not None else 0
         return run
     if jobs == 1:
@@ -286,22 +304,21 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
                 collect(map(worker.run, selected))
             else:  # litellm's import runs on the other core while this process replays everything else
                 process = _side.take()
-                outputs: dict[int, tuple[list[ScenarioResult], list[dict[str, Any]]]] = {}
                 try:
                     process.replay(config, [selected[i] for i in side])
                     for i, scenario in enumerate(selected):
                         if i not in side:
-                            outputs[i] = worker.run(scenario)
-                            announce(outputs[i][0])
+                            out, spans = worker.run(scenario)
+                            keep(i, out, spans)  # read back in (scenario, strategy) order: the places say it
+                            announce(out)
                     if idle is not None:
                         idle()
                     side_outputs = process.outputs()
                 finally:
                     process.close()  # whatever happened here, the side process is stopped and reaped
-                for i, output in zip(side, side_outputs, strict=True):
-                    outputs[i] = output
-                    announce(output[0])
-                collect((outputs[i] for i in range(len(selected))), announced=True)  # back in (scenario, strategy) order
+                for i, (out, spans) in zip(side, side_outputs, strict=True):
+                    keep(i, out, spans)
+                    announce(out)
         finally:
             worker.shutdown()
         run.cassette_entries = len(worker.cassette) if worker.cassette is not None else 0

@@ -12,7 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from harness.evaluation import RunSummary, p_text, per_scenario_means
-from harness.replay import SPEC_LIMITS, ScenarioResult
+from harness.replay import SPEC_LIMITS, ScenarioResult, sorted_results
 from harness.reporting import _charts as charts
 from harness.reporting import _view as view
 from harness.reporting._history import TREND_METRICS, HistoryRun
@@ -112,7 +112,7 @@ def report_chunks(summary: RunSummary, results: Sequence[ScenarioResult],
     strategies = list(summary.strategies)
     spool = spooled(spans)
     order = {"error": 0, "failed": 1, "skipped": 2, "passed": 3}
-    ordered = sorted(results, key=lambda r: (order[r.status], r.scenario, r.strategy))
+    ordered = sorted_results(results, key=lambda r: (order[r.status], r.scenario, r.strategy))  # a spool stays one
     calls = view.load_cassette_calls(summary.meta.get("cassettes"))
     probe_views = _ProbeViews(results, calls, spool.candidates)
     gates = sorted(summary.gates, key=lambda g: g.passed)
@@ -148,20 +148,21 @@ class _ProbeViews(Mapping[tuple[str, str], list[view.ProbeView]]):
 
     def __init__(self, results: Sequence[ScenarioResult], calls: Mapping[tuple[str, int], Any],
                  candidates: Mapping[tuple[str, int], int]) -> None:
-        self._results = {(r.scenario, r.strategy): r for r in results}
+        self._results = results
+        self._at = {(r.scenario, r.strategy): i for i, r in enumerate(results)}  # positions: results stay on disk
         self._calls = calls
         self._candidates = candidates
 
     def __getitem__(self, key: tuple[str, str]) -> list[view.ProbeView]:
-        r = self._results[key]
+        r = self._results[self._at[key]]
         return [view.probe_view(p, self._calls.get((r.scenario, p.step), []) if p.tokens.calls or p.fallback_reason
                                 else [], self._candidates.get((r.trace_id, p.step))) for p in r.probes]
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
-        return iter(self._results)
+        return iter(self._at)
 
     def __len__(self) -> int:
-        return len(self._results)
+        return len(self._at)
 
 
 def render_benchmark(bench: Mapping[str, Any]) -> str:

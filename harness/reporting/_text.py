@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from array import array
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from harness.evaluation import GateResult, RunSummary, p_text
@@ -43,18 +44,18 @@ def junit_chunks(results: Sequence[ScenarioResult], gates: Sequence[GateResult] 
     object of writing a run (18 MB at 10,000 scenario runs; issue 34). The skeleton (the suites without their cases)
     is indented and serialised as the whole tree would be, and each case as it would be at its depth."""
     suites = ET.Element("testsuites", name="memharness")
-    by_strategy: dict[str, list[ScenarioResult]] = {}
+    tally: dict[str, tuple[list[str], array[float]]] = {}  # a run's results are read back one at a time: not kept
     for r in results:
-        by_strategy.setdefault(r.strategy, []).append(r)
+        statuses, ms = tally.setdefault(r.strategy, ([], array("d")))
+        statuses.append(r.status)
+        ms.append(r.duration_ms)
     cases: list[Iterator[ET.Element]] = []
-    for strategy, rows in by_strategy.items():
-        suite = ET.SubElement(suites, "testsuite", name=f"memharness.{strategy}", tests=str(len(rows)),
-                              failures=str(sum(r.status == "failed" for r in rows)),
-                              errors=str(sum(r.status == "error" for r in rows)),
-                              skipped=str(sum(r.status == "skipped" for r in rows)),
-                              time=f"{sum(r.duration_ms for r in rows) / 1000:.3f}")
+    for strategy, (statuses, ms) in tally.items():
+        suite = ET.SubElement(suites, "testsuite", name=f"memharness.{strategy}", tests=str(len(statuses)),
+                              failures=str(statuses.count("failed")), errors=str(statuses.count("error")),
+                              skipped=str(statuses.count("skipped")), time=f"{sum(ms) / 1000:.3f}")
         ET.SubElement(suite, _CASES[1:-3])
-        cases.append(_result_cases(strategy, rows))
+        cases.append(_result_cases(strategy, (r for r in results if r.strategy == strategy)))
     if gates:
         suite = ET.SubElement(suites, "testsuite", name="memharness.gates", tests=str(len(gates)),
                               failures=str(sum(not g.passed and not g.skipped for g in gates)), errors="0",
@@ -72,7 +73,7 @@ def junit_chunks(results: Sequence[ScenarioResult], gates: Sequence[GateResult] 
         yield piece
 
 
-def _result_cases(strategy: str, rows: Sequence[ScenarioResult]) -> Iterator[ET.Element]:
+def _result_cases(strategy: str, rows: Iterable[ScenarioResult]) -> Iterator[ET.Element]:
     for r in rows:
         case = ET.Element("testcase", classname=f"memharness.{strategy}", name=r.scenario,
                           time=f"{r.duration_ms / 1000:.3f}")

@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
@@ -33,30 +34,54 @@ class TraceSpool:
         self._where: dict[str, tuple[tuple[int, int], ...]] = {}
         self.candidates: dict[tuple[str, int], int] = {}
         """``memory.recall.candidates`` per (trace id, step)."""
-        self.count = 0
+        self._at: array[int] = array("q")
+        self._place: array[int] = array("q")
+        self._in_order = True
+        self._end = 0
+        self._next = 0
         self.add(lines)
 
-    def add(self, lines: Iterable[Mapping[str, Any] | EncodedTrace]) -> None:
+    def add(self, lines: Iterable[Mapping[str, Any] | EncodedTrace], place: int | None = None) -> None:
         """Append OTLP-JSON requests (as ``traces.jsonl`` writes them), or traces a worker encoded already, and note
-        what the report needs of each."""
-        self._file.seek(0, os.SEEK_END)
+        what the report needs of each. ``place``: their scenario's position in the run, when traces arrive out of
+        order (the side process): the file is written in place order (default: after everything so far)."""
+        self._file.seek(self._end)
         for request in lines:
             trace = request if isinstance(request, EncodedTrace) else EncodedTrace.of(request)
-            at = self._file.tell()
+            at = self._end
             self._file.write(trace.line)
+            self._end += len(trace.line)
             ids = {t: t for t in trace.trace_ids}  # every span's own copy of its trace id: the one kept (issue 34)
             for trace_id in ids:
                 self._where[trace_id] = (*self._where.get(trace_id, ()), (at, len(trace.line)))  # mostly one line: no list
             self.candidates.update({(ids.get(t, t), step): n for (t, step), n in trace.candidates.items()})
-            self.count += 1
+            where = self._next if place is None else place
+            self._next = max(self._next, where + 1)
+            self._in_order = self._in_order and (not self._place or where >= self._place[-1])
+            self._at.append(at)
+            self._place.append(where)
+
+    @property
+    def count(self) -> int:
+        return len(self._at)
 
     def __len__(self) -> int:
         return self.count
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def _lines(self) -> Iterator[bytes]:
+        """Each request's line, in place order."""
         self._file.flush()
-        self._file.seek(0)
-        for line in self._file:
+        if self._in_order:
+            self._file.seek(0)
+            yield from self._file
+            return
+        n = len(self._at)
+        for i in sorted(range(n), key=self._place.__getitem__):  # stable: one place's traces as they came
+            self._file.seek(self._at[i])  # the lines lie back to back: each ends where the next begins
+            yield self._file.read((self._at[i + 1] if i + 1 < n else self._end) - self._at[i])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for line in self._lines():
             yield orjson.loads(line)
 
     def spans(self, trace_id: str) -> list[dict[str, Any]]:
@@ -71,9 +96,13 @@ class TraceSpool:
 
     def copy_to(self, handle: IO[bytes]) -> None:
         """The whole ``traces.jsonl`` into an open binary file."""
-        self._file.flush()
-        self._file.seek(0)
-        shutil.copyfileobj(self._file, handle, 1 << 20)
+        if self._in_order:
+            self._file.flush()
+            self._file.seek(0)
+            shutil.copyfileobj(self._file, handle, 1 << 20)
+            return
+        for line in self._lines():
+            handle.write(line)
 
     def close(self) -> None:
         self._closer()

@@ -217,18 +217,20 @@ def flips(results: Sequence[ScenarioResult], strategies: Sequence[str]) -> list[
         return []
     # only the probes _success grades, and only the first strategy's keys sorted: a dict and a sorted list of every
     # probe were 5 MB at 10,000 scenario runs, writing summary.md and again the report (issue 34)
-    by: dict[tuple[str, int, str], Probe] = {(p.scenario, p.step, p.strategy): p for r in results for p in r.probes
-                                             if p.kind == "recall" and p.graded}
+    # a run's results are read back from disk one at a time: what is kept of each probe is its success and query
+    by: dict[tuple[str, int, str], tuple[bool | None, str]] = {
+        (p.scenario, p.step, p.strategy): (_success(p), p.query) for r in results for p in r.probes
+        if p.kind == "recall" and p.graded}
     out = []
     for scenario, step, _ in sorted(k for k in by if k[2] == strategies[0]):
-        p = by[(scenario, step, strategies[0])]
+        a, query = by[(scenario, step, strategies[0])]
         for other in strategies[1:]:
             q = by.get((scenario, step, other))
             if q is None:
                 continue
-            a, b = _success(p), _success(q)
+            b = q[0]
             if a is not None and b is not None and a != b:
-                out.append(Flip(scenario, step, p.query, strategies[0], other, a, b))
+                out.append(Flip(scenario, step, query, strategies[0], other, a, b))
     return out
 
 

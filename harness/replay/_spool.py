@@ -1,0 +1,123 @@
+"""Scenario results on disk as they finish: a run's memory does not grow with its suite (issue 34).
+
+A :class:`ResultSpool` is a ``Sequence[ScenarioResult]`` whose results live in an unlinked temporary file, one
+pickle each; memory holds three integers a result (where, how long, its place in the run's order). Every read
+unpickles a fresh copy, so a reader holds only the results it is looking at. Results may arrive out of order
+(the side process, isolated plug-in systems): each is added with its scenario's place, and reads follow the
+places (results of one place in the order they were added)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+import weakref
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import IO, Any, overload
+
+from harness.replay._records import ScenarioResult
+
+
+class ResultSpool(Sequence[ScenarioResult]):
+    def __init__(self, results: Iterable[ScenarioResult] = ()) -> None:
+        fd, path = tempfile.mkstemp(prefix="memharness-results-", suffix=".pickle")
+        self._file: IO[bytes] = os.fdopen(fd, "w+b")
+        os.unlink(path)  # nothing left behind whatever happens to the run: the open file is the spool
+        self._closer = weakref.finalize(self, self._file.close)
+        self._at: array[int] = array("q")
+        self._size: array[int] = array("q")
+        self._place: array[int] = array("q")
+        self._order: array[int] | None = array("q")
+        self._end = 0
+        self.next_place = 0
+        """One past the largest place added so far: where another suite's results begin."""
+        self.add(results)
+
+    def add(self, results: Iterable[ScenarioResult], place: int | None = None) -> None:
+        """Append ``results``; ``place``: their scenario's position in the run (default: after everything so far)."""
+        self._file.seek(self._end)
+        for result in results:
+            blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            self._file.write(blob)
+            if self._order is not None and (place is None or not self._place or place >= self._place[-1]):
+                self._order.append(len(self._at))  # still in order: no sort needed on the first read
+            else:
+                self._order = None
+            self._at.append(self._end)
+            self._size.append(len(blob))
+            self._place.append(self.next_place if place is None else place)
+            self.next_place = max(self.next_place, self._place[-1] + 1)
+            self._end += len(blob)
+
+    def _ordered(self) -> array[int]:
+        if self._order is None:
+            self._order = array("q", sorted(range(len(self._at)), key=self._place.__getitem__))  # stable
+        return self._order
+
+    def _read(self, i: int) -> ScenarioResult:
+        self._file.seek(self._at[i])
+        result: ScenarioResult = pickle.loads(self._file.read(self._size[i]))
+        return result
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    @overload
+    def __getitem__(self, index: int) -> ScenarioResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ScenarioResult]: ...
+
+    def __getitem__(self, index: int | slice) -> ScenarioResult | list[ScenarioResult]:
+        self._file.flush()
+        order = self._ordered()
+        if isinstance(index, slice):
+            return [self._read(i) for i in order[index]]
+        return self._read(order[index])
+
+    def __iter__(self) -> Iterator[ScenarioResult]:
+        self._file.flush()
+        for i in self._ordered():
+            yield self._read(i)
+
+    def view(self, key: Callable[[ScenarioResult], Any]) -> SpoolView:
+        """The results sorted by ``key`` (stable), still read one at a time: only the keys are held."""
+        order = self._ordered()
+        keys = [key(r) for r in self]
+        return SpoolView(self, array("q", (order[j] for j in sorted(range(len(keys)), key=keys.__getitem__))))
+
+    def close(self) -> None:
+        self._closer()
+
+
+class SpoolView(Sequence[ScenarioResult]):
+    """Some of a spool's results in an order of their own (:meth:`ResultSpool.view`)."""
+
+    def __init__(self, spool: ResultSpool, rows: array[int]) -> None:
+        self._spool, self._rows = spool, rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> ScenarioResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ScenarioResult]: ...
+
+    def __getitem__(self, index: int | slice) -> ScenarioResult | list[ScenarioResult]:
+        self._spool._file.flush()
+        if isinstance(index, slice):
+            return [self._spool._read(i) for i in self._rows[index]]
+        return self._spool._read(self._rows[index])
+
+    def __iter__(self) -> Iterator[ScenarioResult]:
+        self._spool._file.flush()
+        for i in self._rows:
+            yield self._spool._read(i)
+
+
+def sorted_results(results: Sequence[ScenarioResult], key: Callable[[ScenarioResult], Any]) -> Sequence[ScenarioResult]:
+    """``sorted(results, key=key)``, without reading a spool's results into memory."""
+    return results.view(key) if isinstance(results, ResultSpool) else sorted(results, key=key)
