@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import SYSTEM_FAILED, HarnessError, SystemFailure, one_line
 from harness.replay import _observed
-from harness.replay._child import CallWatch, enter_child, exit_text, kill_group, leave
+from harness.replay._child import CallWatch, enter_child, exit_text, kill_descendants, kill_group, leave
 from harness.replay._observed import describe
 
 if TYPE_CHECKING:
@@ -280,6 +280,7 @@ def _main(conn: Connection, parents_end: Connection, config: RunConfig, watch: C
             conn.send_bytes(json.dumps(["left", [str(n) for n in left], _open_fds() - fds]).encode("utf-8", "replace"))
         sys.stdout.flush()
         sys.stderr.flush()
+        kill_descendants(os.getpid())  # what the system forked, also out of its process group (os.setsid)
         os._exit(0)
 
 

@@ -7,14 +7,21 @@
 2. A system that replaced harness functions (or builtins) in the process replaying it made the next step fail as the
    harness's error (INCOMPLETE, exit 2). Now the replay puts them back after each scenario and the failure is the
    system's, naming what it replaced (``_isolated._restore``).
+3. A process the system forked and moved out of the child's process group (``os.setsid()``, or orphaned first)
+   outlived the run (``kill_group`` kills the group only; it slept on, holding the run's pipes). Now the child is a
+   subreaper and its descendants are killed with it (``_child.kill_descendants``).
 
 Generated: Hypothesis picks the read, the value, and which harness functions are replaced with what."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
+import signal
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -132,3 +139,69 @@ def test_a_system_that_replaces_harness_code_fails_itself_not_the_harness(
         assert not r["error"], r["error"]
         assert all("\n" not in f and len(f) < 1200 for f in r["failures"]), r["failures"]
     assert results["one-entry-of-many"]["passed"], results  # it never recalls: a fresh state, whatever came before
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X")
+
+
+def _escape(pids: Path, how: str) -> None:
+    """Leave a process behind that is out of the child's process group: ``setsid`` in a forked child, or a
+    grandchild orphaned by its parent's exit and then ``setsid``."""
+    pid = os.fork()
+    if pid == 0:
+        if how == "double" and os.fork() != 0:
+            os._exit(0)  # the grandchild goes on, orphaned
+        os.setsid()
+        with pids.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+        threading.Event().wait(60)
+        os._exit(0)
+    if how == "double":
+        os.waitpid(pid, 0)
+
+
+class _Escaping(_Hostile):
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._inner, name)
+        if name != PLAN.get("escape_in") or not callable(real):
+            return real
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            _escape(Path(PLAN["pids"]), PLAN["how"])
+            return real(*args, **kwargs)
+        return call
+
+
+def escaping_factory(workdir: Path, clock: Any, model: Any, events: Any) -> _Escaping:
+    return _Escaping(reference_factory(workdir, clock, model, events))
+
+
+@settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(call=st.sampled_from(["seed", "recall", "documents", "index_text"]), how=st.sampled_from(["setsid", "double"]))
+def test_a_process_the_system_moves_out_of_its_group_does_not_outlive_the_run(tmp_path: Path, call: str,
+                                                                              how: str) -> None:
+    pids = tmp_path / f"pids-{os.urandom(4).hex()}"
+    pids.touch()
+    PLAN.clear()
+    PLAN.update(escape_in=call, pids=str(pids), how=how)
+    out = tmp_path / f"run-{os.urandom(4).hex()}"
+    code = main(["run", str(HOSTILE_SCENARIO), str(CLEAN_SCENARIO), "--system", f"{__name__}:escaping_factory",
+                 "--no-gates", "--out", str(out)], environ={})
+    assert code in (0, 1)
+    assert all((out / name).is_file() for name in OUTPUTS)
+    left = [int(p) for p in pids.read_text().split()]
+    assert left, "the system never forked"  # the call was made
+    deadline = time.monotonic() + 3.0
+    while any(map(_alive, left)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = [p for p in left if _alive(p)]
+    for pid in alive:  # never leave them behind, even when the test fails
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert not alive, f"{len(alive)} process(es) the system moved out of its group outlived the run"
