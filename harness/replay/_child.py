@@ -8,6 +8,7 @@ property runs (``harness/tools/_fuzz_isolated.py``)."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import multiprocessing as mp
 import os
@@ -23,6 +24,7 @@ from typing import Any, Final
 from harness.errors import child_signals
 
 _NAME_BYTES: Final = 64
+_PR_SET_CHILD_SUBREAPER: Final = 36
 
 
 def exit_text(code: int | None) -> str:
@@ -38,6 +40,8 @@ def exit_text(code: int | None) -> str:
 def kill_group(process: Any) -> None:
     """Kill ``process`` and every process it left in its group (``enter_child`` made it a group leader: what a
     plug-in forked goes with it), then reap it."""
+    if process.is_alive():  # what left the group (os.setsid) but is still its descendant (enter_child: a subreaper)
+        kill_descendants(process.pid)
     with contextlib.suppress(OSError):
         os.killpg(process.pid, signal.SIGKILL)
     if process.is_alive():
@@ -52,11 +56,41 @@ def enter_child(tmp: str | None) -> None:
     which the parent removes however this ends."""
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # a group of its own: the parent kills what the system forks along with it
+    with contextlib.suppress(Exception):  # Linux: what the system forks and orphans stays this process's descendant
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     child_signals()
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     if tmp is not None:
         os.environ["TMPDIR"] = tempfile.tempdir = tmp
+
+
+def kill_descendants(root: int) -> None:
+    """SIGKILL every process descended from ``root`` (read from ``/proc``; nothing where there is none), twice over
+    for one forked meanwhile. Round 14b: a plug-in's child that called ``os.setsid()`` left the process group
+    ``kill_group`` kills and outlived the run (holding its pipes: a caller reading them waited for it)."""
+    for _ in range(2):
+        parents: dict[int, list[int]] = {}
+        with contextlib.suppress(OSError):
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{entry}/stat", "rb") as f:
+                        stat = f.read()
+                    parents.setdefault(int(stat[stat.rindex(b")") + 2:].split()[1]), []).append(int(entry))
+                except (OSError, ValueError, IndexError):
+                    continue
+        todo, found = [root], []
+        while todo:
+            for pid in parents.get(todo.pop(), ()):
+                found.append(pid)
+                todo.append(pid)
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if not found:
+            return
 
 
 def leave(conn: Connection, message: Any) -> None:
@@ -72,6 +106,7 @@ def leave(conn: Connection, message: Any) -> None:
         conn.send_bytes(data)
     with contextlib.suppress(Exception):
         sys.stderr.flush()
+    kill_descendants(os.getpid())
     os._exit(0)
 
 

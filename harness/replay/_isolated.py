@@ -13,6 +13,7 @@ removed after it, however it ended. The shipped systems replay in-process as bef
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import multiprocessing as mp
 import os
@@ -27,7 +28,8 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import SYSTEM_FAILED, HarnessError, SystemFailure, one_line
-from harness.replay._child import CallWatch, enter_child, exit_text, kill_group, leave
+from harness.replay import _observed
+from harness.replay._child import CallWatch, enter_child, exit_text, kill_descendants, kill_group, leave
 from harness.replay._observed import describe
 
 if TYPE_CHECKING:
@@ -236,11 +238,14 @@ def _main(conn: Connection, parents_end: Connection, config: RunConfig, watch: C
     fds = _open_fds()
     from harness.replay._suite import Worker
 
+    own = _own_code()  # before the system's module is imported: what it may replace here
+
     try:
         worker = Worker(config)
     except BaseException as exc:  # the plug-in's import or factory failed here: the scenario sent fails with it
         leave(conn, ["error", f"loading the system raised {describe(exc)}"])
     watch.install(lambda: worker.context.step)
+    own.append(("harness.replay._observed", _observed, {"WATCH": _observed.WATCH}))  # set after the import: ours too
     try:
         while True:
             try:
@@ -252,10 +257,12 @@ def _main(conn: Connection, parents_end: Connection, config: RunConfig, watch: C
             watch.step.value = -1
             try:
                 results, spans = worker.run(scenario)
+                if replaced := _restore(own):  # the system replaced harness code here: an error is its doing
+                    results = [_blamed(r, replaced) for r in results]
                 message: list[Any] = ["ok", [[r.to_row(), [p.to_row() for p in r.probes]] for r in results], spans]
             except BaseException as exc:  # the replay failed here: the parent fails the scenario (or, for the
-                own = isinstance(exc, HarnessError) and not isinstance(exc, SystemFailure)  # harness's own error,
-                message = ["harness" if own else "error", str(exc) if own else describe(exc)]  # it errs)
+                ours = not _restore(own) and isinstance(exc, HarnessError) and not isinstance(exc, SystemFailure)
+                message = ["harness" if ours else "error", str(exc) if ours else describe(exc)]  # harness's, it errs)
             try:  # plain JSON, never a pickle: unpickling what the system built could run its code in the parent
                 data = json.dumps(message, default=_refuse).encode("utf-8", "surrogatepass")
             except Exception as exc:  # a value of the system's that is no JSON: the system's doing
@@ -273,7 +280,45 @@ def _main(conn: Connection, parents_end: Connection, config: RunConfig, watch: C
             conn.send_bytes(json.dumps(["left", [str(n) for n in left], _open_fds() - fds]).encode("utf-8", "replace"))
         sys.stdout.flush()
         sys.stderr.flush()
+        kill_descendants(os.getpid())  # what the system forked, also out of its process group (os.setsid)
         os._exit(0)
+
+
+OwnCode = list[tuple[str, Any, dict[str, Any]]]
+_GONE: Final = object()
+
+
+def _own_code() -> OwnCode:
+    """(name, module, its functions and classes) of every harness and memory_core module loaded, and ``builtins``."""
+    names = [n for n in list(sys.modules) if n.split(".")[0] in ("harness", "memory_core", "builtins")]
+    return [(n, m, {k: v for k, v in vars(m).items() if callable(v)}) for n in names
+            if (m := sys.modules.get(n)) is not None]
+
+
+def _restore(own: OwnCode) -> list[str]:
+    """Put back each function or class of ``own`` that was replaced or removed since; their names.
+
+    Round 14b: a plug-in system that replaced ``harness.errors.one_line`` (or ``builtins.isinstance``) in its process
+    made the step that next used it fail as the harness's error (an INCOMPLETE run, exit 2), not as the system's,
+    and every later scenario of that process with it."""
+    changed = []
+    for name, module, functions in own:
+        now = vars(module)
+        for key, value in functions.items():
+            if now.get(key, _GONE) is not value:
+                changed.append(f"{name}.{key}")
+                setattr(module, key, value)
+    return changed
+
+
+def _blamed(result: ScenarioResult, replaced: list[str]) -> ScenarioResult:
+    """``result`` with its error (if any) as the system's failure, naming what it replaced."""
+    if not result.error:
+        return result
+    what = ", ".join(replaced[:3]) + (f" and {len(replaced) - 3} more" if len(replaced) > 3 else "")
+    why = one_line(f"{SYSTEM_FAILED}: it replaced the harness's own {what} in the process replaying it, and the "
+                   f"replay then failed: {result.error}")
+    return dataclasses.replace(result, passed=False, error=None, failures=(*result.failures, why))
 
 
 def _open_fds() -> int:

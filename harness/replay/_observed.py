@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import sys
@@ -13,13 +14,18 @@ from typing import Any, Final
 
 from harness.errors import INTERRUPTS_WATCHED, SYSTEM_FAILED, USER_INTERRUPT, HarnessError, SystemFailure, one_line
 from harness.replay._proxy import PROXY_URL_ENV as _PROXY_URL
-from harness.replay._shapes import checked_records, checked_result
+from harness.replay._shapes import MAX_RESULT_ITEMS, checked_records, checked_result, plain
 from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult, capabilities_of
 from memory_core.errors import ReplayAborted
 
 READS: Final = frozenset({"documents", "index_text", "loaded_index", "stray_files", "lock_held", "system_check",
                           "topic_docs"})
 """Methods that only look: calling them keeps the cached records."""
+READ_TYPES: Final[dict[str, tuple[type, ...]]] = {"index_text": (str,), "loaded_index": (str,), "lock_held": (bool,),
+                                                  "system_check": (str, type(None)), "stray_files": (list, tuple)}
+"""What each read the harness makes must return (docs/system-protocol.md): ``stray_files`` a list of text. Round 14b:
+an ``index_text()`` answering a list (or a generator) crashed the check step with ``AttributeError`` (INCOMPLETE,
+blamed on the harness) and a ``str`` subclass ran the system's ``__str__`` outside any call's timeout."""
 RESULT_TYPES: Final = {"recall": RecallResult, "extract": ExtractResult, "dream": DreamResult, "forget": ForgetResult}
 """What each operation must return (docs/system-protocol.md); another type is the system's failure."""
 OP_TIMEOUT_ENV: Final = "MEMHARNESS_OP_TIMEOUT"
@@ -183,8 +189,8 @@ class Observed:
 
     def _reading(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            with _contained(name, self._timeout):
-                return method(*args, **kwargs)
+            with _contained(name, self._timeout):  # its answer is checked and copied in here: its own methods are
+                return _checked_read(name, method(*args, **kwargs))  # the system's code, timed like the call
         return call
 
     def _changing(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
@@ -202,6 +208,23 @@ class Observed:
             finally:
                 self._docs = None
         return call
+
+
+def _checked_read(name: str, value: Any) -> Any:
+    """A plain copy of what read ``name`` returned (``plain``: built-in types only), else the system's failure."""
+    kinds = READ_TYPES.get(name)
+    if kinds is None:
+        return value
+    wrong = not isinstance(value, kinds)
+    if not wrong and name == "stray_files":
+        value = list(itertools.islice(value, MAX_RESULT_ITEMS + 1))
+        wrong = len(value) > MAX_RESULT_ITEMS or not all(isinstance(v, str) for v in value)
+    if wrong:
+        expected = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
+        raise SystemFailure(f"{SYSTEM_FAILED}: {name}() returned {type(value).__name__}, expected "
+                            f"{f'a list of at most {MAX_RESULT_ITEMS:,} str' if name == 'stray_files' else expected} "
+                            "(docs/system-protocol.md)")
+    return plain(value)
 
 
 def close_system(observed: Observed) -> list[str]:

@@ -133,11 +133,12 @@ def test_a_keyboard_interrupt_is_the_users_unless_the_harness_can_tell() -> None
 
 
 def test_a_system_that_breaks_the_harness_in_its_process_costs_its_scenario_not_the_run(tmp_path: Path) -> None:
-    """It replaced the harness's own call watcher with one that raises: the harness cannot tell its own code from
-    the system's in that process, so the scenario run is an error naming the step (INCOMPLETE, exit 2), the run
-    still finishes and writes every output, and nothing is an internal error."""
+    """It replaced the harness's own call watcher with one that raises: the step that met it fails as the system's
+    failure naming what it replaced and the step (FAILED, exit 1; round 14b: it was INCOMPLETE, the harness's error),
+    the run still finishes and writes every output, and nothing is an internal error."""
     done, out = _run(tmp_path, "breaks_harness")
-    assert done.returncode == 2, done.stdout[-1500:] + done.stderr[-1500:]
+    assert done.returncode == 1, done.stdout[-1500:] + done.stderr[-1500:]
+    assert "it replaced the harness's own harness.replay._observed.WATCH in the process replaying it" in done.stdout
     assert "step 0 (recall, line 16): ZeroDivisionError" in done.stdout, done.stdout[-1500:]
     assert "internal error" not in done.stderr
     assert all((out / name).is_file() for name in OUTPUTS)
