@@ -60,10 +60,8 @@ def probe_frames(probes: Iterable[Probe], strategies: Sequence[str], *, texts: b
     for p in probes:
         if p.graded:
             parts.setdefault(p.strategy, _Columns(order)).add(_frame_row(p, texts=texts))
-    frames = {s: c.frame() for s, c in parts.items()}
-    del parts
     empty = pd.DataFrame(columns=["scenario", "step", "kind", "strategy"])
-    return {s: frames[s].reindex(columns=list(order)) if s in frames else empty for s in strategies}
+    return {s: parts.pop(s).frame(list(order)) if s in parts else empty for s in strategies}
 
 
 class _Columns:
@@ -92,11 +90,16 @@ class _Columns:
             if len(column) < n:
                 column.append(math.nan)
 
-    def frame(self) -> pd.DataFrame:
+    def frame(self, names: Sequence[str] = ()) -> pd.DataFrame:
+        """The frame; ``names``: its columns in this order, a column it never had all NaN (no copy is made)."""
         if not self.n:
             return pd.DataFrame(columns=["scenario", "step", "kind", "strategy"])
+        for name in names:
+            if name not in self.columns:
+                self.columns[name] = _new_column(name, self.n)
         return pd.DataFrame({k: np.frombuffer(v, dtype=np.int64 if v.typecode == "q" else np.float64)
-                             if isinstance(v, array) else v for k, v in self.columns.items()})
+                             if isinstance(v, array) else v for k, v in self.columns.items()},
+                            columns=list(names) or None)
 
 
 _OBJECT_COLUMNS = frozenset({"scenario", "kind", "strategy", "query", "selected", "fallback_reason"})
