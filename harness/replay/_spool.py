@@ -21,9 +21,9 @@ from harness.replay._records import ScenarioResult
 
 class ResultSpool(Sequence[ScenarioResult]):
     def __init__(self, results: Iterable[ScenarioResult] = ()) -> None:
-        fd, path = tempfile.mkstemp(prefix="memharness-results-", suffix=".pickle")
+        fd, self.path = tempfile.mkstemp(prefix="memharness-results-", suffix=".pickle")
         self._file: IO[bytes] = os.fdopen(fd, "w+b")
-        os.unlink(path)  # nothing left behind whatever happens to the run: the open file is the spool
+        os.unlink(self.path)  # nothing left behind whatever happens to the run: the open file is the spool
         self._closer = weakref.finalize(self, self._file.close)
         self._at: array[int] = array("q")
         self._size: array[int] = array("q")
