@@ -3,13 +3,18 @@ byte-mutated, and a run's own files read back. Each test is generated and fails 
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import random
+import shutil
 import sys
 import unicodedata
 from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from tests.hostile_cli._support import assert_one_line_error, cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,3 +54,58 @@ def test_validate_prints_a_system_problem_on_one_printable_line(
     source.write_text(SQLITE_SEED % f"importa{char}nce", encoding="utf-8")
     o = cli(["validate", "--strict", str(source)], capsys)
     assert_one_line_error(o, mentions=(f"{source}:9: ", "memories[0].system", ascii(char)[1:-1]), budget=10.0)
+
+
+@pytest.fixture(scope="module")
+def recall_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real run of three shipped recall scenarios (several columns, recall and check probes)."""
+    out = tmp_path_factory.mktemp("run") / "base"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["run", *(str(REPO / "scenarios" / "recall" / name) for name in
+                              ("multi-fact.yaml", "type-user.yaml", "bm25-after-extract-sees-new-memory.yaml")),
+                     "--out", str(out), "--no-gates"], environ={})
+    assert code == 0
+    return out
+
+
+def _lose_rows(run: Path, rng: random.Random) -> str:
+    """Delete, at random, results rows with their probes or recall probes alone; the column whose count is off."""
+    results = [json.loads(line) for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    probes = [json.loads(line) for line in (run / "probes.jsonl").read_text(encoding="utf-8").splitlines()]
+    if rng.random() < 0.5:
+        gone = rng.sample(results, rng.randrange(1, len(results)))
+        pairs = {(r["scenario"], r["strategy"]) for r in gone}
+        results = [r for r in results if (r["scenario"], r["strategy"]) not in pairs]
+        probes = [p for p in probes if (p["scenario"], p["strategy"]) not in pairs]
+    else:
+        recall = [p for p in probes if p["kind"] == "recall"]
+        gone = rng.sample(recall, rng.randrange(1, len(recall) + 1))
+        probes = [p for p in probes if p not in gone]
+    for name, rows in (("results.jsonl", results), ("probes.jsonl", probes)):
+        (run / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return min(r["strategy"] for r in gone)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rows_lost_from_a_run_directory_are_an_error_naming_the_count(
+        seed: int, recall_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by multi-row mutation: a run directory whose ``results.jsonl`` lost a row together with its probes, or
+    whose ``probes.jsonl`` lost recall probes, was read silently: ``report`` drew it, ``merge`` wrote a run with
+    fewer probes whose gates passed. The rows must add up to ``summary.json``'s counts of them."""
+    run = tmp_path / "lost"
+    shutil.copytree(recall_run, run)
+    _lose_rows(run, random.Random(seed))
+    command = [["report", str(run), "-o", str(tmp_path / "r.html")], ["compare", str(recall_run), str(run)],
+               ["merge", str(tmp_path / "merged"), str(run)]][seed % 3]
+    o = cli(command, capsys)
+    assert_one_line_error(o, mentions=(f"{run / 'summary.json'}:", ": strategies.", "a row lost or added"),
+                          budget=20.0)
+    assert not (tmp_path / "merged").exists()
+
+
+def test_a_run_directory_read_back_whole_is_accepted(recall_run: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The counts agree for every run the harness writes: the run itself and a merge of it."""
+    assert cli(["report", str(recall_run), "-o", str(tmp_path / "r.html")], capsys).code == 0
+    assert cli(["merge", str(tmp_path / "merged"), str(recall_run)], capsys).code == 0
+    assert cli(["compare", str(recall_run), str(tmp_path / "merged")], capsys).code == 0
