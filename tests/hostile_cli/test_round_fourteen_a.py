@@ -109,3 +109,28 @@ def test_a_run_directory_read_back_whole_is_accepted(recall_run: Path, tmp_path:
     assert cli(["report", str(recall_run), "-o", str(tmp_path / "r.html")], capsys).code == 0
     assert cli(["merge", str(tmp_path / "merged"), str(recall_run)], capsys).code == 0
     assert cli(["compare", str(recall_run), str(tmp_path / "merged")], capsys).code == 0
+
+
+def _wide(seed: int) -> str:
+    """An integer TOML reads but 64 bits do not hold: from 2**63 up to 6,000 digits, either sign, drawn with a seed."""
+    rng = random.Random(seed)
+    digits = rng.choice([19, 20, 40, 309, 400, 4300, 4301, 6000])
+    value = str(rng.randrange(1, 10)) + "".join(rng.choice("0123456789") for _ in range(digits - 1))
+    if digits <= 19:  # a 20-digit one is above 2**63 already
+        value = str((1 << 63) + int(value))
+    return rng.choice(["", "-", "+"]) + value if rng.random() < 0.8 else hex(int(value[:4000])) + "f" * digits
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_gates_integer_beyond_64_bits_is_a_located_error(seed: int, recall_run: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by generated TOML: ``max = 1`` and 400 zeros ended ``--gates`` in ``internal error: OverflowError``,
+    5,000 digits in ``internal error: ValueError`` (Python's 4,300-digit limit); TOML integers are 64-bit."""
+    key = random.Random(seed).choice(["min", "max", "max_drop"])
+    gates = tmp_path / "gates.toml"
+    gates.write_text(f'# generated\n[[gate]]\nmetric = "recall.recall"\nvs = "baseline"\n{key} = {_wide(seed)}\n',
+                     encoding="utf-8")
+    o = cli(["merge", str(tmp_path / "merged"), str(recall_run), "--gates", str(gates)], capsys)
+    assert_one_line_error(o, mentions=(f"{gates}:5: ", "TOML integers are 64-bit"), budget=20.0)
+    assert len(o.err) < 300
+    assert not (tmp_path / "merged").exists()
