@@ -148,6 +148,9 @@ def load_gates(path: Path) -> list[Gate]:
         if "strategy" in raw and raw["strategy"] not in STRATEGY_NAMES:
             raise GateFileError(f"{where_of('strategy')}: unknown strategy {raw['strategy']!r}; expected one of "
                                 f"{', '.join(STRATEGY_NAMES)}")
+        if isinstance(raw.get("vs"), str) and raw["vs"] != "baseline" and raw["vs"] not in STRATEGY_NAMES:
+            raise GateFileError(f"{where_of('vs')}: unknown vs {raw['vs']!r}; expected \"baseline\" or one of "
+                                f"{', '.join(STRATEGY_NAMES)}")  # round 14: compare dropped a 'basline' gate unsaid
         if "max_drop" in raw:
             if not isinstance(raw.get("vs"), str):
                 raise GateFileError(f"{where_of('max_drop')}: 'max_drop' needs vs = \"baseline\" or a strategy name")

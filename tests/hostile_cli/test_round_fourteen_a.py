@@ -134,3 +134,14 @@ def test_a_gates_integer_beyond_64_bits_is_a_located_error(seed: int, recall_run
     assert_one_line_error(o, mentions=(f"{gates}:5: ", "TOML integers are 64-bit"), budget=20.0)
     assert len(o.err) < 300
     assert not (tmp_path / "merged").exists()
+
+
+@pytest.mark.parametrize("vs", ["basline", "Baseline", "heuristic@sqlite", "model:qwen", "", " baseline", "bm-25"])
+def test_a_gates_vs_naming_nothing_is_a_located_error(vs: str, recall_run: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by generated TOML: ``vs = "basline"`` was accepted; ``compare --gates`` keeps only ``vs = "baseline"``
+    gates, so the mistyped one was dropped without a word (and ``run`` failed it as "no paired comparison")."""
+    gates = tmp_path / "gates.toml"
+    gates.write_text(f'[[gate]]\nmetric = "recall.recall"\nmax_drop = 0.05\nvs = {json.dumps(vs)}\n', encoding="utf-8")
+    o = cli(["compare", str(recall_run), str(recall_run), "--gates", str(gates)], capsys)
+    assert_one_line_error(o, mentions=(f"{gates}:4: gate 1: unknown vs ",), budget=20.0)
