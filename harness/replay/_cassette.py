@@ -104,12 +104,16 @@ class Cassette:
         wrong type, a missing field) is one ``<file>:<line>: <field>: malformed cassette entry (…)`` error."""
         cassette = cls(resolve_set(directory))
         path = cassette.directory / CASSETTE_FILE
+        lines: dict[str, int] = {}
         if path.exists() or path.is_symlink():
             for n, line in enumerate(recording_lines(path), 1):
                 entry, problem = _parse_entry(line)
                 if problem is not None:
                     where, what = problem
                     raise HarnessError(f"{one_line(str(path))}:{n}: {where}: malformed cassette entry ({what})")
+                if (first := lines.setdefault(entry["key"], n)) != n:  # round 14: the last was replayed unsaid
+                    raise HarnessError(f"{one_line(str(path))}:{n}: key: {entry['key'][:16]}… is also on line {first}; "
+                                       "a cassette holds one entry per call (which to replay is not the file's to leave open)")
                 cassette.entries[entry["key"]] = entry
         return cassette
 

@@ -145,3 +145,27 @@ def test_a_gates_vs_naming_nothing_is_a_located_error(vs: str, recall_run: Path,
     gates.write_text(f'[[gate]]\nmetric = "recall.recall"\nmax_drop = 0.05\nvs = {json.dumps(vs)}\n', encoding="utf-8")
     o = cli(["compare", str(recall_run), str(recall_run), "--gates", str(gates)], capsys)
     assert_one_line_error(o, mentions=(f"{gates}:4: gate 1: unknown vs ",), budget=20.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_cassette_entry_written_twice_is_a_located_error(seed: int, tmp_path: Path) -> None:
+    """Found by multi-line cassette mutation: an entry whose key is on two lines (two recordings merged, a line
+    copied) was read silently and the last one replayed, whatever the first answered; the recorder never writes a
+    key twice, so the copy is an error naming both lines, as a row written twice in a run file is."""
+    from harness.errors import HarnessError
+    from harness.replay._cassette import Cassette
+
+    rng = random.Random(seed)
+    source = REPO / "scenarios" / "cassettes" / "qwen2.5-coder-1.5b" / "cassette.jsonl"
+    lines = source.read_text(encoding="utf-8").split("\n")[:-1]
+    first = rng.randrange(len(lines) - 1)
+    copy = json.loads(lines[first])
+    if rng.random() < 0.5 and "response" in copy:
+        copy["response"]["text"] = rng.choice(["", "{}", copy["response"]["text"] + " "])
+    at = rng.randrange(first + 1, len(lines) + 1)
+    lines.insert(at, json.dumps(copy, ensure_ascii=False, sort_keys=True))
+    (tmp_path / "cassette.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(HarnessError) as caught:
+        Cassette.open(tmp_path)
+    assert str(caught.value).startswith(f"{tmp_path / 'cassette.jsonl'}:{at + 1}: key: {copy['key'][:16]}")
+    assert f"is also on line {first + 1};" in str(caught.value)
