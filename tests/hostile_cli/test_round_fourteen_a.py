@@ -169,3 +169,34 @@ def test_a_cassette_entry_written_twice_is_a_located_error(seed: int, tmp_path: 
         Cassette.open(tmp_path)
     assert str(caught.value).startswith(f"{tmp_path / 'cassette.jsonl'}:{at + 1}: key: {copy['key'][:16]}")
     assert f"is also on line {first + 1};" in str(caught.value)
+
+
+def _long_scenario(rng: random.Random) -> list[str]:
+    """The lines of a valid scenario of more than 100,000 characters in all (each line short): a long literal
+    description, as a generated or imported scenario may hold."""
+    body = ["  " + "".join(rng.choice("abcdefgh ") for _ in range(rng.randrange(50, 60))).strip() + "x"
+            for _ in range(rng.randrange(2000, 2200))]
+    return ["description: |", *body, "tags: [recall]", "clock: 2026-03-02T09:00:00Z",
+            "facts:", '  f: {type: user, match: ["helix"]}', "memories:",
+            '  - {path: user/editor.md, name: editor, type: user, body: "Edits in helix", facts: [f], age: 1d}',
+            "steps:", "  - recall: {query: helix, expect: [f], expect_selected: [user/editor.md]}"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_line_ends_cr_crlf_or_lf_read_the_same(seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by re-serialising scenarios with random line ends: a file with CR-only line ends (old Mac, some
+    generators) is read by YAML as lines, but the line-length check split on LF only, so a valid file of more than
+    100,000 characters was refused as one line that long; and a byte that is not UTF-8 was said to be on line 1."""
+    rng = random.Random(seed)
+    lines = _long_scenario(rng)
+    ends = [rng.choice(["\r", "\r\n", "\n"]) for _ in lines] if seed % 2 else [rng.choice(["\r", "\r\n"])] * len(lines)
+    text = "".join(line + end for line, end in zip(lines, ends, strict=True))
+    source = tmp_path / "long.yaml"
+    source.write_bytes(text.encode("utf-8"))
+    o = cli(["validate", "--strict", str(source)], capsys)
+    assert (o.code, o.err) == (0, "")
+    bad = rng.randrange(2, len(lines) - 8)
+    source.write_bytes("".join(line + ("\udcff" if n == bad else "") + end for n, (line, end)
+                               in enumerate(zip(lines, ends, strict=True), 1)).encode("utf-8", "surrogateescape"))
+    o = cli(["validate", str(source)], capsys)
+    assert_one_line_error(o, mentions=(f"{source}:{bad}: file: cannot be read (not UTF-8: byte 0xff)",), budget=10.0)
