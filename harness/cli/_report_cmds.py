@@ -211,8 +211,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
         problems += [p for s in scenarios for p in input_problems(s)]
     problems += [p for s in scenarios for p in strict_problems(s)] if args.strict else []
-    for problem in problems:
-        print(f"memharness: {problem}", file=sys.stderr)
+    for problem in problems:  # each one printable line, as main() prints every other error (round 14: a system's
+        print(f"memharness: {one_line(problem)}", file=sys.stderr)  # input check quoted a key's U+FEFF raw)
     if problems:
         return 2
     print(f"{len(scenarios)} scenario(s) valid" + (" (strict)" if args.strict else ""))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,15 +111,12 @@ MAX_GATES_BYTES: Final = 1024 * 1024
 
 def load_gates(path: Path) -> list[Gate]:
     """Parse a gates TOML file (``[[gate]]`` tables); errors name the file and the gate."""
-    from harness.scenario._toml import key_line, member_line, table_array, toml_error_line
+    from harness.scenario._toml import key_line, member_line, parse_toml, table_array
     from harness.scenario._yaml import decode_utf8, read_regular
 
     # a FIFO or a device is refused without blocking, as every file the harness reads
     text = decode_utf8(read_regular(path, limit=MAX_GATES_BYTES, error=GateFileError), path, GateFileError)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise GateFileError(f"{path}:{toml_error_line(exc)}: file: invalid TOML ({exc})") from None
+    data = parse_toml(path, text, GateFileError)
     unknown = set(data) - {"gate"}
     if unknown:
         first = sorted(unknown)[0]
@@ -152,6 +148,9 @@ def load_gates(path: Path) -> list[Gate]:
         if "strategy" in raw and raw["strategy"] not in STRATEGY_NAMES:
             raise GateFileError(f"{where_of('strategy')}: unknown strategy {raw['strategy']!r}; expected one of "
                                 f"{', '.join(STRATEGY_NAMES)}")
+        if isinstance(raw.get("vs"), str) and raw["vs"] != "baseline" and raw["vs"] not in STRATEGY_NAMES:
+            raise GateFileError(f"{where_of('vs')}: unknown vs {raw['vs']!r}; expected \"baseline\" or one of "
+                                f"{', '.join(STRATEGY_NAMES)}")  # round 14: compare dropped a 'basline' gate unsaid
         if "max_drop" in raw:
             if not isinstance(raw.get("vs"), str):
                 raise GateFileError(f"{where_of('max_drop')}: 'max_drop' needs vs = \"baseline\" or a strategy name")

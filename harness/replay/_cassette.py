@@ -15,7 +15,6 @@ import math
 import os
 import re
 import threading
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any, Final, Literal
 from harness.errors import CassetteMiss, HarnessError, one_line, too_deep, unwritable
 from harness.replay._models import ProbeContext
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
-from harness.scenario._toml import key_line, toml_error_line
+from harness.scenario._toml import key_line, parse_toml
 from harness.scenario._yaml import decode_utf8, read_regular
 from memory_core.errors import ModelError
 from memory_core.litellm_model import LiteLLMModel
@@ -64,10 +63,7 @@ def resolve_set(directory: Path, name: str | None = None) -> Path:
         if name is not None:
             raise HarnessError(f"{directory}: no {SETS_FILE} here, so there is no cassette set named {name!r}")
         return directory
-    try:
-        sets = tomllib.loads(text := _read_text(shelf))
-    except tomllib.TOMLDecodeError as exc:
-        raise HarnessError(f"{shelf}:{toml_error_line(exc)}: file: invalid TOML ({exc})") from None
+    sets = parse_toml(shelf, text := _read_text(shelf))
     aliases, chosen = sets.get("alias", {}), name if name is not None else sets.get("default")
     where = f"{shelf}:{key_line(text, 'default')}: default" if name is None else f"--set: {shelf}"  # round 12: lines
     if not isinstance(aliases, dict) or not all(isinstance(v, str) for v in aliases.values()):
@@ -108,12 +104,16 @@ class Cassette:
         wrong type, a missing field) is one ``<file>:<line>: <field>: malformed cassette entry (…)`` error."""
         cassette = cls(resolve_set(directory))
         path = cassette.directory / CASSETTE_FILE
+        lines: dict[str, int] = {}
         if path.exists() or path.is_symlink():
             for n, line in enumerate(recording_lines(path), 1):
                 entry, problem = _parse_entry(line)
                 if problem is not None:
                     where, what = problem
                     raise HarnessError(f"{one_line(str(path))}:{n}: {where}: malformed cassette entry ({what})")
+                if (first := lines.setdefault(entry["key"], n)) != n:  # round 14: the last was replayed unsaid
+                    raise HarnessError(f"{one_line(str(path))}:{n}: key: {entry['key'][:16]}… is also on line {first}; "
+                                       "a cassette holds one entry per call (which to replay is not the file's to leave open)")
                 cassette.entries[entry["key"]] = entry
         return cassette
 

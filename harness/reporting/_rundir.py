@@ -27,7 +27,7 @@ from harness.reporting._located import problem_line
 from harness.reporting._targets import _umask
 from harness.reporting._text import junit_chunks, summary_markdown
 from harness.reporting._traces import TraceSpool, spooled
-from harness.reporting._typed import row_problem, type_problem
+from harness.reporting._typed import row_problem, rows_problem, type_problem
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._yaml import decode_utf8, read_regular
 from harness.telemetry import checked_lines, finite_json
@@ -370,6 +370,8 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
             if seen[:2] not in lines:
                 where = f"{run_dir / 'probes.jsonl'}:{n}"
                 raise HarnessError(f"{where}: scenario: {seen[0]} [{seen[1]}] has no row in {run_dir / 'results.jsonl'}")
+        if (problem := rows_problem(summary.strategies, results)) is not None:  # a row lost or added since the run
+            raise located(problem)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError, IndexError) as exc:
         field = f"{exc.args[0]}: missing" if isinstance(exc, KeyError) and exc.args else f"{type(exc).__name__}: {exc}"
         raise HarnessError(f"{where}: not a memharness run file of this version ({one_line(field)[:200]})") from None

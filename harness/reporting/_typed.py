@@ -141,3 +141,25 @@ def _wrong(value: Any, hint: Any, where: str) -> str:
     wanted = hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "").replace(
         "collections.abc.", "").replace("harness.replay._records.", "").replace("harness.evaluation._records.", "")
     return f"{where}: expected {wanted}, got {one_line(shown)[:60]}"
+
+
+def rows_problem(strategies: Mapping[str, Any], results: Any) -> str | None:
+    """``strategies.<column>.scenarios.<count>: …`` or ``strategies.<column>.metrics.recall.probes: …`` when the rows
+    read from ``results.jsonl`` and ``probes.jsonl`` do not add up to what ``summary.json`` counted of them (the
+    writer counts the rows it writes): a row lost or added since (round 14: a results row deleted with its probes,
+    or probes deleted, was read silently and ``merge`` wrote a run with fewer probes and passing gates)."""
+    for column, block in strategies.items():
+        mine = [r for r in results if r.strategy == column]
+        status = [r.status for r in mine]
+        counted = {"total": len(mine), "passed": status.count("passed"), "failed": status.count("failed"),
+                   "errors": status.count("error"), "skipped": status.count("skipped")}
+        for key, rows in counted.items():
+            if (written := getattr(block.scenarios, key)) != rows:
+                return (f"strategies.{column}.scenarios.{key}: {written}, but results.jsonl has {rows} such row(s) of "
+                        f"{column} (a row lost or added since the run?)")
+        written = block.metrics.get("recall.probes")
+        rows = sum(p.kind == "recall" and p.graded for r in mine for p in r.probes)  # a skipped probe feeds no metric
+        if written is not None and written != rows:
+            return (f"strategies.{column}.metrics.recall.probes: {written:g}, but probes.jsonl has {rows} graded recall "
+                    f"probe(s) of {column} (a row lost or added since the run?)")
+    return None

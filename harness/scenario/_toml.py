@@ -53,3 +53,41 @@ def member_line(text: str, header: int, key: str) -> int:
         if re.match(name, line):
             return n
     return header
+
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+"""TOML integers are 64-bit signed: "if an integer cannot be represented losslessly, an error must be thrown"
+(TOML 1.0, Integer). tomllib reads any size, and a wider one ended a gates file in an internal error (round 14:
+``max = 1`` and 400 zeros overflowed ``float()``; 5,000 digits passed Python's 4,300-digit conversion limit)."""
+
+
+def parse_toml(path: Path, text: str, error: type[HarnessError] = HarnessError) -> dict[str, Any]:
+    """``text`` parsed as TOML, or one ``<file>:<line>: …`` line: invalid TOML, or an integer beyond 64 bits."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}:{toml_error_line(exc)}: file: invalid TOML ({exc})") from None
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits): no 64-bit integer either
+        line = next((n for n, row in enumerate(text.splitlines(), 1) if re.search(r"\d{4000}", row)), 1)
+        raise error(f"{path}:{line}: file: invalid TOML (an integer of thousands of digits; "
+                    "TOML integers are 64-bit)") from None
+    if (wide := _wide_integer(data, ())) is not None:
+        keys, value = wide
+        name = next((k for k in reversed(keys) if isinstance(k, str)), "file")
+        field = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys).lstrip(".")
+        raise error(f"{path}:{key_line(text, name)}: {field}: an integer of {value.bit_length()} bits; TOML integers "
+                    f"are 64-bit ({INT64_MIN} to {INT64_MAX})")  # not str(value): 5,000 hex digits have no decimal str
+    return data
+
+
+def _wide_integer(value: Any, keys: tuple[str | int, ...]) -> tuple[tuple[str | int, ...], int] | None:
+    """(where, value) of the first integer of a parsed TOML value outside 64 bits, else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        return keys, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if (found := _wide_integer(item, (*keys, key))) is not None:
+            return found
+    return None

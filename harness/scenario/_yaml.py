@@ -79,8 +79,9 @@ def decode_utf8(data: bytes, path: Path, error: type[HarnessError] = ScenarioErr
 
 def read_bounded(path: Path) -> str:
     """The text of a scenario file: a regular UTF-8 file of at most ``MAX_FILE_BYTES`` and ``MAX_LINE_CHARS``."""
-    text = decode_utf8(read_regular(path, limit=lim.MAX_FILE_BYTES), path)
-    for n, line_text in enumerate(text.split("\n"), 1):
+    # CR LF and CR are line breaks as LF is (YAML reads them so, editors too): split on "\n" only, a CR-only file was
+    text = decode_utf8(read_regular(path, limit=lim.MAX_FILE_BYTES).replace(b"\r\n", b"\n").replace(b"\r", b"\n"), path)
+    for n, line_text in enumerate(text.split("\n"), 1):  # one line, over the length limit (round 14)
         if len(line_text) > lim.MAX_LINE_CHARS:
             raise ScenarioError(f"{one_line(str(path))}:{n}: file: line is {len(line_text)} characters; "
                                 f"the limit is {lim.MAX_LINE_CHARS}")

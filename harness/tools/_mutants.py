@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from importlib.machinery import PathFinder
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import HarnessError
-from harness.scenario._toml import key_line, table_array, toml_error_line
+from harness.scenario._toml import key_line, parse_toml, table_array
 
 MutantKind = Literal["spec", "generated"]
 MUTANT_KEYS: Final = frozenset({"name", "file", "find", "pattern", "replace", "rule", "subsets"})
@@ -171,10 +170,7 @@ def read_toml(path: Path, what: str) -> tuple[str, dict[str, Any]]:
     from harness.scenario._yaml import decode_utf8, read_regular
 
     text = decode_utf8(read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError), path, HarnessError)
-    try:
-        return text, tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise HarnessError(f"{path}:{toml_error_line(exc)}: file: invalid TOML ({exc})") from None
+    return text, parse_toml(path, text)
 
 
 def load_catalogue(path: Path, target: Target) -> list[Mutant]:
