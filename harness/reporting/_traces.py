@@ -31,7 +31,8 @@ class TraceSpool:
         self._file: IO[bytes] = os.fdopen(fd, "w+b")
         os.unlink(self.path)  # nothing left behind whatever happens to the run: the open file is the spool
         self._closer = weakref.finalize(self, self._file.close)  # a run that fails early closes it when dropped
-        self._where: dict[str, tuple[tuple[int, int], ...]] = {}
+        self._where: dict[str, int | tuple[int, ...]] = {}
+        """Each trace's line (its number; a tuple of them for a trace spread over lines): a few bytes a trace."""
         self.candidates: dict[tuple[str, int], int] = {}
         """``memory.recall.candidates`` per (trace id, step)."""
         self._at: array[int] = array("q")
@@ -53,7 +54,9 @@ class TraceSpool:
             self._end += len(trace.line)
             ids = {t: t for t in trace.trace_ids}  # every span's own copy of its trace id: the one kept (issue 34)
             for trace_id in ids:
-                self._where[trace_id] = (*self._where.get(trace_id, ()), (at, len(trace.line)))  # mostly one line: no list
+                seen = self._where.get(trace_id)
+                line = len(self._at)
+                self._where[trace_id] = line if seen is None else (*((seen,) if isinstance(seen, int) else seen), line)
             self.candidates.update({(ids.get(t, t), step): n for (t, step), n in trace.candidates.items()})
             where = self._next if place is None else place
             self._next = max(self._next, where + 1)
@@ -75,10 +78,13 @@ class TraceSpool:
             self._file.seek(0)
             yield from self._file
             return
-        n = len(self._at)
-        for i in sorted(range(n), key=self._place.__getitem__):  # stable: one place's traces as they came
-            self._file.seek(self._at[i])  # the lines lie back to back: each ends where the next begins
-            yield self._file.read((self._at[i + 1] if i + 1 < n else self._end) - self._at[i])
+        for i in sorted(range(len(self._at)), key=self._place.__getitem__):  # stable: one place's as they came
+            self._file.seek(self._at[i])
+            yield self._file.read(self._size(i))
+
+    def _size(self, i: int) -> int:
+        """Line ``i``'s length: the lines lie back to back, each ends where the next begins."""
+        return (self._at[i + 1] if i + 1 < len(self._at) else self._end) - self._at[i]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for line in self._lines():
@@ -88,9 +94,10 @@ class TraceSpool:
         """Every span of one trace, read back from the spool."""
         out: list[dict[str, Any]] = []
         self._file.flush()
-        for at, size in self._where.get(trace_id, ()):
-            self._file.seek(at)
-            request = orjson.loads(self._file.read(size))
+        lines = self._where.get(trace_id, ())
+        for i in (lines,) if isinstance(lines, int) else lines:
+            self._file.seek(self._at[i])
+            request = orjson.loads(self._file.read(self._size(i)))
             out += [s for s in otlp_spans([request]) if str(s.get("traceId", "")) == trace_id]
         return out
 
