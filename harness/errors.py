@@ -223,7 +223,7 @@ def call_plugin(what: str, fn: Callable[..., Any], *args: Any) -> Any:
     thread, within whatever deadline encloses it: a system operation's, which fires as its own)."""
     seconds = PLUGIN_TIMEOUT_S
     armed = seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    late = HarnessError(f"{what} failed: it did not return within {seconds:g} s (a plugin call's time limit)")
+    late = f"{what} failed: it did not return within {seconds:g} s (a plugin call's time limit)"  # built if raised
     outer = 0.0
     previous: Any = None
 
@@ -243,7 +243,7 @@ def call_plugin(what: str, fn: Callable[..., Any], *args: Any) -> Any:
             signal.signal(signal.SIGALRM, previous)
             if callable(previous):
                 previous(*exc.args)
-        raise late from None
+        raise HarnessError(late) from None
     except (Exception, SystemExit) as exc:
         raise HarnessError(f"{what} failed: {type(exc).__name__}: {shown(exc)}") from None
     finally:
@@ -254,7 +254,7 @@ def call_plugin(what: str, fn: Callable[..., Any], *args: Any) -> Any:
             if outer:  # the enclosing deadline goes on with what is left (or fires now)
                 signal.setitimer(signal.ITIMER_REAL, max(outer - spent, 1e-6))
     if seconds > 0 and spent > seconds:  # the alarm was swallowed (a bare except) or could not be armed
-        raise late
+        raise HarnessError(late)
     return value
 
 

@@ -37,12 +37,11 @@ def endpoint_problem(api_base: str, timeout_s: float = 3.0) -> str | None:
 def cmd_record(args: argparse.Namespace, environ: Mapping[str, str],
                run: Callable[[list[str], Mapping[str, str]], int]) -> int:
     """Record what the set lacks, then say how many calls were added."""
-    from harness.replay import Cassette, nearest_cassettes, read_meta, resolve_set, system_list
+    from harness.replay import Cassette, nearest_cassettes, read_meta, resolve_set, spec_problem, system_list
     from harness.systems import SYSTEMS
 
-    module, colon, factory = (args.system or "").partition(":")  # a malformed --system is said before the model
-    if args.system and system_list(args.system) is None and not (  # server is probed (round 13)
-            module in SYSTEMS or (colon and module.strip() and factory.strip(" :"))):
+    # a malformed --system is said before the model server is probed (round 13)
+    if args.system and system_list(args.system) is None and spec_problem(args.system, alone=True) is not None:
         raise HarnessError(f"--system {args.system}: expected a shipped system ({', '.join(SYSTEMS)}), NAME:VARIANT, "
                            "module:factory or a comma-separated list of them")
     paths = [str(p) for p in args.paths] or ["scenarios"]

@@ -28,10 +28,24 @@ def system_list(text: str | None) -> tuple[bool, list[str], list[str]] | None:
         raise HarnessError(f"--system {text}: expected a comma-separated list of {ALL_SYSTEMS}, shipped system names "
                            "and module:factory specs, each once")
     for x in items:
-        if x != ALL_SYSTEMS and x not in SYSTEMS and (":" not in x or x.partition(":")[0] in SYSTEMS):
+        if spec_problem(x, alone=False) is not None:
             raise HarnessError(f"--system {text}: {x!r} is neither {ALL_SYSTEMS}, a shipped system "
                                f"({', '.join(SYSTEMS)}) nor module:factory (a variant such as sqlite:seed runs alone)")
     return ALL_SYSTEMS in items, [x for x in items if x in SYSTEMS], [x for x in items if x != ALL_SYSTEMS and x not in SYSTEMS]
+
+
+def spec_problem(spec: str, *, alone: bool) -> str | None:
+    """Why ``spec`` is no ``--system`` value (None when it is one): ``all``, a shipped name, ``module:factory`` (both
+    parts named) or, ``alone`` (not in a list), a shipped system's ``NAME:VARIANT``. One rule for ``run``'s lists and
+    ``record``'s single spec, which ``record`` checks before it probes the model server (round 13)."""
+    module, colon, factory = spec.partition(":")
+    if spec == ALL_SYSTEMS or spec in SYSTEMS or (alone and module in SYSTEMS):
+        return None
+    if module in SYSTEMS:
+        return "a variant such as sqlite:seed runs alone"
+    if colon and module.strip() and factory.strip(" :"):
+        return None
+    return f"expected {ALL_SYSTEMS}, a shipped system ({', '.join(SYSTEMS)}), NAME:VARIANT or module:factory"
 
 
 def system_plan(spec: str | None, selected: Sequence[Scenario], *, every: bool = False, names: Sequence[str] = (),

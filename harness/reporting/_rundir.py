@@ -295,7 +295,7 @@ def _nulls_read(value: Any) -> Any:
     return [_nulls_read(v) for v in value] if isinstance(value, list) else value
 
 
-META_TEXT: Final = ("system", "systems", "gates_file", "git_commit", "cassettes", "trace_url", "models")
+META_READ: Final = ("system", "systems", "gates_file", "git_commit", "cassettes", "trace_url", "models")
 """``summary.json`` meta fields a reader uses: a wrong type was an unlocated error or an internal one (round 13:
 ``meta.system = true`` made compare say "system True", naming no line; ``trace_url = [null]`` and ``models`` not a
 mapping of mappings were internal errors in the report). ``systems`` is a list of names, ``models`` a mapping of
@@ -326,7 +326,7 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
             raise located(f"{key}: expected {kind.__name__}, got "
                           f"{one_line(json.dumps(data[key], ensure_ascii=False))[:60]}")
     meta: dict[str, Any] = data["meta"] if isinstance(data.get("meta"), dict) else {}
-    for key in META_TEXT:  # the meta fields the readers use (compare, merge, history, the report): text or null
+    for key in META_READ:  # the meta fields the readers use (compare, merge, history, the report): typed or null
         value = meta.get(key)
         fits = {"systems": isinstance(value, list) and all(isinstance(x, str) for x in value),
                 "models": isinstance(value, dict) and all(isinstance(x, dict) for x in value.values())}

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.reporting._rundir import META_TEXT
+from harness.reporting._rundir import META_READ
 from tests.harness.conftest import SCENARIOS
 from tests.hostile_cli._support import cli
 
@@ -46,7 +46,7 @@ def _fits(key: str, value: Any) -> bool:
 
 
 @settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(key=st.sampled_from(META_TEXT), value=VALUES)
+@given(key=st.sampled_from(META_READ), value=VALUES)
 def test_a_meta_field_of_the_wrong_type_is_one_located_line(base: Path, key: str, value: Any,
                                                             tmp_path_factory: pytest.TempPathFactory,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
