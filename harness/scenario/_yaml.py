@@ -100,7 +100,7 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
     """The single document of ``text`` as a node graph, within ``MAX_DEPTH`` and ``MAX_NODES`` (aliases expanded)."""
     where = one_line(str(path))
     source = text
-    text, swapped = v12.breaks_as_text(text)  # NEL, U+2028, U+2029 are text, as in YAML 1.2 (_yaml_lines.py)
+    text, back = v12.breaks_as_text(text)  # NEL, U+2028, U+2029 are text, as in YAML 1.2 (_yaml_lines.py)
     loader = _Loader(text)
     anchors: dict[str, tuple[yaml.Node, int]] = {}
     open_anchors: set[str] = set()
@@ -161,7 +161,7 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
                     if tag is None:
                         tag = resolved[key] = v12.number_tag(loader.resolve(  # type: ignore[no-untyped-call]
                             yaml.ScalarNode, event.value, event.implicit), event.value)
-                value = v12.restore(event.value) if swapped else event.value
+                value = event.value.translate(back) if back else event.value
                 lim.check_tag(event.tag, "text", where, start.line + 1, value)
                 node = yaml.ScalarNode(tag, value, start, end, style=event.style)
                 if event.anchor is not None:

@@ -5,9 +5,9 @@
 PyYAML reads YAML 1.1, where NEL (U+0085), LINE SEPARATOR (U+2028) and PARAGRAPH SEPARATOR (U+2029) are line
 breaks: each raw one shifted every later line number of an error or a step by one, ended a comment early (a valid
 file became a parse error) and was folded inside a string. In YAML 1.2 and in every editor they are ordinary
-characters. The loader hands PyYAML the text with each of them swapped for a noncharacter PyYAML takes as text
-(U+FDD0-U+FDD2) and swaps them back in every scalar it reads; a file that already holds one of those noncharacters
-is read as before.
+characters. The loader hands PyYAML the text with each of them swapped for a character PyYAML takes as text and the
+file holds nowhere, raw or escaped (a noncharacter, else one of the private use area), and swaps them back in every
+scalar it reads; a file that holds every one of those is read as before.
 
 **Numbers.** YAML 1.1 reads ``0123`` as octal 83, ``1:30`` as 90 (base 60), ``0b11``, ``0x0A`` and ``1_000`` as
 numbers, and ``1e0`` as text; YAML 1.2 (and the JSON Schema ``memharness schema`` writes) reads ``0123`` as 123,
@@ -35,20 +35,27 @@ _DECIMAL_INT: Final = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _FLOAT_12: Final = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
                               r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
 
-_AS_TEXT: Final = str.maketrans({"\x85": "\ufdd0", "\u2028": "\ufdd1", "\u2029": "\ufdd2"})
-_BACK: Final = str.maketrans({"\ufdd0": "\x85", "\ufdd1": "\u2028", "\ufdd2": "\u2029"})
+_BREAKS: Final = "\x85\u2028\u2029"
+_STAND_INS: Final = [chr(c) for c in (*range(0xFDD0, 0xFDF0), *range(0xE000, 0xF900))]
+"""Characters PyYAML reads as text, to stand in for the three breaks: the 32 noncharacters, then the private use
+area; those the file holds (raw, or as an escape of a quoted scalar) are never chosen."""
+_ESCAPE: Final = re.compile(r"\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})")
 
 
-def breaks_as_text(text: str) -> tuple[str, bool]:
-    """``text`` with NEL, U+2028 and U+2029 swapped for stand-ins PyYAML reads as text, and whether any were."""
-    if not any(ch in text for ch in "\x85\u2028\u2029") or any(ch in text for ch in "\ufdd0\ufdd1\ufdd2"):
-        return text, False
-    return text.translate(_AS_TEXT), True
-
-
-def restore(value: str) -> str:
-    """A scalar read from swapped text, with its stand-ins back to the characters the file holds."""
-    return value.translate(_BACK)
+def breaks_as_text(text: str) -> tuple[str, dict[int, str] | None]:
+    """``text`` with NEL, U+2028 and U+2029 swapped for stand-ins PyYAML reads as text, and the table that swaps a
+    scalar back (None when there were none). Round 14: the stand-ins were fixed (U+FDD0-U+FDD2), so a quoted
+    ``"\\ufdd1"`` in a file that also held a raw U+2028 was read back as U+2028, a silent change; now each stand-in
+    is one the file holds nowhere, neither raw nor as an escape (the escapes are over-counted: never missed)."""
+    if not any(ch in text for ch in _BREAKS):
+        return text, None
+    held = {chr(int(a or b, 16)) for a, b in _ESCAPE.findall(text) if int(a or b, 16) <= 0x10FFFF}
+    free = (ch for ch in _STAND_INS if ch not in held and ch not in text)
+    stand_ins = [next(free, None) for _ in _BREAKS]
+    if None in stand_ins:  # the file holds every candidate: read it as PyYAML does (the breaks as line breaks)
+        return text, None
+    return text.translate(dict(zip(map(ord, _BREAKS), stand_ins, strict=True))), {
+        ord(s): b for s, b in zip(stand_ins, _BREAKS, strict=True) if s is not None}
 
 
 def error_line(text: str, exc: yaml.YAMLError) -> int:

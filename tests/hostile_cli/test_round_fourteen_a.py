@@ -200,3 +200,38 @@ def test_line_ends_cr_crlf_or_lf_read_the_same(seed: int, tmp_path: Path, capsys
                                in enumerate(zip(lines, ends, strict=True), 1)).encode("utf-8", "surrogateescape"))
     o = cli(["validate", str(source)], capsys)
     assert_one_line_error(o, mentions=(f"{source}:{bad}: file: cannot be read (not UTF-8: byte 0xff)",), budget=10.0)
+
+
+STAND_IN_RANGE = [*range(0xFDD0, 0xFDF0), 0xE000, 0xE001, 0xE002, 0xF8FF]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_escaped_stand_ins_and_raw_breaks_read_back_as_written(seed: int, tmp_path: Path) -> None:
+    """A double-quoted text mixing raw NEL / U+2028 / U+2029 (which the loader swaps for stand-ins while PyYAML
+    reads) with escapes of the characters it could choose as stand-ins reads back exactly as written. Before, a
+    ``\\ufdd1`` escape in a file holding a raw U+2028 came back as U+2028 (round 14a, a silent change)."""
+    from harness.scenario import load_scenario
+
+    rng = random.Random(seed)
+    wanted, written = [], []
+    for _ in range(rng.randrange(4, 40)):
+        kind = rng.randrange(4)
+        if kind == 0:
+            ch = rng.choice("\x85\u2028\u2029")
+            wanted.append(ch)
+            written.append(ch)  # raw: the loader's swap is in play
+        elif kind == 1:
+            code = rng.choice(STAND_IN_RANGE)
+            wanted.append(chr(code))
+            written.append(f"\\u{code:04x}" if rng.random() < 0.8 else f"\\U{code:08X}")
+        else:
+            ch = rng.choice("abc xyz")
+            wanted.append(ch)
+            written.append(ch)
+    text = (REPO / "scenarios" / "recall" / "type-user.yaml").read_text(encoding="utf-8")
+    lines = [f'description: "{"".join(written)}"' if line.startswith("description:") else line
+             for line in text.splitlines()]
+    lines.insert(0, "# a raw \u2028 here: the swap happens whatever the text holds")
+    path = tmp_path / "s.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert load_scenario(path).description == "".join(wanted)
