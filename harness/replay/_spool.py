@@ -70,16 +70,10 @@ class ResultSpool(Sequence[ScenarioResult]):
     def __getitem__(self, index: slice) -> list[ScenarioResult]: ...
 
     def __getitem__(self, index: int | slice) -> ScenarioResult | list[ScenarioResult]:
-        self._file.flush()
-        order = self._ordered()
-        if isinstance(index, slice):
-            return [self._read(i) for i in order[index]]
-        return self._read(order[index])
+        return SpoolView(self, self._ordered())[index]
 
     def __iter__(self) -> Iterator[ScenarioResult]:
-        self._file.flush()
-        for i in self._ordered():
-            yield self._read(i)
+        return iter(SpoolView(self, self._ordered()))
 
     def view(self, key: Callable[[ScenarioResult], Any]) -> SpoolView:
         """The results sorted by ``key`` (stable), still read one at a time: only the keys are held."""
