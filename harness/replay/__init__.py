@@ -36,7 +36,7 @@ from harness.replay._plan import (
 from harness.replay._proxy import PROXY_FILE, PROXY_URL_ENV, ModelProxy, ProxyCall, ProxyRecording, proxy_key
 from harness.replay._records import Probe, ProbeKind, ScenarioResult, TokenUsage
 from harness.replay._replay import replay
-from harness.replay._spool import ResultSpool, SpoolView, sorted_results
+from harness.replay._spool import ResultSpool, SpoolFile, SpoolView, sorted_results, spool_close
 from harness.replay._suite import (
     RunConfig,
     SuiteRun,
@@ -104,6 +104,7 @@ __all__ = [
     "ResultSpool",
     "RunConfig",
     "ScenarioResult",
+    "SpoolFile",
     "SpoolView",
     "SuiteRun",
     "SystemChecks",
@@ -143,6 +144,7 @@ __all__ = [
     "sorted_results",
     "spec_problem",
     "split_column",
+    "spool_close",
     "step_needs",
     "strategies_for",
     "strategy_problem",

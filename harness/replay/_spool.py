@@ -8,6 +8,8 @@ places (results of one place in the order they were added)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import pickle
 import tempfile
@@ -21,10 +23,9 @@ from harness.replay._records import ScenarioResult
 
 class ResultSpool(Sequence[ScenarioResult]):
     def __init__(self, results: Iterable[ScenarioResult] = ()) -> None:
-        fd, self.path = tempfile.mkstemp(prefix="memharness-results-", suffix=".pickle")
-        self._file: IO[bytes] = os.fdopen(fd, "w+b")
-        os.unlink(self.path)  # nothing left behind whatever happens to the run: the open file is the spool
-        self._closer = weakref.finalize(self, self._file.close)
+        self._file = SpoolFile("memharness-results-", ".pickle")
+        self.path = self._file.path
+        self._closer = weakref.finalize(self, spool_close, self._file)  # a run that fails early closes it when dropped
         self._at: array[int] = array("q")
         self._size: array[int] = array("q")
         self._place: array[int] = array("q")
@@ -115,3 +116,44 @@ class SpoolView(Sequence[ScenarioResult]):
 def sorted_results(results: Sequence[ScenarioResult], key: Callable[[ScenarioResult], Any]) -> Sequence[ScenarioResult]:
     """``sorted(results, key=key)``, without reading a spool's results into memory."""
     return results.view(key) if isinstance(results, ResultSpool) else sorted(results, key=key)
+
+
+def spool_close(handle: IO[bytes]) -> None:
+    """Close a spool's file; what its buffer could not write is dropped (the spool is read only by the run, which
+    has failed if a write was refused): a full ``TMPDIR`` was a traceback from the finalizer at exit."""
+    with contextlib.suppress(OSError):
+        handle.close()
+
+
+class SpoolFile(io.BufferedRandom):
+    """A run's spool: a temporary file unlinked at once (nothing is left behind whatever happens to the run: the
+    open file is the spool) whose writes, seeks and flushes the OS refuses (a full ``TMPDIR``, a file-size limit)
+    name it. They said "File too large", naming nothing; the file's name says where the run keeps its spools."""
+
+    def __init__(self, prefix: str, suffix: str) -> None:
+        fd, self.path = tempfile.mkstemp(prefix=prefix, suffix=suffix)
+        super().__init__(io.FileIO(fd, "r+"))
+        os.unlink(self.path)
+
+    def write(self, data: Any) -> int:
+        with self._named():
+            return super().write(data)
+
+    def flush(self) -> None:
+        with self._named():
+            super().flush()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        with self._named():
+            return super().seek(offset, whence)
+
+    @contextlib.contextmanager
+    def _named(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            raise OSError(exc.errno, f"{exc.strerror or exc} (a run's spool: TMPDIR names where it goes)",
+                          self.path) from None
+

@@ -7,9 +7,7 @@ counts. A waterfall is drawn when the report reaches its scenario, from the line
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 import weakref
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -18,6 +16,7 @@ from typing import IO, Any
 import orjson
 from markupsafe import Markup
 
+from harness.replay import SpoolFile, spool_close
 from harness.reporting import _charts as charts
 from harness.telemetry import EncodedTrace, otlp_spans
 
@@ -27,10 +26,9 @@ class TraceSpool:
     line offsets and recall candidate counts in memory. Iterating yields the requests back, in arrival order."""
 
     def __init__(self, lines: Iterable[Mapping[str, Any]] = ()) -> None:
-        fd, self.path = tempfile.mkstemp(prefix="memharness-traces-", suffix=".jsonl")
-        self._file: IO[bytes] = os.fdopen(fd, "w+b")
-        os.unlink(self.path)  # nothing left behind whatever happens to the run: the open file is the spool
-        self._closer = weakref.finalize(self, self._file.close)  # a run that fails early closes it when dropped
+        self._file = SpoolFile("memharness-traces-", ".jsonl")
+        self.path = self._file.path
+        self._closer = weakref.finalize(self, spool_close, self._file)  # a run that fails early closes it when dropped
         self._where: dict[str, int | tuple[int, ...]] = {}
         """Each trace's line (its number; a tuple of them for a trace spread over lines): a few bytes a trace."""
         self.candidates: dict[tuple[str, int], int] = {}

@@ -7,11 +7,16 @@ from __future__ import annotations
 import gc
 import io
 import os
+import resource
+import signal
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +25,7 @@ from harness.replay import ResultSpool, ScenarioResult, sorted_results
 from harness.reporting import TraceSpool, render_report, write_run
 from tests.harness.test_evaluation_reporting import _recall, _result
 
+REPO = Path(__file__).resolve().parents[2]
 STRATEGIES = ["heuristic", "model", "heuristic@sqlite"]
 
 
@@ -130,3 +136,22 @@ def test_traces_added_out_of_order_are_written_in_place_order() -> None:
         assert spool.spans(f"{4:032x}")[0]["name"] == "n4"
     finally:
         spool.close()
+
+
+@pytest.mark.parametrize("limit", [20_000, 60_000, 200_000])
+def test_a_spool_the_os_refuses_to_grow_is_one_line_naming_it(limit: int, tmp_path: Path) -> None:
+    """A full ``TMPDIR`` (here: a file-size limit) while a run spools its results or traces: one line naming the
+    spool's file and TMPDIR, exit 2, no traceback (it said only "File too large", naming nothing)."""
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run([sys.executable, "-m", "harness", "run", str(REPO / "scenarios" / "recall"), "--out",
+                           str(tmp_path / "o"), "--no-gates"], preexec_fn=limited, capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(tmp_path)},
+                          check=False, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"memharness: {tmp_path}/memharness-"), last
+    assert "(a run's spool: TMPDIR names where it goes)" in last
