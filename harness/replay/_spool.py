@@ -41,8 +41,8 @@ class ResultSpool(Sequence[ScenarioResult]):
         for result in results:
             blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
             self._file.write(blob)
-            if self._order is not None and (place is None or not self._place or place >= self._place[-1]):
-                self._order.append(len(self._at))  # still in order: no sort needed on the first read
+            if self._order is not None and (place is None or place >= self.next_place - 1):
+                self._order.append(len(self._at))  # after every place so far: the order holds without a sort
             else:
                 self._order = None
             self._at.append(self._end)

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from harness.evaluation import evaluate_run
@@ -50,15 +50,24 @@ def finished(draw: Any) -> list[tuple[int, list[ScenarioResult]]]:
     return draw(st.permutations(out))
 
 
-@settings(max_examples=60, deadline=None)
+LATE_BETWEEN = [(p, [_result(f"s{p}", "heuristic", ())]) for p in (2, 0, 1)]
+"""Out of order, read (sorted), then a place between two held ones: appended to the sorted order, it read back last."""
+
+
+@settings(max_examples=200, deadline=None)
 @given(arrivals=finished(), placed=st.booleans())
+@example(arrivals=LATE_BETWEEN, placed=True)
 def test_the_spool_reads_back_in_place_order_whatever_order_results_came_in(
         arrivals: list[tuple[int, list[ScenarioResult]]], placed: bool) -> None:
     in_order = [r for _, out in sorted(arrivals, key=lambda a: a[0]) for r in out]
     spool = ResultSpool()
     try:
-        for place, out in (arrivals if placed else sorted(arrivals, key=lambda a: a[0])):
+        for n, (place, out) in enumerate(arrivals if placed else sorted(arrivals, key=lambda a: a[0])):
             spool.add(out, place=place if placed else None)
+            if n % 3 == 1:  # a read between adds (a progress line, a reader mid-run) keeps the order right after
+                so_far = sorted((a for a in arrivals[:n + 1]) if placed else sorted(arrivals)[:n + 1],
+                                key=lambda a: a[0])
+                assert list(spool) == [r for _, o in so_far for r in o]
         assert list(spool) == in_order
         assert len(spool) == len(in_order)
         assert [spool[i] for i in range(len(spool))] == in_order
