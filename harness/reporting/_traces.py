@@ -23,7 +23,8 @@ from harness.telemetry import EncodedTrace, otlp_spans
 
 class TraceSpool:
     """``traces.jsonl`` written as the run goes (a temporary file, removed by :meth:`close`), with each trace's
-    line offsets and recall candidate counts in memory. Iterating yields the requests back, in arrival order."""
+    line offsets and recall candidate counts in memory. Iterating yields the requests back in place order (arrival
+    order unless :meth:`add` was given places)."""
 
     def __init__(self, lines: Iterable[Mapping[str, Any]] = ()) -> None:
         self._file = SpoolFile("memharness-traces-", ".jsonl")
