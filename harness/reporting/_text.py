@@ -55,7 +55,7 @@ def junit_chunks(results: Sequence[ScenarioResult], gates: Sequence[GateResult] 
                               failures=str(statuses.count("failed")), errors=str(statuses.count("error")),
                               skipped=str(statuses.count("skipped")), time=f"{sum(ms) / 1000:.3f}")
         ET.SubElement(suite, _CASES[1:-3])
-        cases.append(_result_cases(strategy, (r for r in results if r.strategy == strategy)))
+        cases.append(_result_cases(strategy, results))
     if gates:
         suite = ET.SubElement(suites, "testsuite", name="memharness.gates", tests=str(len(gates)),
                               failures=str(sum(not g.passed and not g.skipped for g in gates)), errors="0",
@@ -73,8 +73,11 @@ def junit_chunks(results: Sequence[ScenarioResult], gates: Sequence[GateResult] 
         yield piece
 
 
-def _result_cases(strategy: str, rows: Iterable[ScenarioResult]) -> Iterator[ET.Element]:
-    for r in rows:
+def _result_cases(strategy: str, results: Iterable[ScenarioResult]) -> Iterator[ET.Element]:
+    """The test cases of ``strategy``'s results (a pass over all of them: a run's results are read back from disk)."""
+    for r in results:
+        if r.strategy != strategy:
+            continue
         case = ET.Element("testcase", classname=f"memharness.{strategy}", name=r.scenario,
                           time=f"{r.duration_ms / 1000:.3f}")
         props = ET.SubElement(case, "properties")

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tracemalloc
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 
 from harness.evaluation import evaluate_run
 from harness.replay import ResultSpool, ScenarioResult, sorted_results
-from harness.reporting import TraceSpool, render_report, write_run
+from harness.reporting import TraceSpool, junit_xml, render_report, write_run
 from tests.harness.test_evaluation_reporting import _recall, _result
 
 REPO = Path(__file__).resolve().parents[2]
@@ -164,3 +165,26 @@ def test_a_spool_the_os_refuses_to_grow_is_one_line_naming_it(limit: int, tmp_pa
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"memharness: {tmp_path}/memharness-"), last
     assert "(a run's spool: TMPDIR names where it goes)" in last
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrivals=finished())
+def test_each_junit_suite_holds_its_own_strategys_cases_in_order(arrivals: list[tuple[int, list[ScenarioResult]]]) -> None:
+    """``junit.xml`` written from a spool in one pass per strategy: each ``memharness.<column>`` suite holds that
+    column's results, in run order, as many as its ``tests`` says. (The first streaming writer filtered every
+    suite by the loop's last column, bound late: the slow tier's default run had 374 cases for 550.)"""
+    results = [r for _, out in sorted(arrivals, key=lambda a: a[0]) for r in out]
+    spool = ResultSpool(results)
+    try:
+        root = ET.fromstring(junit_xml(spool).encode())
+    finally:
+        spool.close()
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    assert set(suites) == {f"memharness.{r.strategy}" for r in results}
+    for name, suite in suites.items():
+        mine = [r for r in results if f"memharness.{r.strategy}" == name]
+        cases = suite.findall("testcase")
+        assert [c.get("name") for c in cases] == [r.scenario for r in mine]
+        assert {c.get("classname") for c in cases} <= {name}
+        assert int(suite.get("tests", "-1")) == len(mine)
+        assert int(suite.get("failures", "-1")) == sum(r.status == "failed" for r in mine)
