@@ -1,7 +1,7 @@
 """Scenario results on disk as they finish: a run's memory does not grow with its suite (issue 34).
 
 A :class:`ResultSpool` is a ``Sequence[ScenarioResult]`` whose results live in an unlinked temporary file, one
-pickle each; memory holds three integers a result (where, how long, its place in the run's order). Every read
+pickle each; memory holds two integers a result (where it starts, its place in the run's order). Every read
 unpickles a fresh copy, so a reader holds only the results it is looking at. Results may arrive out of order
 (the side process, isolated plug-in systems): each is added with its scenario's place, and reads follow the
 places (results of one place in the order they were added)."""
@@ -27,7 +27,6 @@ class ResultSpool(Sequence[ScenarioResult]):
         self.path = self._file.path
         self._closer = weakref.finalize(self, spool_close, self._file)  # a run that fails early closes it when dropped
         self._at: array[int] = array("q")
-        self._size: array[int] = array("q")
         self._place: array[int] = array("q")
         self._order: array[int] | None = array("q")
         self._end = 0
@@ -46,7 +45,6 @@ class ResultSpool(Sequence[ScenarioResult]):
             else:
                 self._order = None
             self._at.append(self._end)
-            self._size.append(len(blob))
             self._place.append(self.next_place if place is None else place)
             self.next_place = max(self.next_place, self._place[-1] + 1)
             self._end += len(blob)
@@ -58,7 +56,8 @@ class ResultSpool(Sequence[ScenarioResult]):
 
     def _read(self, i: int) -> ScenarioResult:
         self._file.seek(self._at[i])
-        result: ScenarioResult = pickle.loads(self._file.read(self._size[i]))
+        end = self._at[i + 1] if i + 1 < len(self._at) else self._end  # the pickles lie back to back
+        result: ScenarioResult = pickle.loads(self._file.read(end - self._at[i]))
         return result
 
     def __len__(self) -> int:

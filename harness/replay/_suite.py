@@ -278,11 +278,10 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
             if progress:
                 progress(r)
 
-    def collect(outputs: Iterable[tuple[list[ScenarioResult], Sequence[Any]]], *, announced: bool = False) -> None:
+    def collect(outputs: Iterable[tuple[list[ScenarioResult], Sequence[Any]]]) -> None:
         for i, (out, spans) in enumerate(outputs):
             keep(i, out, spans)
-            if not announced:
-                announce(out)
+            announce(out)
 
     jobs = 1 if config.model is not None and config.model.mode == "record" else max(1, config.jobs)
     global _SUITES_RUN
