@@ -4,6 +4,7 @@ Reads replay's typed records; produces a ``RunSummary``. Imports nothing from re
 """
 
 from harness.evaluation._gates import LOWER_IS_BETTER, Gate, GateResult, evaluate, load_gates, lower_is_better
+from harness.evaluation._parts import probe_frame
 from harness.evaluation._records import (
     SUMMARY_SCHEMA,
     BaselineComparison,
@@ -33,7 +34,6 @@ from harness.evaluation._summary import (
     compared_metrics,
     paired,
     per_scenario_means,
-    probe_frame,
     scenario_counts,
     strategy_metrics,
     summarize,

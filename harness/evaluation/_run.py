@@ -11,9 +11,10 @@ from typing import Any, Final
 
 from harness.errors import HarnessError
 from harness.evaluation._gates import Gate, evaluate, lower_is_better
+from harness.evaluation._parts import probe_frame
 from harness.evaluation._records import BaselineComparison, Flip, RunSummary, SuiteDelta, Verdict
 from harness.evaluation._stats import Comparison, p_text
-from harness.evaluation._summary import all_probes, changed_probes, compared_metrics, paired, probe_frame, summarize
+from harness.evaluation._summary import all_probes, changed_probes, compared_metrics, paired, summarize
 from harness.replay import ScenarioResult
 
 SUITE_METRICS: Final = ("dedupe.residual_duplicates", "dedupe.retention", "forget.precision", "forget.recall",

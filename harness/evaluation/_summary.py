@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from harness.evaluation._parts import KindParts, kind_parts
 from harness.evaluation._records import ChangedProbe, ScenarioCounts, StrategySummary
 from harness.evaluation._stats import Comparison, compare
 from harness.replay import Probe, ScenarioResult, split_column
@@ -34,115 +33,6 @@ def _probe_column(metric: str) -> str:
     return "m." + plugin.key if plugin is not None else _PROBE_COLUMN.get(metric, "m." + metric.split(".", 1)[1])
 
 
-def probe_frame(probes: Iterable[Probe], *, texts: bool = True) -> pd.DataFrame:
-    """One row per graded probe (skipped ones feed no metric); ``metrics`` and ``tokens`` flattened to
-    ``m.<name>`` and ``tok.<name>`` columns. ``texts=False`` leaves out ``query`` and ``selected`` (a list per row),
-    which only the changed-probe listing reads.
-
-    Built a column at a time, each number column a typed array (8 bytes a value): a dict per row
-    (``DataFrame.from_records``) and then lists of boxed numbers were the evaluation's largest transient objects,
-    and a run's peak memory grew with its suite because of them (issue 34). The frame holds what ``from_records``
-    would, a column in order of first appearance, except that numbers (and bools) are float64 with NaN for no
-    value (``step`` stays int64); a column with any other value holds objects, its numbers still as floats."""
-    columns = _Columns({})
-    for p in probes:
-        if p.graded:
-            columns.add(_frame_row(p, texts=texts))
-    return columns.frame()
-
-
-def probe_frames(probes: Iterable[Probe], strategies: Sequence[str], *, texts: bool = True) -> dict[str, pd.DataFrame]:
-    """``probe_frame`` split by strategy, built apart in one pass: the whole frame and its parts were held at once
-    (twice the frame; issue 34). Each part has every column of the whole frame (NaN where it had no value), its
-    rows in order, numbered from 0; a strategy without a probe gets an empty frame."""
-    order: dict[str, None] = {}  # the whole frame's columns, in order of first appearance
-    parts: dict[str, _Columns] = {}
-    for p in probes:
-        if p.graded:
-            parts.setdefault(p.strategy, _Columns(order)).add(_frame_row(p, texts=texts))
-    empty = pd.DataFrame(columns=["scenario", "step", "kind", "strategy"])
-    return {s: parts.pop(s).frame(list(order)) if s in parts else empty for s in strategies}
-
-
-class _Columns:
-    """A frame's columns as they are built, a row at a time (``order``: where new column names are noted)."""
-
-    def __init__(self, order: dict[str, None]) -> None:
-        self.columns: dict[str, list[Any] | array[Any]] = {}
-        self.shared: dict[str, str] = {}  # one copy of each name: probes read back from disk each bring their own
-        self.order = order
-        self.n = 0
-
-    def add(self, row: Mapping[str, Any]) -> None:
-        columns, n = self.columns, self.n
-        for key, value in row.items():
-            column = columns.get(key)
-            if column is None:
-                column = columns[key] = _new_column(key, n)
-                self.order.setdefault(key)
-            if isinstance(value, str) and key != "query":
-                value = self.shared.setdefault(value, value)
-            if isinstance(column, array) and not _number(value):
-                column = columns[key] = [math.nan if isinstance(v, float) and math.isnan(v) else v for v in column]
-            column.append(value if key in _OBJECT_COLUMNS or key == "step" or not _number(value) else _numeric(value))
-        self.n = n = n + 1
-        for column in columns.values():
-            if len(column) < n:
-                column.append(math.nan)
-
-    def frame(self, names: Sequence[str] = ()) -> pd.DataFrame:
-        """The frame; ``names``: its columns in this order, a column it never had all NaN (no copy is made)."""
-        if not self.n:
-            return pd.DataFrame(columns=["scenario", "step", "kind", "strategy"])
-        for name in names:
-            if name not in self.columns:
-                self.columns[name] = _new_column(name, self.n)
-        return pd.DataFrame({k: np.frombuffer(v, dtype=np.int64 if v.typecode == "q" else np.float64)
-                             if isinstance(v, array) else v for k, v in self.columns.items()},
-                            columns=list(names) or None)
-
-
-_OBJECT_COLUMNS = frozenset({"scenario", "kind", "strategy", "query", "selected", "fallback_reason"})
-
-
-def _new_column(key: str, n: int) -> list[Any] | array[Any]:
-    """A column that first appears at row ``n``: NaN in the rows before it."""
-    if key == "step":
-        return array("q")  # every row has its step: never NaN
-    return [math.nan] * n if key in _OBJECT_COLUMNS else array("d", [math.nan]) * n
-
-
-def _number(value: Any) -> bool:
-    return value is None or isinstance(value, int | float)  # bool is an int
-
-
-def _numeric(value: Any) -> float:
-    return math.nan if value is None else float(value)
-
-
-def _frame_row(p: Probe, *, texts: bool = True) -> dict[str, Any]:
-    """The columns the summary and the comparisons read, and no others (the frame is the evaluation's largest
-    object: about half the memory of flattening the whole ``probes.jsonl`` row)."""
-    row: dict[str, Any] = {"scenario": p.scenario, "step": p.step, "kind": p.kind, "strategy": p.strategy}
-    if texts:
-        row["query"], row["selected"] = p.query, list(p.selected)
-    row["duration_ms"], row["fallback_reason"] = round(p.duration_ms, 3), p.fallback_reason
-    if p.final:
-        row["final"] = True
-    _flatten(row, "m.", p.metrics)
-    _flatten(row, "tok.", p.tokens.to_dict())
-    return row
-
-
-def _flatten(row: dict[str, Any], prefix: str, values: Mapping[str, Any]) -> None:
-    """Nested mappings as dotted columns (``m.index.lines``), as ``pandas.json_normalize`` names them."""
-    for key, value in values.items():
-        if isinstance(value, Mapping) and value:
-            _flatten(row, f"{prefix}{key}.", value)
-        else:
-            row[prefix + key] = value
-
-
 def _mean(series: pd.Series) -> float:
     values = pd.to_numeric(series, errors="coerce").dropna()
     return float(values.mean()) if len(values) else math.nan
@@ -152,12 +42,28 @@ def _col(frame: pd.DataFrame, name: str) -> pd.Series:
     return frame[name] if name in frame.columns else pd.Series(dtype=float)
 
 
-def strategy_metrics(frame: pd.DataFrame) -> dict[str, float | None]:
-    """The DESIGN §4 metric block for one strategy's probes."""
-    rec = frame[frame["kind"] == "recall"]
-    dream = frame[frame["kind"] == "dream"]
-    final = frame[_col(frame, "final").fillna(0.0).astype(bool)] if "final" in frame.columns else frame.iloc[0:0]
-    forget = frame[frame["kind"] == "forget"]
+class _WholeFrame:
+    """A frame of one strategy's probes read as :class:`KindParts` are: a kind's rows, a column, the final rows."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+
+    def kind(self, kind: str) -> pd.DataFrame:
+        return self.frame[self.frame["kind"] == kind]
+
+    def column(self, name: str) -> pd.Series:
+        return _col(self.frame, name)
+
+    def final(self) -> pd.DataFrame:
+        frame = self.frame
+        return frame[_col(frame, "final").fillna(0.0).astype(bool)] if "final" in frame.columns else frame.iloc[0:0]
+
+
+def strategy_metrics(frame: pd.DataFrame | KindParts) -> dict[str, float | None]:
+    """The DESIGN §4 metric block for one strategy's probes: its whole frame (:func:`probe_frame`) or its frames by
+    kind (:func:`kind_parts`, what a run's summary reads), the same numbers from either."""
+    rows = _WholeFrame(frame) if isinstance(frame, pd.DataFrame) else frame
+    rec, dream, forget, final = rows.kind("recall"), rows.kind("dream"), rows.kind("forget"), rows.final()
     latency = pd.to_numeric(_col(rec, "duration_ms"), errors="coerce").dropna()
     residual = pd.to_numeric(_col(dream, "m.residual_duplicates"), errors="coerce").dropna()
     out = {
@@ -180,19 +86,19 @@ def strategy_metrics(frame: pd.DataFrame) -> dict[str, float | None]:
         "index.within_limits": _mean(_col(final, "m.index.within").astype(float)) if len(final) else math.nan,
         "latency.recall_ms.p50": float(latency.quantile(0.5)) if len(latency) else math.nan,
         "latency.recall_ms.p95": float(latency.quantile(0.95)) if len(latency) else math.nan,
-        "llm.calls": float(pd.to_numeric(_col(frame, "tok.calls")).sum()),
-        "llm.tokens.input": float(pd.to_numeric(_col(frame, "tok.input")).sum()),
-        "llm.tokens.output": float(pd.to_numeric(_col(frame, "tok.output")).sum()),
-        "llm.replayed": float(pd.to_numeric(_col(frame, "tok.replayed")).sum()),
+        "llm.calls": float(pd.to_numeric(rows.column("tok.calls")).sum()),
+        "llm.tokens.input": float(pd.to_numeric(rows.column("tok.input")).sum()),
+        "llm.tokens.output": float(pd.to_numeric(rows.column("tok.output")).sum()),
+        "llm.replayed": float(pd.to_numeric(rows.column("tok.replayed")).sum()),
     }
-    costs = pd.to_numeric(_col(frame, "tok.cost_usd"), errors="coerce").dropna()
+    costs = pd.to_numeric(rows.column("tok.cost_usd"), errors="coerce").dropna()
     out["llm.cost_usd"] = float(costs.sum()) if len(costs) else math.nan  # nan → null: no priced call
     fallbacks = _col(rec, "fallback_reason").dropna()
     out["recall.fallbacks"] = float(len(fallbacks))
     from harness.plugins import REGISTRY
 
     for name, plugin in sorted(REGISTRY.items()):  # a plugin metric: its mean over the probes of its kind
-        out[name] = _mean(_col(frame[frame["kind"] == plugin.kind], "m." + plugin.key))
+        out[name] = _mean(_col(rows.kind(plugin.kind), "m." + plugin.key))
     misses = pd.to_numeric(_col(rec, "m.quality_miss"), errors="coerce").dropna()  # only recalls a real model chose
     out["recall.quality_misses"] = float(misses.sum()) if len(misses) else math.nan
     return {k: (None if isinstance(v, float) and math.isnan(v) else round(v, 6)) for k, v in out.items()}
@@ -232,8 +138,8 @@ def paired(frame_a: pd.DataFrame, frame_b: pd.DataFrame, a: str, b: str) -> list
 
 def _recalls(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     """The recall rows of ``frame``, only ``columns`` (those it has) and ``ok`` (:func:`probe_success`)."""
-    rows = frame[frame["kind"] == "recall"]
-    return rows[[c for c in columns if c in rows.columns]].assign(ok=probe_success(rows))
+    rows = frame.loc[frame["kind"] == "recall", [c for c in columns if c in frame.columns]]  # no other column copied
+    return rows.assign(ok=probe_success(rows))
 
 
 def _real_model_rows(joined: pd.DataFrame) -> pd.DataFrame:
@@ -290,8 +196,8 @@ def all_probes(results: Sequence[ScenarioResult]) -> Iterator[Probe]:
 def summarize(results: Sequence[ScenarioResult],
               strategies: Sequence[str]) -> tuple[dict[str, StrategySummary], list[Comparison]]:
     """Per-strategy scenario counts and metrics, plus paired comparisons between every pair of strategies."""
-    # one frame split by strategy once: the whole frame, a part and two comparison copies were held at once (the
-    # evaluation's peak, issue 34); the changed-probe listing's texts are not needed here
+    # each strategy's probes as a frame per kind, built in one pass: one frame of every column on every row, its
+    # copies filtered by kind and the comparisons' copies were the evaluation's peak (issue 34)
     tally: dict[str, tuple[list[str], list[float], list[float]]] = {}
 
     def probes() -> Iterator[Probe]:  # one pass over the results (read back from disk): the probes and the tallies
@@ -302,22 +208,24 @@ def summarize(results: Sequence[ScenarioResult],
             system.append(_system_ms(r))
             yield from r.probes
 
-    parts = probe_frames(probes(), strategies, texts=False)
+    parts = kind_parts(probes(), strategies)
     block: dict[str, StrategySummary] = {}
+    recalls: dict[str, pd.DataFrame] = {}
     for strategy in strategies:
-        part = parts[strategy]
+        part = parts.pop(strategy)
         statuses, total, system = tally.get(strategy, ([], [], []))
         metrics = strategy_metrics(part) if not part.empty else {}
         if metrics:
             metrics.update(_overhead(sum(total), sum(system)))
         block[strategy] = StrategySummary(_counts(statuses), metrics)
+        recalls[strategy] = part.kind("recall")  # all the comparisons read; the other kinds' rows are let go
     comparisons: list[Comparison] = []
     for i, a in enumerate(strategies):
         for b in strategies[i + 1:]:
             (sa, ya), (sb, yb) = split_column(a), split_column(b)
             if sa != sb and ya != yb:
                 continue  # strategies within one system, or one strategy across systems: never both differ
-            comparisons += paired(parts[a], parts[b], a, b)
+            comparisons += paired(recalls[a], recalls[b], a, b)
     return block, comparisons
 
 

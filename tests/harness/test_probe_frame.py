@@ -11,7 +11,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.evaluation._summary import _frame_row, probe_frame
+from harness.evaluation._parts import _frame_row, probe_frame
 from harness.replay import Probe, TokenUsage
 
 VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True), st.text(max_size=3))
