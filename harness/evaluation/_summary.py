@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -198,11 +199,11 @@ def summarize(results: Sequence[ScenarioResult],
     """Per-strategy scenario counts and metrics, plus paired comparisons between every pair of strategies."""
     # each strategy's probes as a frame per kind, built in one pass: one frame of every column on every row, its
     # copies filtered by kind and the comparisons' copies were the evaluation's peak (issue 34)
-    tally: dict[str, tuple[list[str], list[float], list[float]]] = {}
+    tally: dict[str, tuple[list[str], array[float], array[float]]] = {}  # times as 8-byte values, not float objects
 
     def probes() -> Iterator[Probe]:  # one pass over the results (read back from disk): the probes and the tallies
         for r in results:
-            statuses, total, system = tally.setdefault(r.strategy, ([], [], []))
+            statuses, total, system = tally.setdefault(r.strategy, ([], array("d"), array("d")))
             statuses.append(r.status)
             total.append(r.duration_ms)
             system.append(_system_ms(r))
@@ -213,7 +214,7 @@ def summarize(results: Sequence[ScenarioResult],
     recalls: dict[str, pd.DataFrame] = {}
     for strategy in strategies:
         part = parts.pop(strategy)
-        statuses, total, system = tally.get(strategy, ([], [], []))
+        statuses, total, system = tally.get(strategy, ([], array("d"), array("d")))
         metrics = strategy_metrics(part) if not part.empty else {}
         if metrics:
             metrics.update(_overhead(sum(total), sum(system)))
