@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable
@@ -16,7 +17,7 @@ from harness.scenario import _limits as lim
 from harness.scenario import _load_more as more
 from harness.scenario._load_more import EXTRACT_STATUSES
 from harness.scenario._memories import TYPES, memories
-from harness.scenario._packed import pack
+from harness.scenario._packed import pack, shelving
 from harness.scenario._parallel import load_parallel
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
@@ -313,9 +314,10 @@ def load_all(paths: Iterable[Path], *, jobs: int = 1, packed: bool = False) -> l
     error. ``packed``: each held as its pickle until replayed (``_packed``: a run's memory grows less with the suite)."""
     found = discover(paths)
     load = _load_packed if packed else _load_found
-    scenarios = load_parallel(found, jobs, load) if jobs > 1 else None
-    if scenarios is None:
-        scenarios = [load(item) for item in found]
+    with shelving() if packed else contextlib.nullcontext():
+        scenarios = load_parallel(found, jobs, load) if jobs > 1 else None
+        if scenarios is None:
+            scenarios = [load(item) for item in found]
     if problems := duplicate_ids(scenarios):
         raise ScenarioError(problems[0])
     return scenarios

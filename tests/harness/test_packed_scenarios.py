@@ -70,4 +70,36 @@ def _held(paths: list[Path], packed: bool) -> int:
 
 def test_a_packed_suite_holds_a_fraction_of_the_memory(suite: Path) -> None:
     whole, packed = _held([suite], False), _held([suite], True)
-    assert packed < 0.4 * whole, (packed, whole)  # ~1.8 against ~5.7 KB a scenario
+    assert packed < 0.15 * whole, (packed, whole)  # ~0.5 against ~5.8 KB a scenario (its pickle on the shelf)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_pickles_of_a_load_are_on_its_shelf_not_in_memory(suite: Path, jobs: int) -> None:
+    """A run's loaded scenarios hold ~80 bytes each in memory: their pickles are on one temporary file per load,
+    those parsed by ``--jobs`` workers too (shelved as they come back); a scenario sent to another process (the
+    side process, a worker) carries its pickle and keeps it in memory there (issue 34)."""
+    from harness.scenario._packed import Shelf
+
+    packed = load_all([suite], jobs=jobs, packed=True)
+    shelves = {id(p._shelf) for p in packed}
+    assert len(shelves) == 1 and isinstance(packed[0]._shelf, Shelf)
+    assert all(isinstance(p._blob, int) for p in packed)
+    sent = pickle.loads(pickle.dumps(packed[-1]))
+    assert sent._shelf is None and isinstance(sent._blob, bytes)  # no load open here now: kept in memory
+    assert unpacked(sent) == unpacked(packed[-1])
+    assert load_all([suite], packed=True)[0]._shelf is not packed[0]._shelf  # a load, a shelf
+
+
+def test_a_shelved_scenario_reads_back_in_a_forked_process(suite: Path) -> None:
+    """The side process and ``--jobs`` workers are forked after the load: they read the shelf by offset, sharing
+    no file position with the run's process."""
+    import multiprocessing
+
+    packed = load_all([suite], packed=True)
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        ids = pool.map(_unpacked_id, packed[::7])
+    assert ids == [unpacked(p).id for p in packed[::7]]
+
+
+def _unpacked_id(p: Scenario) -> str:
+    return unpacked(p).id
