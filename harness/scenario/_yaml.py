@@ -22,7 +22,9 @@ from yaml.constructor import SafeConstructor
 from harness.errors import ScenarioError, one_line
 from harness.scenario import _limits as lim
 from harness.scenario import _yaml_lines as v12  # where YAML 1.1 and YAML 1.2 read a file otherwise
-from harness.scenario._encoding import decode_utf8, nul_problem, read_regular
+from harness.scenario._encoding import decode_utf8 as decode_utf8  # re-exported: other readers import it from here
+from harness.scenario._encoding import nul_problem
+from harness.scenario._encoding import read_regular as read_regular
 
 try:
     from yaml import CSafeLoader as _Loader
