@@ -93,3 +93,108 @@ def test_a_bad_byte_is_named_with_its_line_column_and_kind(lines: list[str], kin
     o = cli(["validate", str(source)], capsys)
     column = f"column {at + 1}: " if kind != "nul" else f"column {at + 1}: no text"
     assert_one_line_error(o, mentions=(f"{source}:{row + 1}: file: cannot be read (", words, column), budget=10.0)
+
+
+# 2. A shipped system's store that vanishes while a scenario runs ------------------------------------------------------
+
+VANISH_SCENARIO = """\
+description: a store that vanishes while the scenario runs
+tags: [vanish]
+clock: 2026-03-02T09:00:00Z
+facts:
+  editor: {type: user, match: ["helix"]}
+  tests: {type: feedback, match: ["real database"]}
+memories:
+  - {path: user/editor.md, name: editor, type: user, body: "Edits in helix", facts: [editor], age: 1d}
+  - {path: feedback/tests.md, name: tests, type: feedback, body: "Tests hit a real database", facts: [tests], age: 2d}
+steps:
+  - recall: {query: "which editor, helix?", expect: [editor]}
+  - session: s1
+    turns: [{user: "remember: always run the linter before committing"}]
+  - recall: {query: "tests against a real database", expect: [tests]}
+  - forget: {query: "forget helix", expect_removed: [editor]}
+  - dream: {force: true}
+  - check: {facts_present: [tests]}
+"""
+OPERATIONS = ("recall", "extract", "forget", "dream")
+OUTPUTS = ("summary.json", "summary.md", "results.jsonl", "probes.jsonl", "traces.jsonl", "junit.xml", "report.html")
+
+
+def _vanish(path: Path, how: str) -> None:
+    """``path`` (a directory or a file) gone, or replaced by ``how``."""
+    import os
+    import shutil
+
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+    if how == "file":
+        path.write_text("not a store\n")
+    elif how == "symlink":
+        path.symlink_to(path.parent / "elsewhere")
+    elif how == "fifo":
+        os.mkfifo(path)
+    elif how == "again":  # made again, empty: the same kind at the same path, another inode
+        if path.name.endswith(".db"):
+            path.write_bytes(b"")
+        else:
+            path.mkdir()
+
+
+@settings(max_examples=examples(30), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(system=st.sampled_from(["reference", "sqlite"]), how=st.sampled_from(["deleted", "file", "symlink", "fifo", "again"]),
+       nth=st.integers(0, 4), after=st.booleans())
+def test_a_store_that_vanishes_is_a_named_failure_and_the_run_goes_on(
+        system: str, how: str, nth: int, after: bool, tmp_path_factory: pytest.TempPathFactory,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``nth`` operation call (recall, extract, forget, dream) finds the store gone — or it goes right after that
+    call returns. The step it fails at names the store and what became of it; the run writes every output, exit 1
+    (the system failed), never a traceback or an INCOMPLETE run; no step passes on an empty store in silence."""
+    import json
+
+    from harness.systems import files, sqlite
+
+    tmp = tmp_path_factory.mktemp("vanish")
+    cls, store, what = (files.ReferenceSystem, lambda s: s.root, "memory store project/.qwen/memory") \
+        if system == "reference" else (sqlite.SqliteSystem, lambda s: s.watch.known[0][0], "memory database openakita.db")
+    calls = [0]
+    gone: list[str] = []
+
+    def wrap(name: str) -> None:
+        inner = getattr(cls, name)
+
+        def call(self: object, *args: object, **kwargs: object) -> object:
+            calls[0] += 1
+            hit = calls[0] - 1 == nth and not gone
+            if hit and not after:
+                _vanish(store(self), how)
+                gone.append(name)
+            result = inner(self, *args, **kwargs)
+            if hit and after:
+                _vanish(store(self), how)
+                gone.append(name)
+            return result
+        monkeypatch.setattr(cls, name, call)
+
+    for name in OPERATIONS:
+        wrap(name)
+    source = tmp / "vanish.yaml"
+    source.write_text(VANISH_SCENARIO)
+    out = tmp / "out"
+    o = cli(["run", str(source), "--system", system, "--strategy", "heuristic", "--out", str(out)], capsys)
+    assert "Traceback" not in o.err, o.err
+    assert "internal error" not in o.err, o.err
+    assert gone, calls  # the scenario calls at least nth + 1 operations
+    assert o.code == 1, (o.code, o.err[-2000:])
+    assert all((out / name).is_file() for name in OUTPUTS), sorted(p.name for p in out.iterdir())
+    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    said = f"{what}: {'deleted' if how == 'deleted' else 'replaced by'}"
+    named = [f for f in row["failures"] if said in f and "while the scenario ran" in f]
+    assert row["status"] == "failed", row
+    assert named, row["failures"]
+    step = int(named[0].split()[1])
+    probes = [json.loads(line) for line in (out / "probes.jsonl").read_text().splitlines()]
+    if not after and gone[0] in ("recall", "forget"):  # it found the store gone: its probe row carries the message
+        assert any(p["step"] == step and said in (p.get("error_message") or "") for p in probes), (step, probes)
