@@ -11,6 +11,7 @@ of bad byte sequence at a random place, and checks the one line ``validate`` pri
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,77 @@ def test_a_store_that_vanishes_is_a_named_failure_and_the_run_goes_on(
     probes = [json.loads(line) for line in (out / "probes.jsonl").read_text().splitlines()]
     if not after and gone[0] in ("recall", "forget"):  # it found the store gone: its probe row carries the message
         assert any(p["step"] == step and said in (p.get("error_message") or "") for p in probes), (step, probes)
+
+
+# 3. The command line: an option given twice, an empty list of names --------------------------------------------------
+
+def _store_options() -> list[tuple[tuple[str, ...], str, object]]:
+    """(subcommand words, option, its action) for every single-value option of every subcommand."""
+    import argparse
+
+    from harness.cli._parser import build_parser
+
+    found = []
+
+    def walk(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    walk(child, (*words, name))
+            elif isinstance(action, argparse._StoreAction) and action.option_strings:
+                found.append((words, action.option_strings[-1], action))
+    walk(build_parser(), ())
+    return found
+
+
+STORE_OPTIONS = _store_options()
+# values every typed option parses (a number type refuses text; choices list their own)
+PLAIN = {"--jobs": ("1", "2"), "--timeout-scale": ("1", "2"), "--shard": ("1/2", "2/2"), "--fuzz-examples": ("0", "1"),
+         "--max-drop": ("0.1", "0.2"), "--max-examples": ("1", "2"), "--seed": ("0", "1"), "--min-precision": ("0", "1"),
+         "--min-recall": ("0", "1"), "--generated": ("0", "1"), "--timeout": ("1", "2"), "--min-kill-rate": ("0", "1"),
+         "--cases": ("1", "2")}
+
+
+@SETTINGS
+@given(index=st.integers(0, len(STORE_OPTIONS) - 1), same=st.booleans(), equals=st.booleans())
+def test_an_option_given_twice_with_two_values_is_refused(index: int, same: bool, equals: bool,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Every single-value option of every subcommand: two different values are one located line, exit 2 (the last
+    won in silence before: ``--out a --out b`` wrote b); the same value twice parses as given once."""
+    from harness.cli._parser import build_parser
+    from harness.errors import HarnessError
+
+    words, option, action = STORE_OPTIONS[index]
+    first, second = action.choices[:2] if action.choices else PLAIN.get(option, ("alpha", "beta"))  # type: ignore[attr-defined]
+    second = first if same else second
+    spell = (lambda o, v: [f"{o}={v}"]) if equals else (lambda o, v: [o, v])
+    parser = build_parser(words[0])
+    args = [*words, *spell(option, first), *spell(option, second)]
+    if same:
+        with contextlib.suppress(HarnessError):  # a missing positional or required option: not this test's
+            parsed = parser.parse_known_args(args)[0]
+            assert str(getattr(parsed, action.dest)) == str(action.type(first) if action.type else first)  # type: ignore[attr-defined]
+            assert not any(k.startswith("_memharness") for k in vars(parsed))
+        return
+    with pytest.raises(HarnessError) as raised:
+        parser.parse_known_args(args)
+    message = str(raised.value)
+    assert message.startswith(f"usage: argument {'/'.join(action.option_strings)}: given twice"), message  # type: ignore[attr-defined]
+    assert "\n" not in message
+
+
+@SETTINGS
+@given(command=st.sampled_from([("run", "--strategy"), ("run", "--tag"), ("record", "--tag"), ("sensitivity", "--tag"),
+                                ("bench", "locomo", "x.json", "--strategy")]),
+       empty=st.text(st.sampled_from(", \t"), max_size=6))
+def test_an_empty_list_of_names_is_refused(command: tuple[str, ...], empty: str, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``--strategy ''`` ran the default strategies without a word (``--tag ','`` matched nothing, said as a tag
+    named ''): each is one line naming the option, exit 2, before any work."""
+    tiny = tmp_path / "suite"  # a suite of one scenario: the code before the fix ran it (record, sensitivity: tried to)
+    tiny.mkdir(exist_ok=True)
+    (tiny / "s.yaml").write_text('description: d\ntags: [a]\nsteps: [{advance: 1h}]\n')
+    words = [*command[:-1], str(tiny)] if command[0] != "bench" else list(command[:-1])
+    o = cli([*words, command[-1], empty, "--out", str(tmp_path / "out")], capsys)
+    assert_one_line_error(o, mentions=(f"argument {command[-1]}: expected a name or comma-separated names",), budget=10.0)
+    assert not (tmp_path / "out").exists()
