@@ -38,6 +38,9 @@ class StoreOnce(argparse._StoreAction):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
+        if self.option_strings and self.nargs is None and isinstance(values, list):  # `--out=--`: argparse drops
+            # the '--' and stores [] past the type (round 15b: an internal error, or the default strategies in silence)
+            raise argparse.ArgumentError(self, "expected one argument, got '--' (read as the end of the options)")
         given = vars(namespace).setdefault(GIVEN, {})
         if self.dest in given and given[self.dest] != values:
             raise argparse.ArgumentError(self, f"given twice, {str(given[self.dest])!r} then {str(values)!r}; give it once")

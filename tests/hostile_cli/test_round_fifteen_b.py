@@ -273,3 +273,19 @@ def test_an_empty_list_of_names_is_refused(command: tuple[str, ...], empty: str,
     o = cli([*words, command[-1], empty, "--out", str(tmp_path / "out")], capsys)
     assert_one_line_error(o, mentions=(f"argument {command[-1]}: expected a name or comma-separated names",), budget=10.0)
     assert not (tmp_path / "out").exists()
+
+
+@SETTINGS
+@given(index=st.integers(0, len(STORE_OPTIONS) - 1))
+def test_an_option_whose_value_is_a_double_dash_is_refused(index: int) -> None:
+    """``--out=--``: argparse drops the ``--`` and stores an empty list, past the option's type. It ended in
+    ``internal error: AttributeError: 'list' object has no attribute 'resolve'`` (``--out``, ``--endpoint``) or ran
+    as if the option were not given (``--strategy=--``, ``--repo=--``); now one line naming the option, exit 2."""
+    from harness.cli._parser import build_parser
+    from harness.errors import HarnessError
+
+    words, option, action = STORE_OPTIONS[index]
+    with pytest.raises(HarnessError) as raised:
+        build_parser(words[0]).parse_known_args([*words, f"{option}=--"])
+    message = str(raised.value)
+    assert message.startswith(f"usage: argument {'/'.join(action.option_strings)}: expected one argument"), message  # type: ignore[attr-defined]
