@@ -27,6 +27,35 @@ def bounded(convert: Callable[[str], float], ok: Callable[[float], bool], expect
     return parse
 
 
+GIVEN = "_memharness_given"
+"""The namespace attribute ``StoreOnce`` keeps the options already given in (dropped once parsing ends)."""
+
+
+class StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, but an option given twice with two different values is refused in one line: the last
+    one won in silence before (``--out a --out b`` wrote b, ``--strategy x --strategy ''`` ran the default
+    strategies; round 15b). The same value twice is the same request and is taken."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if self.option_strings and self.nargs is None and isinstance(values, list):  # `--out=--`: argparse drops
+            # the '--' and stores [] past the type (round 15b: an internal error, or the default strategies in silence)
+            raise argparse.ArgumentError(self, "expected one argument, got '--' (read as the end of the options)")
+        given = vars(namespace).setdefault(GIVEN, {})
+        if self.dest in given and given[self.dest] != values:
+            raise argparse.ArgumentError(self, f"given twice, {str(given[self.dest])!r} then {str(values)!r}; give it once")
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+def names(text: str) -> str:
+    """A comma-separated list of names (``--strategy``, ``--tag``) holding at least one name. Before round 15b an
+    empty ``--strategy ''`` (or ``,``) ran the default strategies without a word."""
+    if not any(part.strip() for part in text.split(",")):
+        raise argparse.ArgumentTypeError(f"expected a name or comma-separated names, got {text!r}")
+    return text
+
+
 def path(text: str) -> Any:
     """An argparse type for a path: ``pathlib.Path``, imported at the first use so ``--help`` never pays for it.
     A path that is (or lies below) a symbolic-link loop is refused here, for every path argument at once: each

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness import __version__
-from harness.cli._argtypes import bounded, file_path, path
+from harness.cli._argtypes import GIVEN, StoreOnce, bounded, file_path, names, path
 from harness.cli._report_cmds import add_report_commands
 from harness.errors import HarnessError
 
@@ -24,8 +24,19 @@ def _unused(*args: Any, **kwargs: Any) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in (None, "store"):  # an option given twice with two values is refused (round 15b)
+            self.register("action", name, StoreOnce)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise HarnessError(f"usage: {message}")
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, rest = super().parse_known_args(args, namespace)
+        if hasattr(parsed, GIVEN):  # StoreOnce's bookkeeping, never a command's argument
+            delattr(parsed, GIVEN)
+        return parsed, rest
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -53,7 +64,7 @@ def _add_sensitivity(sub: argparse._SubParsersAction[_Parser]) -> None:
     sens = sub.add_parser("sensitivity", help="mutation analysis: which injected faults the scenario suite catches")
     sens.add_argument("paths", nargs="*", type=path, help="scenario files or directories (default: scenarios/)")
     sens.add_argument("--system", help="as `memharness run --system` (default: every shipped system)")
-    sens.add_argument("--tag", action="append", dest="tags", metavar="TAG",
+    sens.add_argument("--tag", action="append", dest="tags", metavar="TAG", type=names,
                       help="replay only scenarios with this tag (as `memharness run --tag`)")
     sens.add_argument("--gates", type=path, help="gates TOML for every run (default: the suite's own gates.toml)")
     sens.add_argument("--target", default="memory_core", help="the package whose copy gets mutated (default: memory_core)")
@@ -113,8 +124,8 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
         sub.add_parser = only  # type: ignore[method-assign]
     run = sub.add_parser("run", help="replay scenarios and write a run directory")
     run.add_argument("paths", nargs="*", type=path, help="scenario files or directories (default: scenarios/)")
-    run.add_argument("--strategy", default=None, help=STRATEGY_HELP)
-    run.add_argument("--tag", action="append", dest="tags", metavar="TAG",
+    run.add_argument("--strategy", default=None, type=names, help=STRATEGY_HELP)
+    run.add_argument("--tag", action="append", dest="tags", metavar="TAG", type=names,
                      help="run only scenarios with this tag (repeatable; comma-separated allowed; any tag matches)")
     run.add_argument("--model", help="litellm model string for the model strategy (default: the cassette's model)")
     run.add_argument("--api-base", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8765/v1")
@@ -181,7 +192,7 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
     loc = bench_sub.add_parser("locomo", help="LoCoMo turn-level evidence retrieval for every offline strategy")
     loc.add_argument("path", type=path, help="path to locomo10.json (how to download it: docs/locomo.md)")
-    loc.add_argument("--strategy", default="heuristic,bm25,embedding,hybrid",
+    loc.add_argument("--strategy", default="heuristic,bm25,embedding,hybrid", type=names,
                      help="comma-separated offline strategies to score (default: heuristic,bm25,embedding,hybrid)")
     loc.add_argument("--mode", choices=("turns", "observations"), default="turns",
                      help="memories are the dialogue turns, or the dataset's per-session observations (default turns)")
@@ -218,7 +229,7 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     rec.add_argument("--model", help="litellm model string (default: the set's cassette-meta.json)")
     rec.add_argument("--api-base", help="OpenAI-compatible endpoint (default: the set's cassette-meta.json)")
     rec.add_argument("--timeout-scale", type=_scale, default=None, help="default: the set's cassette-meta.json")
-    rec.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="record only scenarios with this tag")
+    rec.add_argument("--tag", action="append", dest="tags", metavar="TAG", type=names, help="record only scenarios with this tag")
     rec.add_argument("--system", help="as `memharness run --system` (default: every shipped system)")
     rec.add_argument("--out", type=path, default="reports/record", help="the recording run's directory")
     con = sub.add_parser("conformance", help="check a memory system capability by capability (ok / wrong / missing "

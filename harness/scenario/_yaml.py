@@ -11,8 +11,6 @@ failure (``!!int abc``, ``2026-02-30``, a 100,000-digit integer, a python tag) i
 from __future__ import annotations
 
 import math
-import os
-import stat
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -21,9 +19,12 @@ from typing import Any, Final, TypeVar
 import yaml
 from yaml.constructor import SafeConstructor
 
-from harness.errors import HarnessError, ScenarioError, one_line
+from harness.errors import ScenarioError, one_line
 from harness.scenario import _limits as lim
 from harness.scenario import _yaml_lines as v12  # where YAML 1.1 and YAML 1.2 read a file otherwise
+from harness.scenario._encoding import decode_utf8 as decode_utf8  # re-exported: other readers import it from here
+from harness.scenario._encoding import nul_problem
+from harness.scenario._encoding import read_regular as read_regular
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -38,62 +39,17 @@ _SCALAR_ERRORS: Final = (ValueError, TypeError, OverflowError, ArithmeticError, 
 AttributeError): each a located one-line error, never an internal one."""
 
 
-def read_regular(path: Path, *, limit: int, error: type[HarnessError] = ScenarioError) -> bytes:
-    """At most ``limit`` bytes of a regular file, or ``error`` naming the file: a FIFO, a device, a directory or
-    a larger file is refused without blocking (``O_NONBLOCK``, ``fstat`` before reading, read ``limit + 1``)."""
-    where = one_line(str(path))
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except (OSError, ValueError) as exc:
-        raise error(f"{where}:1: file: cannot be opened ({getattr(exc, 'strerror', None) or exc})") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise error(f"{where}:1: file: not a regular file ({_file_kind(mode)})")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise error(f"{where}:1: file: cannot be read ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise error(f"{where}:1: file: larger than the limit of {limit} bytes")
-    return b"".join(chunks)
-
-
-def decode_utf8(data: bytes, path: Path, error: type[HarnessError] = ScenarioError) -> str:
-    """``data`` as UTF-8, or ``error`` naming the file and the line of the first bad byte."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise error(f"{one_line(str(path))}:{line}: file: cannot be read (not UTF-8: byte 0x{data[exc.start]:02x})") \
-            from None
-
-
 def read_bounded(path: Path) -> str:
     """The text of a scenario file: a regular UTF-8 file of at most ``MAX_FILE_BYTES`` and ``MAX_LINE_CHARS``."""
     # CR LF and CR are line breaks as LF is (YAML reads them so, editors too): split on "\n" only, a CR-only file was
     text = decode_utf8(read_regular(path, limit=lim.MAX_FILE_BYTES).replace(b"\r\n", b"\n").replace(b"\r", b"\n"), path)
+    if nul := nul_problem(text):  # named as such, not YAML's "unacceptable character #x0000"
+        raise ScenarioError(f"{one_line(str(path))}:{nul[0]}: file: {nul[1]}")
     for n, line_text in enumerate(text.split("\n"), 1):  # one line, over the length limit (round 14)
         if len(line_text) > lim.MAX_LINE_CHARS:
             raise ScenarioError(f"{one_line(str(path))}:{n}: file: line is {len(line_text)} characters; "
                                 f"the limit is {lim.MAX_LINE_CHARS}")
     return text
-
-
-def _file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a plain file"
 
 
 def compose_bounded(text: str, path: Path) -> yaml.Node | None:

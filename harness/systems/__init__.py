@@ -3,6 +3,7 @@
     harness/systems/
       files.py          the file-based system (``memory_core.files``, design ``qwen-file``): ``ReferenceSystem``
       faulty_store.py   its store with injected I/O faults (a scenario's ``fault`` steps)
+      store_watch.py    a store deleted or replaced while a scenario runs: a failed result naming it
       sqlite.py         the SQLite system (``memory_core.sqlite``, design ``s1-sqlite``): ``SqliteSystem``
       sqlite_checks.py  the SQLite adapter's ``check: {system: {...}}`` keys
       mem0ai.py         mem0 (PyPI ``mem0ai``, optional extra ``mem0``) behind the model proxy: ``Mem0System``

@@ -26,6 +26,7 @@ from harness.errors import ScenarioInputError
 from harness.scenario import SeedMemory, Turn
 from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
 from harness.systems import SEED_FIELDS as SHIPPED_SEED_FIELDS
+from harness.systems.store_watch import StoreWatch, watched
 from memory_core.sqlite import Quirks, SqliteMemory
 from memory_core.sqlite.memory import PATHS as RECALL_PATHS
 
@@ -49,6 +50,7 @@ def _delta(value: object, field: str) -> timedelta:
     return timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})
 
 
+@watched(reads=("add_turns", "index_text", "system_check"))  # its database vanished: store_watch.py
 class SqliteSystem:
     """``SqliteMemory`` behind ``harness.system.MemorySystem`` (capabilities: dream, events, recall_options,
     recall_prompt, system_checks)."""
@@ -65,6 +67,7 @@ class SqliteSystem:
         ids = random.Random(0)  # ids drawn the same way in every replay: probes and reports are reproducible
         self.mem = SqliteMemory(workdir / "openakita.db", clock, model, quirks, events,
                                 identity_dir=workdir / "identity", id_factory=lambda: f"{ids.getrandbits(128):032x}")
+        self.watch = StoreWatch(workdir, "memory database", (workdir / "openakita.db",))
 
     def seed(self, memory: SeedMemory, *, mtime: datetime) -> None:
         extra = {k: v for k, v in memory.system.items() if k in SEED_FIELDS}  # another shipped system's: ignored
