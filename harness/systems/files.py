@@ -86,8 +86,9 @@ class PluginRanker:
         return top([n for n in numbers if n is not None], docs, limit=limit, threshold=0.0)
 
 
-@watched(reads=("add_turns", "index_text", "loaded_index", "lock_held", "scan_count", "stray_files",
-                "plant_lock", "plant_state", "system_check", "inject_fault"))  # its store vanished: store_watch.py
+@watched(reads=("seed", "finish_seeding", "add_turns", "index_text", "loaded_index", "lock_held", "scan_count",
+                "stray_files", "plant_lock", "plant_state", "system_check", "inject_fault"))  # store_watch.py: its
+# store vanished (seeding makes the memory root: the watch takes it then)
 @dataclass
 class ReferenceSystem:
     """The reference memory core on disk under ``workdir``, with a fake clock and an optional model."""
@@ -116,7 +117,6 @@ class ReferenceSystem:
         self.root = self.workdir / "project" / ".qwen" / "memory"
         self.chats = self.workdir / "project" / ".qwen" / "chats"
         self.chats.mkdir(parents=True, exist_ok=True)
-        self.root.mkdir(exist_ok=True)  # as the memory tool leaves it: an empty memory is an empty directory
         self.watch = StoreWatch(self.workdir, "memory store", (self.root.parent, self.root))
         self.faulty = FaultyStore(FileStore(self.root, self.clock))
         self.store = self.faulty  # type: ignore[assignment]  # a FileStore in every respect but injected faults

@@ -47,22 +47,39 @@ def _kind(mode: int) -> str:
 
 
 class StoreWatch:
-    """The paths a store lives in (directories or files, made before this is built), as they were then. Each is held
-    open (``O_PATH``) while the watch lives, so a path deleted and made again cannot reuse its inode unseen."""
+    """The paths a store lives in (directories or files), as each was when first seen: at set-up, or later for one
+    the system makes on its first write (the file core's memory root; an adapter does not make it, so a system that
+    fails to is still seen failing). Each is held open (``O_PATH``) while the watch lives, so a path deleted and made
+    again cannot reuse its inode unseen. A path never seen yet is no problem: the store has not made it."""
 
     def __init__(self, workdir: Path, what: str, paths: Sequence[Path]) -> None:
         self.workdir, self.what = workdir, what
         self.reported = False
         """A failed recall or forget has named the vanished store (``documents()`` is then empty, not an error)."""
-        flags = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        self.fds = [os.open(path, flags) for path in paths]
-        self.close = weakref.finalize(self, _close, list(self.fds))
+        self.fds: list[int] = []
+        self.close = weakref.finalize(self, _close, self.fds)
         """Close the paths (once; also when the watch is collected)."""
-        self.known = [(path, os.fstat(fd)) for path, fd in zip(paths, self.fds, strict=True)]
+        self.known: list[tuple[Path, os.stat_result | None]] = [(path, None) for path in paths]
+        self._see()
+
+    def _see(self) -> None:
+        """Take the identity of each path not seen before that exists now."""
+        flags = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        for i, (path, was) in enumerate(self.known):
+            if was is None:
+                try:
+                    fd = os.open(path, flags)
+                except OSError:
+                    continue  # not made yet (or not a plain path: then its first check says so)
+                self.fds.append(fd)
+                self.known[i] = (path, os.fstat(fd))
 
     def problem(self) -> str | None:
-        """``<what> <path>: deleted while the scenario ran …`` for the first path gone or replaced, else None."""
+        """``<what> <path>: deleted while the scenario ran …`` for the first path gone or replaced since it was
+        first seen, else None."""
         for path, was in self.known:
+            if was is None:
+                continue
             try:
                 now = os.lstat(path)
             except FileNotFoundError:
@@ -76,6 +93,7 @@ class StoreWatch:
                     else f"replaced by another {_kind(now.st_mode).removeprefix('a ')}"
             where = path.relative_to(self.workdir) if path.is_relative_to(self.workdir) else path
             return f"{self.what} {where}: {how} while the scenario ran (the store vanished; what it held is gone)"
+        self._see()
         return None
 
 
