@@ -139,7 +139,9 @@ def check_traces(run_dir: Path, summary: RunSummary, rows: Sequence[tuple[int, M
     """Raise ``HarnessError`` (``<file>:<line>: <field>: <problem>``) when a results row's trace has no span in
     ``traces.jsonl``, a trace there is no row's or another run's, or two rows name one trace. ``traces``: the
     numbered lines (checked by ``checked_lines`` already), None when the file is absent (refused when a row names
-    a trace). A merged run (``meta.merged_from``) holds its shards' run ids: those are not compared.
+    a trace). A row without a trace (``""``: a scenario whose process died; 32 zeros: OTel's invalid id, written
+    when ``OTEL_SDK_DISABLED`` is set) expects none. A merged run (``meta.merged_from``) holds its shards' run ids:
+    those are not compared.
 
     Returns the lines in the order of their rows in ``results.jsonl`` (a normalisation: the order of
     ``traces.jsonl``'s lines carries nothing, and a merge writes them so)."""
@@ -147,7 +149,7 @@ def check_traces(run_dir: Path, summary: RunSummary, rows: Sequence[tuple[int, M
     owner: dict[str, int] = {}
     for n, row in rows:
         trace = row.get("trace_id")
-        if isinstance(trace, str) and trace:
+        if isinstance(trace, str) and trace.strip("0"):  # all zeros: OTel's invalid id, no trace (SDK disabled)
             if trace in owner:
                 raise HarnessError(f"{results_path}:{n}: trace_id: {one_line(trace)[:40]} is also the trace of line "
                                    f"{owner[trace]} (a field changed since the run?)")
