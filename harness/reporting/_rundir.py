@@ -374,13 +374,13 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
             if seen[:2] not in lines:
                 where = f"{run_dir / 'probes.jsonl'}:{n}"
                 raise HarnessError(f"{where}: scenario: {seen[0]} [{seen[1]}] has no row in {run_dir / 'results.jsonl'}")
-        for n, row in rows:  # a check or dream row lost (recall rows: the summary counts them)
-            if (problem := probe_kinds_problem(row, by_key.get((row["scenario"], row["strategy"]), []))) is not None:
-                raise HarnessError(f"{run_dir / 'results.jsonl'}:{n}: {problem}")
         if (wrong := order_problem(rows, probe_lines)) is not None:  # results rows swapped, probes shuffled
             raise HarnessError(f"{run_dir / 'probes.jsonl'}:{wrong[0]}: {wrong[1]}")
         if (problem := rows_problem(summary.strategies, results)) is not None:  # a row lost or added since the run
             raise located(problem)
+        for n, row in rows:  # a check or dream row lost (recall rows: the summary counts them)
+            if (problem := probe_kinds_problem(row, by_key.get((row["scenario"], row["strategy"]), []))) is not None:
+                raise HarnessError(f"{run_dir / 'results.jsonl'}:{n}: {problem}")
         if (problem := summary_problem(summary, results)) is not None:  # a metric or verdict the rows contradict
             raise located(problem)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError, IndexError) as exc:
