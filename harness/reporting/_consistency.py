@@ -109,7 +109,13 @@ def order_problem(rows: Sequence[tuple[int, Mapping[str, Any]]],
 
 def probe_kinds_problem(row: Mapping[str, Any], probes: Sequence[Any]) -> str | None:
     """``probe_kinds…: problem`` when a ``results.jsonl`` row's count of its probes by kind (written since round 15;
-    older rows have none: not checked) is not a mapping of kind to count, or is not what ``probes.jsonl`` holds."""
+    older rows have none: not checked) is not a mapping of kind to count, or is not what ``probes.jsonl`` holds;
+    ``passed: problem`` when the row's verdict is not its failures' (the writer passes a scenario exactly when it
+    has no failure and no error: a row edited to pass with failures, or to fail with none, was read as written)."""
+    failing = bool(row.get("failures")) or row.get("error") is not None
+    if row["passed"] == failing:
+        why = f"it has {len(row.get('failures') or ())} failure(s)" + (" and an error" if row.get("error") is not None else "")
+        return f"passed: {_shown(row['passed'])}, but {why} (a field changed since the run?)"
     if "probe_kinds" not in row:
         return None
     written = row["probe_kinds"]

@@ -246,3 +246,30 @@ def test_a_bom_is_ignored_as_in_scenario_files(tmp_path_factory: pytest.TempPath
     for name in ("summary.json", "results.jsonl", "probes.jsonl", "traces.jsonl"):
         (run / name).write_bytes(b"\xef\xbb\xbf" + (run / name).read_bytes())
     assert read_run(run) == read_run(base)
+
+
+@SETTINGS
+@given(data=st.data(), how=st.sampled_from(["failures", "error", "passed"]))
+def test_a_results_row_whose_verdict_is_not_its_failures_is_refused(tmp_path_factory: pytest.TempPathFactory,
+                                                                   tmp_path: Path, data: st.DataObject,
+                                                                   how: str) -> None:
+    """A row passes exactly when it has no failure and no error (the writer's rule): a failure or an error added to
+    a passing row, or a passing row marked failed with its status, was read as written."""
+    base, _ = _runs(tmp_path_factory)
+    run = _copy(tmp_path, base)
+    rows = _lines(run / "results.jsonl")
+    n = data.draw(st.integers(0, len(rows) - 1), label="row")
+    row = json.loads(rows[n])
+    if how == "failures":
+        row["failures"] = data.draw(st.lists(st.text(max_size=5), min_size=1, max_size=2))
+    elif how == "error":
+        row["error"] = data.draw(st.text(max_size=5))
+    else:
+        row["passed"], row["status"] = False, "failed"
+    rows[n] = json.dumps(row)
+    _put(run / "results.jsonl", rows)
+    message = _refused(run)
+    if how == "failures" or (how == "error" and not row["error"]):  # the counts agree: the row's own check finds it
+        assert f"results.jsonl:{n + 1}: passed: true, but it has {len(row['failures'])} failure(s)" in message, message
+    else:  # the status the reader derives (an error, a failure) changes a count first
+        assert "summary.json:" in message, message
