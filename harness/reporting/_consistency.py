@@ -116,6 +116,9 @@ def probe_kinds_problem(row: Mapping[str, Any], probes: Sequence[Any]) -> str | 
     if row["passed"] == failing:
         why = f"it has {len(row.get('failures') or ())} failure(s)" + (" and an error" if row.get("error") is not None else "")
         return f"passed: {_shown(row['passed'])}, but {why} (a field changed since the run?)"
+    if row["passed"] and (wrong := next((p for p in probes if not p.passed), None)) is not None:
+        return (f"passed: true, but probes.jsonl has its step {wrong.step} ({wrong.kind}) failed (a failing probe fails "
+                "its scenario: a field changed since the run?)")
     if "probe_kinds" not in row:
         return None
     written = row["probe_kinds"]

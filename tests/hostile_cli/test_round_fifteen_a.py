@@ -273,3 +273,23 @@ def test_a_results_row_whose_verdict_is_not_its_failures_is_refused(tmp_path_fac
         assert f"results.jsonl:{n + 1}: passed: true, but it has {len(row['failures'])} failure(s)" in message, message
     else:  # the status the reader derives (an error, a failure) changes a count first
         assert "summary.json:" in message, message
+
+
+@SETTINGS
+@given(data=st.data())
+def test_a_failing_probe_of_a_passing_row_is_refused(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path,
+                                                     data: st.DataObject) -> None:
+    """A failing probe fails its scenario (the writer records a failure for it): a probe row's ``passed`` flipped
+    to false under a passing results row was read as written (found by the blind class, seed 256)."""
+    base, _ = _runs(tmp_path_factory)
+    run = _copy(tmp_path, base)
+    probes = _lines(run / "probes.jsonl")
+    n = data.draw(st.integers(0, len(probes) - 1), label="probe")
+    probe = json.loads(probes[n])
+    probe["passed"] = False
+    probes[n] = json.dumps(probe)
+    _put(run / "probes.jsonl", probes)
+    rows = [json.loads(r) for r in _lines(run / "results.jsonl")]
+    [line] = [i for i, r in enumerate(rows, 1) if (r["scenario"], r["strategy"]) == (probe["scenario"], probe["strategy"])]
+    assert f"results.jsonl:{line}: passed: true, but probes.jsonl has its step {probe['step']} ({probe['kind']}) " \
+           "failed" in _refused(run)
