@@ -6,6 +6,7 @@ Created once in replay, serialised once (``to_row``) to ``probes.jsonl`` / ``res
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
@@ -186,7 +187,8 @@ class ScenarioResult:
             row["skipped"] = self.skipped
         if self.system_ms is not None:
             row["system_ms"] = round(self.system_ms, 3)
-        return row
+        row["probe_kinds"] = dict(sorted(Counter(p.kind for p in self.probes).items()))  # read back against
+        return row  # probes.jsonl: a lost check or dream row is found (round 15)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], probes: tuple[Probe, ...]) -> ScenarioResult:

@@ -118,7 +118,7 @@ def waterfall(spans: Sequence[Mapping[str, Any]], *, width: int = 860) -> str:
     """A span waterfall for one trace: bars on the logical timeline, indented by depth, with a time axis."""
     if not spans:
         return '<p class="muted">no spans recorded for this trace</p>'
-    # OTLP-JSON leaves out a time of 0 and an empty name (read_traces checked the rest: ids, kinds of values)
+    # OTLP-JSON leaves out a time of 0 and an empty name (read_run checked the rest: ids, kinds of values)
     spans = [{**s, "name": s.get("name", ""), "startTimeUnixNano": int(s.get("startTimeUnixNano", 0)),
               "endTimeUnixNano": int(s.get("endTimeUnixNano", 0))} for s in spans]
     starts = [s["startTimeUnixNano"] for s in spans]

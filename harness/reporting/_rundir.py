@@ -23,6 +23,8 @@ from harness.evaluation import RunSummary
 from harness.evaluation._stats import NULL_IS_INF
 from harness.replay import Probe, ScenarioResult
 from harness.replay._records import ScenarioStatus
+from harness.reporting._badjson import json_problem
+from harness.reporting._consistency import check_traces, order_problem, probe_kinds_problem, summary_problem
 from harness.reporting._located import problem_line
 from harness.reporting._targets import _umask
 from harness.reporting._text import junit_chunks, summary_markdown
@@ -244,7 +246,8 @@ def _read_text(path: Path) -> str:
     """A run-directory file as text: a regular file within ``MAX_RUN_FILE_BYTES`` (a FIFO or device never blocks)."""
     if not path.exists() and not path.is_symlink():
         raise HarnessError(f"{path}: missing (is this a memharness run directory?)")
-    return decode_utf8(read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError), path, HarnessError)
+    text = decode_utf8(read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError), path, HarnessError)
+    return text.removeprefix("\ufeff")  # a BOM an editor added: read as without it (docs/limits.md)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -261,11 +264,11 @@ def numbered_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise HarnessError(f"{path}:{n}: invalid JSON ({exc.msg})") from None
+                raise HarnessError(f"{path}:{n}: {json_problem(line, exc, whole='row')}") from None
             except RecursionError:
-                raise HarnessError(f"{path}:{n}: invalid JSON (nested too deeply)") from None
+                raise HarnessError(f"{path}:{n}: row: invalid JSON (nested too deeply)") from None
             if not isinstance(row, dict):
-                raise HarnessError(f"{path}:{n}: expected a JSON object per line, got {type(row).__name__}")
+                raise HarnessError(f"{path}:{n}: row: expected a JSON object per line, got {type(row).__name__}")
             rows.append((n, row))
     return rows
 
@@ -309,9 +312,9 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise HarnessError(f"{summary_path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+        raise HarnessError(f"{summary_path}:{exc.lineno}: {json_problem(text, exc, whole='file')}") from None
     except RecursionError:
-        raise HarnessError(too_deep(summary_path, text)) from None
+        raise HarnessError(too_deep(summary_path, text, "file: invalid JSON")) from None
 
     def located(problem: str) -> HarnessError:
         return HarnessError(f"{summary_path}:{problem_line(text, data, problem)}: {problem}")
@@ -353,7 +356,8 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
             by_key.setdefault((probe.scenario, probe.strategy), []).append(probe)
         results: list[ScenarioResult] = []
         lines: dict[tuple[str, str], int] = {}
-        for n, row in numbered_jsonl(run_dir / "results.jsonl"):
+        rows = numbered_jsonl(run_dir / "results.jsonl")
+        for n, row in rows:
             where = f"{run_dir / 'results.jsonl'}:{n}"
             _typed(run_dir / "results.jsonl", n, row, ScenarioResult)
             if "status" in row and row["status"] not in typing.get_args(ScenarioStatus):  # written, derived on read
@@ -370,12 +374,23 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
             if seen[:2] not in lines:
                 where = f"{run_dir / 'probes.jsonl'}:{n}"
                 raise HarnessError(f"{where}: scenario: {seen[0]} [{seen[1]}] has no row in {run_dir / 'results.jsonl'}")
+        if (wrong := order_problem(rows, probe_lines)) is not None:  # results rows swapped, probes shuffled
+            raise HarnessError(f"{run_dir / 'probes.jsonl'}:{wrong[0]}: {wrong[1]}")
         if (problem := rows_problem(summary.strategies, results)) is not None:  # a row lost or added since the run
+            raise located(problem)
+        for n, row in rows:  # a check or dream row lost (recall rows: the summary counts them)
+            if (problem := probe_kinds_problem(row, by_key.get((row["scenario"], row["strategy"]), []))) is not None:
+                raise HarnessError(f"{run_dir / 'results.jsonl'}:{n}: {problem}")
+        if (problem := summary_problem(summary, results)) is not None:  # a metric or verdict the rows contradict
             raise located(problem)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError, IndexError) as exc:
         field = f"{exc.args[0]}: missing" if isinstance(exc, KeyError) and exc.args else f"{type(exc).__name__}: {exc}"
         raise HarnessError(f"{where}: not a memharness run file of this version ({one_line(field)[:200]})") from None
-    return summary, results, read_traces(run_dir / "traces.jsonl")
+    traces = run_dir / "traces.jsonl"
+    numbered = numbered_jsonl(traces) if traces.exists() or traces.is_symlink() else None
+    if numbered is not None:
+        checked_lines(traces, numbered)
+    return summary, results, check_traces(run_dir, summary, rows, numbered)  # each row's trace, of this run
 
 
 def result_line(run_dir: Path, scenario: str, strategy: str) -> str:
@@ -383,11 +398,3 @@ def result_line(run_dir: Path, scenario: str, strategy: str) -> str:
     path = run_dir / "results.jsonl"
     lines = [n for n, row in numbered_jsonl(path) if (row.get("scenario"), row.get("strategy")) == (scenario, strategy)]
     return f"{path}:{lines[0] if lines else 1}"
-
-
-def read_traces(path: Path) -> list[dict[str, Any]]:
-    """The lines of a run's ``traces.jsonl`` (none when it has none), each checked as ``traces push`` checks it:
-    every span one the report can draw and an OTLP backend can take (``otlp_problem``), or the line's error."""
-    if not path.exists() and not path.is_symlink():
-        return []
-    return checked_lines(path, numbered_jsonl(path))

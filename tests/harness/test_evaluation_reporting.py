@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -123,7 +124,8 @@ def test_a_metric_measured_in_the_baseline_and_no_longer_fails_its_gate() -> Non
 def test_a_run_whose_text_holds_unicode_line_breaks_reads_back(tmp_path: Path) -> None:
     # the writers leave non-ASCII unescaped: U+2028, U+0085 or a form feed inside a query must not split a row
     odd = "tabs\u2028or\u0085spaces\x0cand\u2029more\x1c"
-    results = [_result("u", "heuristic", (_recall("u", 0, "heuristic", 1.0, 1.0, query=odd),))]
+    results = [replace(_result("u", "heuristic", (_recall("u", 0, "heuristic", 1.0, 1.0, query=odd),)),
+                       trace_id="a" * 32)]  # the span's trace (read back against results.jsonl since round 15)
     summary = evaluate_run(results, ["heuristic"])
     span = {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "a" * 32, "spanId": "b" * 16, "name": odd}]}]}]}
     write_run(tmp_path, summary=summary, results=results, spans=[span], html="<html></html>")

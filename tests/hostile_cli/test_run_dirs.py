@@ -32,7 +32,7 @@ def test_fifo_and_device_run_files_do_not_hang(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "what"), [
     ("[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
     ("[1, 2]\n", "expected a JSON object per line"),
-    ('{"a": 1}\n{bad\n', ":2: invalid JSON"),
+    ('{"a": 1}\n{bad\n', ":2: row: invalid JSON at column 2"),
 ])
 def test_hostile_jsonl(tmp_path: Path, text: str, what: str) -> None:
     path = tmp_path / "probes.jsonl"
