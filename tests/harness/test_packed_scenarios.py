@@ -82,10 +82,12 @@ def test_the_pickles_of_a_load_are_on_its_shelf_not_in_memory(suite: Path, jobs:
 
     packed = load_all([suite], jobs=jobs, packed=True)
     shelves = {id(p._shelf) for p in packed}
-    assert len(shelves) == 1 and isinstance(packed[0]._shelf, Shelf)
+    assert len(shelves) == 1
+    assert isinstance(packed[0]._shelf, Shelf)
     assert all(isinstance(p._blob, int) for p in packed)
     sent = pickle.loads(pickle.dumps(packed[-1]))
-    assert sent._shelf is None and isinstance(sent._blob, bytes)  # no load open here now: kept in memory
+    assert sent._shelf is None
+    assert isinstance(sent._blob, bytes)
     assert unpacked(sent) == unpacked(packed[-1])
     assert load_all([suite], packed=True)[0]._shelf is not packed[0]._shelf  # a load, a shelf
 
