@@ -38,7 +38,8 @@ def _own_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def _run(tmp_path: Path, *extra: str, gates: str | None = None) -> tuple[int, Path]:
     out = tmp_path / "run"
-    args = ["run", *PATHS, "--strategy", "heuristic,model", "--system", "reference", "--out", str(out), *extra]
+    strategy = [] if "--strategy" in extra else ["--strategy", "heuristic,model"]  # given twice is refused
+    args = ["run", *PATHS, *strategy, "--system", "reference", "--out", str(out), *extra]
     if gates is None:
         args.append("--no-gates")
     else:
