@@ -72,9 +72,13 @@ def test_the_spool_leaves_no_file_and_closes_when_dropped() -> None:
 
 
 def test_a_run_written_from_a_spool_equals_one_written_from_the_list(tmp_path: Path) -> None:
+    import dataclasses
+
     from tests.harness.test_evaluation_reporting import _recall, _result
 
-    results = [_result("s", "heuristic", (_recall("s", 0, "heuristic", 1.0, 0.5),))]
+    # a real trace id: all zeros is "no trace" (OTEL_SDK_DISABLED), and read_run refuses a span of no row's trace
+    results = [dataclasses.replace(_result("s", "heuristic", (_recall("s", 0, "heuristic", 1.0, 0.5),)),
+                                   trace_id="5e" * 16)]
     summary = evaluate_run(results, ["heuristic"])
     span = {"traceId": results[0].trace_id, "spanId": "1" * 16, "name": "search_memory",
             "startTimeUnixNano": "1", "endTimeUnixNano": "9",
