@@ -183,15 +183,19 @@ def __getattr__(name: str) -> Any:
     return CassetteMiss
 
 
+SPOOL: Final = " (a run's spool: TMPDIR names where it goes)"
+"""What :func:`naming` adds for a run's spools (unlinked temporary files: their names alone say little)."""
+
+
 @contextlib.contextmanager
-def naming(path: Path) -> Iterator[None]:
-    """An ``OSError`` that names no file (a ``write()`` on a full disk: ENOSPC, EDQUOT; EMFILE) names ``path``: the
-    CLI's one line then says which output could not be written."""
+def naming(path: Path | str, why: str = "") -> Iterator[None]:
+    """An ``OSError`` that names no file (a ``write()`` on a full disk: ENOSPC, EDQUOT; EMFILE) names ``path``, and
+    ``why`` after its reason: the CLI's one line then says which output could not be written."""
     try:
         yield
     except OSError as exc:
         if exc.filename is None:
-            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+            raise OSError(exc.errno, (exc.strerror or str(exc)) + why, str(path)) from exc
         raise
 
 

@@ -18,6 +18,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any, overload
 
+from harness.errors import SPOOL, naming
 from harness.replay._records import ScenarioResult
 
 
@@ -146,13 +147,6 @@ class SpoolFile(io.BufferedRandom):
         with self._named():
             return super().seek(offset, whence)
 
-    @contextlib.contextmanager
-    def _named(self) -> Iterator[None]:
-        try:
-            yield
-        except OSError as exc:
-            if exc.filename is not None:
-                raise
-            raise OSError(exc.errno, f"{exc.strerror or exc} (a run's spool: TMPDIR names where it goes)",
-                          self.path) from None
+    def _named(self) -> contextlib.AbstractContextManager[None]:
+        return naming(self.path, SPOOL)
 

@@ -22,6 +22,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any, cast
 
+from harness.errors import SPOOL, naming
 from harness.scenario._types import FaultStep, Scenario
 
 _PLAN = ("id", "tags", "strategies", "systems", "design", "variant", "scripted_model")
@@ -55,15 +56,8 @@ class Shelf:
                           self.path)
         return blob
 
-    @contextlib.contextmanager
-    def _named(self) -> Iterator[None]:
-        try:
-            yield
-        except OSError as exc:
-            if exc.filename is not None:
-                raise
-            raise OSError(exc.errno, f"{exc.strerror or exc} (a run's spool: TMPDIR names where it goes)",
-                          self.path) from None
+    def _named(self) -> contextlib.AbstractContextManager[None]:
+        return naming(self.path, SPOOL)
 
 
 _OPEN: list[Shelf] = []

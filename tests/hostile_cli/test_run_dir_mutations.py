@@ -44,13 +44,7 @@ def _shards(factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return _RUNS["a"], _RUNS["b"]
 
 
-def _nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [path]
-    if isinstance(value, dict):
-        out += [p for k, v in value.items() for p in _nodes(v, (*path, k))]
-    elif isinstance(value, list):
-        out += [p for i, v in enumerate(value) for p in _nodes(v, (*path, i))]
-    return out
+_nodes = _mutations._nodes  # every (key or index) path in a JSON value
 
 
 def _mutate(data: st.DataObject, value: Any) -> Any:
