@@ -4,10 +4,10 @@ compressed), and each is needed whole only while it replays. The fields a run re
 strategies, systems, design, variant, scripted replies, model faults) are kept beside the pickle; any other field
 is read from a fresh copy.
 
-The pickles of one load go to a :class:`Shelf`, a temporary file, so memory holds ~80 bytes a scenario, not its
-~600-byte pickle (issue 34: a run's peak memory flat in its suite's size). A scenario packed where no shelf is open
-(a ``--jobs`` worker parsing for the run, a process it was sent to) keeps its pickle in memory; the run's process
-shelves the ones its workers send back."""
+The pickles of one load go to a :class:`Shelf`, a temporary file, so memory holds where each pickle is (~60
+bytes), not the ~600-byte pickle (issue 34: a run's peak memory flat in its suite's size). A scenario packed where
+no shelf is open (a ``--jobs`` worker parsing for the run, a process it was sent to) keeps its pickle in memory;
+the run's process shelves the ones its workers send back."""
 
 from __future__ import annotations
 

@@ -75,9 +75,9 @@ def test_a_packed_suite_holds_a_fraction_of_the_memory(suite: Path) -> None:
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_the_pickles_of_a_load_are_on_its_shelf_not_in_memory(suite: Path, jobs: int) -> None:
-    """A run's loaded scenarios hold ~80 bytes each in memory: their pickles are on one temporary file per load,
-    those parsed by ``--jobs`` workers too (shelved as they come back); a scenario sent to another process (the
-    side process, a worker) carries its pickle and keeps it in memory there (issue 34)."""
+    """A run's loaded scenarios hold where their pickles are (~60 bytes), not the pickles: those are on one
+    temporary file per load, those parsed by ``--jobs`` workers too (shelved as they come back); a scenario sent to
+    another process (the side process, a worker) carries its pickle and keeps it in memory there (issue 34)."""
     from harness.scenario._packed import Shelf
 
     packed = load_all([suite], jobs=jobs, packed=True)
