@@ -104,9 +104,10 @@ ENV_PREFIXES = ("MEMHARNESS_", "OTEL_", "GITHUB_")
 def check_environment(environ: Mapping[str, str]) -> None:
     """Refuse, in one line naming the variable and before any work, a value the run would trip over later (after a
     whole replay, as an internal error) or silently ignore: bytes that are not UTF-8 in any variable the harness
-    reads, an OpenTelemetry SDK limit (``OTEL_*_LIMIT``) that is not a non-negative integer, a
-    ``MEMHARNESS_OP_TIMEOUT`` that is not seconds, a ``MEMHARNESS_RUN_ID`` that is not one printable word, an
-    ``OTEL_RESOURCE_ATTRIBUTES`` or OTLP headers value that is not ``key=value`` pairs (``harness.scenario._otel_env``)."""
+    reads, an OpenTelemetry SDK limit (``OTEL_*_LIMIT``) that is not a non-negative integer, an
+    ``OTEL_SDK_DISABLED`` that is not true or false, a ``MEMHARNESS_OP_TIMEOUT`` that is not seconds, a
+    ``MEMHARNESS_RUN_ID`` that is not one printable word, an ``OTEL_RESOURCE_ATTRIBUTES`` or OTLP headers value that
+    is not ``key=value`` pairs (``harness.scenario._otel_env``)."""
     for name, value in environ.items():
         if not name.startswith(ENV_PREFIXES):
             continue
@@ -130,6 +131,11 @@ def check_environment(environ: Mapping[str, str]) -> None:
             if not 0 <= seconds < 1e7:
                 raise HarnessError(f"environment variable {name}: expected seconds (a number from 0 to 10,000,000; "
                                    f"0: no timeout), got {one_line(repr(value))[:60]}")
+        if name == "OTEL_SDK_DISABLED" and value.strip() and value.strip().lower() not in ("true", "false"):
+            # the specification reads any other value as false, "SHOULD" with a warning: it was read as false in
+            # silence (round 15b), a run with spans its user meant to turn off
+            raise HarnessError(f"environment variable {name}: expected true or false (empty: unset), got "
+                               f"{one_line(repr(value))[:60]}")
         if name == "MEMHARNESS_RUN_ID" and value and not (len(value) <= 128 and value.isprintable()
                                                           and not any(c.isspace() for c in value)):
             raise HarnessError(f"environment variable {name}: expected one printable word of at most 128 "

@@ -123,3 +123,26 @@ def test_no_sampler_drops_the_runs_spans_and_a_disabled_sdk_is_said(
     assert spans.count('"spanId"') == plain.count('"spanId"') > 0, "a run keeps every span"
     recording = sampler.lower() in ("always_on", "parentbased_always_on")
     assert ("OTEL_TRACES_SAMPLER=" in err) is not recording, err
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.one_of(st.sampled_from(["true", "TRUE", " True ", "false", "False", "", "  ", "1", "0", "yes", "on"]),
+                       st.text(max_size=8)))
+def test_otel_sdk_disabled_is_true_false_or_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """``OTEL_SDK_DISABLED``: true or false in any case (empty: unset), as the specification defines its booleans;
+    any other value (``1``, ``yes``, ``bogus``) was read as false in silence and is refused in one line, exit 2."""
+    if "\x00" in value:
+        return  # no environment holds a NUL
+    code, err, out = _run(tmp_path, monkeypatch, capsys, {"OTEL_SDK_DISABLED": value})
+    word = value.strip().lower()
+    if word not in ("true", "false", ""):
+        assert code == 2, (code, err)
+        (line,) = err.strip().splitlines()
+        assert line.startswith("memharness: environment variable OTEL_SDK_DISABLED: expected true or false "
+                               "(empty: unset), got "), err
+        assert not out.exists()
+        return
+    assert code == 0, err
+    spans = (out / "traces.jsonl").read_text(encoding="utf-8").strip()
+    assert bool(spans) == (word != "true"), (value, spans[:200])
