@@ -143,6 +143,10 @@ def cmd_cassettes(args: argparse.Namespace) -> int:
         raise HarnessError(f"{one_line(str(args.directory))}: {what}: expected a cassette set (a directory holding "
                            "cassette.jsonl) or a shelf of sets (sets.toml)")
     cassette = Cassette.open(args.directory)
+    if not any((cassette.directory / name).exists() for name in ("cassette.jsonl", "cassette-meta.json")):
+        # round 15b: an empty or unrelated directory said "0 entries", exit 0, as if it were an empty set
+        raise HarnessError(f"{one_line(str(cassette.directory))}: not a cassette set (no cassette.jsonl or "
+                           "cassette-meta.json; nor a shelf of sets, sets.toml): record into it first, or name the set")
     stale = list(cassette.stale())
     print(f"{len(cassette)} entries in {args.directory}; {len(stale)} recorded with a prompt that has changed since")
     for entry, changes in stale:

@@ -289,3 +289,24 @@ def test_an_option_whose_value_is_a_double_dash_is_refused(index: int) -> None:
         build_parser(words[0]).parse_known_args([*words, f"{option}=--"])
     message = str(raised.value)
     assert message.startswith(f"usage: argument {'/'.join(action.option_strings)}: expected one argument"), message  # type: ignore[attr-defined]
+
+
+# 4. `cassettes status` of a directory that is no cassette set -----------------------------------------------------
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=st.sets(st.sampled_from(["cassette.jsonl", "cassette-meta.json", "notes.txt", "cassettes.jsonl",
+                                      "sub/cassette.jsonl"])), n=st.integers(0, 10**6))
+def test_cassettes_status_of_no_set_is_refused(tmp_path_factory: pytest.TempPathFactory,
+                                               capsys: pytest.CaptureFixture[str], files: set[str], n: int) -> None:
+    """A directory holding neither ``cassette.jsonl`` nor ``cassette-meta.json`` (empty, or other files) said
+    "0 entries", exit 0, as if it were an empty set; now it is one line naming it, exit 2. A set (even empty) reads."""
+    root = tmp_path_factory.mktemp(f"set{n}")
+    for name in files:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("{}" if name.endswith(".json") else "", encoding="utf-8")
+    o = cli(["cassettes", "status", str(root)], capsys)
+    if {"cassette.jsonl", "cassette-meta.json"} & files:
+        assert (o.code, o.err) == (0, ""), o.err
+        assert o.out.startswith(f"0 entries in {root}")
+    else:
+        assert_one_line_error(o, mentions=(str(root), "not a cassette set"))
