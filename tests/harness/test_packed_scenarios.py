@@ -90,18 +90,3 @@ def test_the_pickles_of_a_load_are_on_its_shelf_not_in_memory(suite: Path, jobs:
     assert isinstance(sent._blob, bytes)
     assert unpacked(sent) == unpacked(packed[-1])
     assert load_all([suite], packed=True)[0]._shelf is not packed[0]._shelf  # a load, a shelf
-
-
-def test_a_shelved_scenario_reads_back_in_a_forked_process(suite: Path) -> None:
-    """The side process and ``--jobs`` workers are forked after the load: they read the shelf by offset, sharing
-    no file position with the run's process."""
-    import multiprocessing
-
-    packed = load_all([suite], packed=True)
-    with multiprocessing.get_context("fork").Pool(2) as pool:
-        ids = pool.map(_unpacked_id, packed[::7])
-    assert ids == [unpacked(p).id for p in packed[::7]]
-
-
-def _unpacked_id(p: Scenario) -> str:
-    return unpacked(p).id
