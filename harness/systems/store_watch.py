@@ -5,8 +5,9 @@ Before round 15b the reference system read a missing or replaced memory root as 
 selected nothing, its dreams were ``skipped: locked`` or ``noop``: every probe failed or passed for a reason nobody
 stated), and the SQLite system went on writing into the unlinked database file. What a vanished store is, for both:
 
-- ``StoreWatch`` takes the identity (device, inode, kind) of the paths the store lives in when the adapter makes
-  them, and ``problem()`` names the first that is gone or is no longer that directory or file since;
+- ``StoreWatch`` takes the identity (device, inode, kind) of each path the store lives in as it is first seen (at
+  set-up, or once a seed or an operation made it), and ``problem()`` names the first that is gone or is no longer
+  that directory or file since;
 - ``watched`` wraps an adapter's operations: ``extract``, ``dream``, ``recall`` and ``forget`` checked before and after
   the call return their failed result (``status: failed`` / ``error``) naming the store, so its probe row carries
   that message; a recall or forget step fails with it (``recall failed: memory store …: deleted while the scenario
