@@ -215,7 +215,8 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     gh_sub = gh.add_subparsers(dest="github_command", required=True, parser_class=_Parser)
     com = gh_sub.add_parser("comment", help="post a run's verdict (its summary.md) on the workflow's pull request "
                                             "as one comment, updated by later runs")
-    com.add_argument("run_dir", type=path, help="a finished run directory (its summary.md is the comment)")
+    com.add_argument("run_dir", type=path, help="a finished run directory (its summary.md is the comment; refused when "
+                     "its records do not render it)")
     com.add_argument("--event", help="the workflow event JSON (default: $GITHUB_EVENT_PATH)")
     com.add_argument("--repo", help="OWNER/REPO (default: $GITHUB_REPOSITORY)")
     com.add_argument("--api", help="the REST API URL (default: $GITHUB_API_URL, else https://api.github.com)")

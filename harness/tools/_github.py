@@ -47,14 +47,30 @@ def _read(path: Path) -> str:
 
 
 def comment_body(run_dir: Path, *, report_url: str = "") -> str:
-    """The comment: the marker, then the run's summary.md (cut to GitHub's limit, saying where the rest is)."""
+    """The comment: the marker, then the run's summary.md (cut to GitHub's limit, saying where the rest is).
+    summary.md is posted only when it is what the run's checked records (``read_run``: summary.json, results.jsonl,
+    traces.jsonl) render: an edited, truncated or swapped one is refused, naming its first line that differs."""
     summary = _read(run_dir / "summary.md")
+    _check_summary(run_dir / "summary.md", summary)
     where = f" ([report]({report_url}))" if report_url else " (the full report is in the workflow's artifacts)"
     if len(summary) > MAX_BODY:
         summary = summary[:MAX_BODY].rsplit("\n", 1)[0] + f"\n\n… cut at {MAX_BODY} characters{where}\n"
     elif report_url:
         summary += f"\n[Full report]({report_url})\n"
     return f"{MARKER}\n{summary}"
+
+
+def _check_summary(path: Path, text: str) -> None:
+    from harness.reporting import read_run, summary_markdown
+
+    records, results, _ = read_run(path.parent)  # its own errors name their file, line and field
+    rendered = summary_markdown(records, results)
+    if text != rendered:
+        ours, theirs = text.splitlines(), rendered.splitlines()
+        pairs = enumerate(zip(ours, theirs, strict=False))
+        line = next((i for i, (a, b) in pairs if a != b), min(len(ours), len(theirs))) + 1
+        raise HarnessError(f"{one_line(str(path))}:{line}: file: is not what the run's summary.json and results.jsonl "
+                           "say (edited or from another run); it is not posted as the run's verdict")
 
 
 def upsert_comment(api: str, repo: str, number: int, body: str, token: str, *, timeout: float = 30.0) -> tuple[str, int]:

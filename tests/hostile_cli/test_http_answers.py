@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from harness.cli._record import endpoint_problem
 from harness.errors import HarnessError
 from harness.tools._github import upsert_comment
@@ -102,11 +103,18 @@ def server() -> Iterator[Server]:
     s.sock.close()
 
 
-def test_github_comment_answers_every_hostile_api_in_one_line(tmp_path: Path, server: Server,
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real run directory: the comment posts summary.md only when the run's records render it."""
+    run = tmp_path_factory.mktemp("finished") / "run"
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "recall" / "multi-fact.yaml"
+    assert main(["run", str(scenario), "--no-gates", "--out", str(run)], environ={}) == 0
+    return run
+
+
+def test_github_comment_answers_every_hostile_api_in_one_line(tmp_path: Path, server: Server, finished_run: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "summary.md").write_text("verdict PASS\n")
+    run = finished_run
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 7}}))
     rng = random.Random(1)
