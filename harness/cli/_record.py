@@ -73,6 +73,7 @@ def cmd_record(args: argparse.Namespace, environ: Mapping[str, str],
         argv += ["--system", args.system]
     code = run(argv, environ)
     after = len(Cassette.open(target))
-    print(f"record: {after - before} new call(s) recorded into {target} ({after} in all; model {model})",
-          file=sys.stderr)
+    if code != 2 or after != before:  # a run refused before it began (exit 2, nothing recorded): its line is all
+        print(f"record: {after - before} new call(s) recorded into {target} ({after} in all; model {model})",
+              file=sys.stderr)
     return code
