@@ -50,16 +50,6 @@ def _delta(value: object, field: str) -> timedelta:
     return timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})
 
 
-def _expiry(now: datetime, value: object, field: str) -> datetime:
-    """``now`` + the signed duration ``value``; one a timestamp cannot hold is the scenario's error (it was the
-    system's: ``seed() raised OverflowError``)."""
-    try:
-        return now + _delta(value, field)
-    except OverflowError:
-        raise ScenarioInputError(f"{field}: {value!r} puts the expiry outside the dates a timestamp holds "
-                                 "(years 1 to 9999)") from None
-
-
 @watched(reads=("add_turns", "index_text", "system_check"))  # its database vanished: store_watch.py
 class SqliteSystem:
     """``SqliteMemory`` behind ``harness.system.MemorySystem`` (capabilities: dream, events, recall_options,
@@ -104,7 +94,11 @@ class SqliteSystem:
                                   "description": memory.description, "facts": list(memory.facts),
                                   "created_at": mtime, "updated_at": mtime, "id": extra.pop("id", memory.path)}
         if "expires_in" in extra:
-            record["expires_at"] = _expiry(self.clock.now(), extra.pop("expires_in"), f"memory {memory.path}: expires_in")
+            raw, field = extra.pop("expires_in"), f"memory {memory.path}: expires_in"
+            try:  # an expiry no timestamp holds was the system's failure ("seed() raised OverflowError"), unlocated
+                record["expires_at"] = self.clock.now() + _delta(raw, field)
+            except OverflowError:
+                raise ScenarioInputError(f"{field}: {raw!r} puts the expiry outside the years 1 to 9999") from None
         accessed = extra.pop("access_count", None)
         if accessed is not None and (type(accessed) is not int or not 0 <= accessed < 2**62):
             raise ScenarioInputError(f"memory {memory.path}: access_count must be a whole number from 0 to 2**62 - 1, "

@@ -59,4 +59,4 @@ def test_an_expiry_no_timestamp_holds_is_the_scenarios_located_error(amount: int
         (line,) = [x for x in text.splitlines() if "expires_in" in x]
         assert "(line 9)" in line
         assert f"'{value}'" in line
-        assert "years 1 to 9999" in line
+        assert "outside the years 1 to 9999" in line
