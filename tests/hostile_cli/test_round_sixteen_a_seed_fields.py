@@ -46,7 +46,8 @@ def test_a_priority_or_duration_the_spec_has_not_is_the_scenarios_located_error(
         field: str, value: object, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
     case = tmp_path_factory.mktemp("seed")
     (case / "s").mkdir()
-    (case / "s" / "seed.yaml").write_text(SCENARIO.format(field=field, value=json.dumps(value, ensure_ascii=False)), encoding="utf-8")
+    text = SCENARIO.format(field=field, value=json.dumps(value, ensure_ascii=False))
+    (case / "s" / "seed.yaml").write_text(text, encoding="utf-8")
     o = cli(["run", str(case / "s"), "--system", "sqlite", "--out", str(case / "o"), "--no-gates"], capsys)
     text = o.out + o.err
     assert "Traceback" not in text
