@@ -25,7 +25,7 @@ from memory_core.sqlite.retrieval import (
     substring_search,
     typed_search,
 )
-from memory_core.sqlite.session import ExtractResult, Sessions, Turn, run_extractor, storable
+from memory_core.sqlite.session import ExtractResult, Sessions, Turn, manual_fields, run_extractor, storable
 from memory_core.sqlite.stamps import iso
 from memory_core.sqlite.tables import enqueue, list_episodes, queue_rows, search_turns
 
@@ -178,10 +178,9 @@ class SqliteMemory:
 
     def add_memory(self, content: str, memory_type: str = "fact", importance: float = 0.5) -> str:
         """The manual tool (spec §3.6): ≥ 0.8 permanent, ≥ 0.6 long_term; priority TTL; ``""`` for a duplicate."""
-        text = storable(content.strip())  # fix: a lone surrogate raised UnicodeEncodeError from sqlite3
+        text, kind, importance = manual_fields(content, memory_type, importance)  # storable: a lone surrogate raised
         if any(str(r["content"]).strip().lower() == text.lower() for r in self.db.load_all()):
             return ""
-        kind = memory_type.lower() if memory_type.lower() in ("fact", "preference", "skill", "error", "rule") else "fact"
         priority = "permanent" if importance >= 0.8 else "long_term" if importance >= 0.6 else "short_term"
         return self.db.save_memory({"content": text, "type": kind, "priority": priority, "importance_score": importance,
                                     "tags": [kind], "source": "manual", "expires_at": retention(self.db, None, priority)})

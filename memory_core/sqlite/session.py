@@ -30,6 +30,30 @@ def storable(text: str) -> str:
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
+MANUAL_TYPES: Final = ("fact", "preference", "skill", "error", "rule")
+
+
+def manual_fields(content: object, memory_type: object, importance: object) -> tuple[str, str, float]:
+    """``add_memory``'s content (stripped, storable), type (spec §3.6: anything else is ``fact``) and importance.
+
+    Whitespace-only content is stored as an empty memory (§3.6 refuses nothing; scenario life-gen15-dedupe-blank-*).
+    fix: a NaN importance was stored as NULL (read back as 0.5); an integer past a float's range raised OverflowError
+    from sqlite3; a ``None`` content or type raised AttributeError. Each is now a ``ValueError`` naming the argument.
+    """
+    if not isinstance(content, str):
+        raise ValueError(f"add_memory content must be a string, got {content!r:.80}")
+    if not isinstance(memory_type, str):
+        raise ValueError(f"add_memory type must be a string, got {memory_type!r:.80}")
+    try:
+        value = float(importance) if isinstance(importance, int | float) and not isinstance(importance, bool) else None
+    except OverflowError:
+        value = None
+    if value is None or value != value:
+        raise ValueError(f"add_memory importance must be a number, got {importance!r:.80}")
+    kind = memory_type.lower() if memory_type.lower() in MANUAL_TYPES else "fact"
+    return storable(content.strip()), kind, value
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One conversation turn as the harness gives it."""
