@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,10 +68,11 @@ class Turn:
     def of(cls, raw: object) -> Turn:
         """Accept a ``Turn``, a mapping with ``role``/``content`` (or ``kind``/``text``) and optional tool lists, or
         any object with ``role``/``kind`` and ``content``/``text`` attributes (e.g. the harness's ``Turn``)."""
+        role: object
+        content: object
         if isinstance(raw, Turn):
-            return raw if storable(raw.content) == raw.content else cls(raw.role, storable(raw.content), raw.tool_calls,
-                                                                        raw.tool_results)
-        if isinstance(raw, Mapping):
+            role, content, calls, results = raw.role, raw.content, raw.tool_calls, raw.tool_results
+        elif isinstance(raw, Mapping):
             role, content = raw.get("role", raw.get("kind")), raw.get("content", raw.get("text"))
             calls, results = raw.get("tool_calls") or (), raw.get("tool_results") or ()
         else:
@@ -78,7 +80,25 @@ class Turn:
             calls, results = (), ()
         if not isinstance(role, str) or not isinstance(content, str):
             raise ValueError(f"a turn needs a string 'role' (or 'kind') and 'content' (or 'text'), got {raw!r:.120}")
-        return cls(role, storable(content), tuple(calls), tuple(results))  # fix: a lone surrogate raised UnicodeEncodeError
+        # fix: a lone surrogate raised UnicodeEncodeError (content and tool lists alike)
+        return cls(role, storable(content), _tool_list(calls, "tool_calls"), _tool_list(results, "tool_results"))
+
+
+def _tool_list(value: object, name: str) -> tuple[Mapping[str, Any], ...]:
+    """A turn's tool calls or results as stored: a list of JSON objects, a lone surrogate made U+FFFD.
+
+    fix: an entry that is no mapping raised AttributeError from extract (after the turn was stored); a value JSON
+    cannot hold (a set, bytes) raised TypeError from ``add_turns``. Both are a ``ValueError`` naming the list.
+    """
+    if not value:
+        return ()
+    if not isinstance(value, list | tuple) or not all(isinstance(x, Mapping) for x in value):
+        raise ValueError(f"a turn's {name} must be a list of mappings, got {value!r:.120}")
+    try:
+        text = json.dumps(list(value), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"a turn's {name} must hold JSON values only: {exc}") from None
+    return tuple(value) if storable(text) == text else tuple(json.loads(storable(text)))
 
 
 @dataclass(frozen=True, slots=True)
