@@ -389,7 +389,7 @@ class SqliteMemory:
         """``search_conversation_traces`` source 1 (spec §4.6): turns within ``days_back``, newest first."""
         if not keyword.strip():
             raise ValueError("search_traces needs a non-empty keyword")
-        keyword = _utf8(keyword)  # fix: a lone surrogate in the keyword raised UnicodeEncodeError from sqlite3
+        keyword, session_id = _utf8(keyword), None if session_id is None else storable(session_id)  # fix: lone surrogates
         return search_turns(self.db, keyword, days_back=days_back, session_id=session_id, max_results=max_results)
 
     def fts_integrity(self) -> str | None:

@@ -80,8 +80,8 @@ class Turn:
             calls, results = (), ()
         if not isinstance(role, str) or not isinstance(content, str):
             raise ValueError(f"a turn needs a string 'role' (or 'kind') and 'content' (or 'text'), got {raw!r:.120}")
-        # fix: a lone surrogate raised UnicodeEncodeError (content and tool lists alike)
-        return cls(role, storable(content), _tool_list(calls, "tool_calls"), _tool_list(results, "tool_results"))
+        # fix: a lone surrogate raised UnicodeEncodeError (role, content and tool lists alike)
+        return cls(storable(role), storable(content), _tool_list(calls, "tool_calls"), _tool_list(results, "tool_results"))
 
 
 def _tool_list(value: object, name: str) -> tuple[Mapping[str, Any], ...]:
@@ -169,6 +169,7 @@ class Sessions:
 
     def record(self, session_id: str, turn: Turn) -> int:
         """Store a turn (index = offset + position) and keep the last 10 messages; returns the turn index."""
+        session_id = storable(session_id)  # fix: a lone surrogate in the id raised UnicodeEncodeError from sqlite3
         state = self._state(session_id)
         new_exchange = turn.role == "user" and bool(state.pending) and state.pending[-1][1].role != "user"
         if self.db.quirks.q12_session_per_exchange and new_exchange:
@@ -191,6 +192,7 @@ class Sessions:
 
     def extract(self, session_id: str, model: Model | None) -> ExtractResult:
         """Real-time extraction of the pending user turns, then end of session: episode and ``cleanup_expired``."""
+        session_id = storable(session_id)  # the id as record stored it
         state = self.states.get(session_id)
         if state is None or not state.pending:
             return ExtractResult(session_id, "completed", "no_turns", "model" if model is not None else "heuristic")
