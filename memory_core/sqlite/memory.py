@@ -158,21 +158,21 @@ class SqliteMemory:
             meta = {"origin_type": origin, **{k: record[k] for k in ("description", "path", "facts") if record.get(k)}}
             try:
                 importance = float(record.get("importance", record.get("importance_score", 0.5)))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # fix: 10**400 raised OverflowError
                 raise ValueError(f"seed record {content[:40]!r}: importance must be a number") from None
-            priority = str(record.get("priority") or ("permanent" if importance >= 0.8 else
-                                                       "long_term" if importance >= 0.6 else "short_term"))
+            priority = storable(str(record.get("priority") or ("permanent" if importance >= 0.8 else  # fix: a lone
+                                                                "long_term" if importance >= 0.6 else "short_term")))
             expires = _stamp(record.get("expires_at"))
             if expires is None and record.get("duration") in DURATIONS:
                 expires = retention(self.db, str(record["duration"]), priority)
             row = {"content": content, "type": kind, "priority": priority, "importance_score": importance,
                    "subject": storable(str(record.get("subject", record.get("title", "")) or "")),
                    "predicate": storable(str(record.get("predicate") or "")), "tags": list(record.get("tags") or [kind]),
-                   "source": str(record.get("source") or "manual"), "expires_at": expires, "metadata": meta,
+                   "source": storable(str(record.get("source") or "manual")), "expires_at": expires, "metadata": meta,
                    "created_at": _stamp(record.get("created_at")) or self.db.now(),
                    "updated_at": _stamp(record.get("updated_at") or record.get("created_at"))}
             if record.get("id"):
-                row["id"] = str(record["id"])
+                row["id"] = storable(str(record["id"]))  # surrogate in a priority, source or id raised UnicodeEncodeError
             ids.append(self.db.save_memory(row, keep_timestamps=True))
         return ids
 
