@@ -5,8 +5,8 @@ mode, ``--system sqlite:seed`` for the seed, bugs included, or any ``Quirks.pars
 ``sqlite:fixed+q1_decay_priority_case``). Caps and limits come from the SQLite spec (s1-sqlite-memory-spec.md) and
 are stated here, never read from the port's constants, so a changed constant in the port is caught.
 
-Seed pass-through (``memories[i].system``): ``importance``, ``subject``, ``predicate``, ``priority`` (kept as written,
-so ``SHORT_TERM`` plants a Q24 row), ``duration`` (``permanent``/``7d``/``24h``/``session``, from the seeding
+Seed pass-through (``memories[i].system``; bounds: sqlite_seed.py): ``importance``, ``subject``, ``predicate``, ``priority``
+(kept as written, so ``SHORT_TERM`` plants a Q24 row), ``duration`` (``permanent``/``7d``/``24h``/``session``, from the seeding
 moment), ``expires_in`` (signed, e.g. ``-1h``), ``access_count`` (a whole number: the row's recall count, as if
 recalled that often), ``id`` (re-seeding an id is an update in place), ``via: add_memory``
 (the manual tool: priority TTL, §3.6), ``queue: processing|pending`` (plant an extraction-queue row, its
@@ -26,6 +26,7 @@ from harness.errors import ScenarioInputError
 from harness.scenario import SeedMemory, Turn
 from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
 from harness.systems import SEED_FIELDS as SHIPPED_SEED_FIELDS
+from harness.systems.sqlite_seed import check_seed_fields
 from harness.systems.store_watch import StoreWatch, watched
 from memory_core.sqlite import Quirks, SqliteMemory
 from memory_core.sqlite.memory import PATHS as RECALL_PATHS
@@ -76,9 +77,8 @@ class SqliteSystem:
             raise ScenarioInputError(f"memory {memory.path}: unknown system field(s) {', '.join(unknown)} "
                              f"(known: {', '.join(sorted(SEED_FIELDS))})")
         body = "\n".join(x for x in (memory.description, memory.body) if x) or memory.name or memory.path
-        score = extra.get("importance", 0.5)  # spec §2.1: a score in [0, 1] (round 13: true, -1 and 1e30 were taken)
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
-            raise ScenarioInputError(f"memory {memory.path}: importance must be a number from 0 to 1, got {score!r}")
+        check_seed_fields(memory.path, extra)
+        score = extra.get("importance", 0.5)
         if "queue" in extra:
             try:
                 self.mem.plant_queue_row(memory.path, body, status=str(extra["queue"]), last_attempted_at=mtime)
@@ -94,11 +94,12 @@ class SqliteSystem:
                                   "description": memory.description, "facts": list(memory.facts),
                                   "created_at": mtime, "updated_at": mtime, "id": extra.pop("id", memory.path)}
         if "expires_in" in extra:
-            record["expires_at"] = self.clock.now() + _delta(extra.pop("expires_in"), f"memory {memory.path}: expires_in")
+            raw, field = extra.pop("expires_in"), f"memory {memory.path}: expires_in"
+            try:  # an expiry no timestamp holds was the system's failure ("seed() raised OverflowError"), unlocated
+                record["expires_at"] = self.clock.now() + _delta(raw, field)
+            except OverflowError:
+                raise ScenarioInputError(f"{field}: {raw!r} puts the expiry outside the years 1 to 9999") from None
         accessed = extra.pop("access_count", None)
-        if accessed is not None and (type(accessed) is not int or not 0 <= accessed < 2**62):
-            raise ScenarioInputError(f"memory {memory.path}: access_count must be a whole number from 0 to 2**62 - 1, "
-                                     f"got {accessed!r}")
         try:
             (row_id,) = self.mem.seed([{**record, **extra}])
         except ValueError as exc:  # the scenario's seed fields, refused by the store

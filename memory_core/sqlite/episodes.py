@@ -70,9 +70,9 @@ def _ask(model: Model, turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     summary = data.get("summary")
     if not isinstance(summary, str) or not summary.strip():
         raise ModelError("episode reply has no summary", reason="schema")
-    outcome = data.get("outcome")
-    return {
-        "summary": summary.strip()[:2000], "goal": str(data.get("goal") or "")[:500],
+    outcome, goal = data.get("outcome"), data.get("goal")
+    return {  # fix: a list or object goal was stored as its Python repr; it is no goal
+        "summary": summary.strip()[:2000], "goal": str(goal or "")[:500] if isinstance(goal, str | int | float) else "",
         "outcome": outcome if outcome in OUTCOMES else "completed",
         # fix: a non-list (``"entities": true``) raised TypeError out of the session end; it is no entity at all
         "entities": [str(e) for e in _listed(data.get("entities")) if isinstance(e, str | int | float)][:20],

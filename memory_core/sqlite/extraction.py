@@ -54,6 +54,9 @@ def _item(raw: Mapping[str, Any]) -> Item | None:
         raise TypeError(f"content must be a string, got {type(content).__name__}")
     if len(content.strip()) < 5:
         return None
+    for key in ("type", "subject", "predicate", "update_hint"):  # fix: a list or object was stored as its Python repr
+        if isinstance(raw.get(key), list | Mapping):
+            raise TypeError(f"{key} must be text, got {type(raw.get(key)).__name__}")
     kind = str(raw.get("type") or "FACT").upper()
     duration = str(raw.get("duration") or "")
     if duration not in DURATIONS:

@@ -25,7 +25,7 @@ from memory_core.sqlite.retrieval import (
     substring_search,
     typed_search,
 )
-from memory_core.sqlite.session import ExtractResult, Sessions, Turn, run_extractor, storable
+from memory_core.sqlite.session import ExtractResult, Sessions, Turn, manual_fields, run_extractor, storable
 from memory_core.sqlite.stamps import iso
 from memory_core.sqlite.tables import enqueue, list_episodes, queue_rows, search_turns
 
@@ -158,30 +158,29 @@ class SqliteMemory:
             meta = {"origin_type": origin, **{k: record[k] for k in ("description", "path", "facts") if record.get(k)}}
             try:
                 importance = float(record.get("importance", record.get("importance_score", 0.5)))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # fix: 10**400 raised OverflowError
                 raise ValueError(f"seed record {content[:40]!r}: importance must be a number") from None
-            priority = str(record.get("priority") or ("permanent" if importance >= 0.8 else
-                                                       "long_term" if importance >= 0.6 else "short_term"))
+            priority = storable(str(record.get("priority") or ("permanent" if importance >= 0.8 else  # fix: a lone
+                                                                "long_term" if importance >= 0.6 else "short_term")))
             expires = _stamp(record.get("expires_at"))
             if expires is None and record.get("duration") in DURATIONS:
                 expires = retention(self.db, str(record["duration"]), priority)
             row = {"content": content, "type": kind, "priority": priority, "importance_score": importance,
                    "subject": storable(str(record.get("subject", record.get("title", "")) or "")),
                    "predicate": storable(str(record.get("predicate") or "")), "tags": list(record.get("tags") or [kind]),
-                   "source": str(record.get("source") or "manual"), "expires_at": expires, "metadata": meta,
+                   "source": storable(str(record.get("source") or "manual")), "expires_at": expires, "metadata": meta,
                    "created_at": _stamp(record.get("created_at")) or self.db.now(),
                    "updated_at": _stamp(record.get("updated_at") or record.get("created_at"))}
             if record.get("id"):
-                row["id"] = str(record["id"])
+                row["id"] = storable(str(record["id"]))  # surrogate in a priority, source or id raised UnicodeEncodeError
             ids.append(self.db.save_memory(row, keep_timestamps=True))
         return ids
 
     def add_memory(self, content: str, memory_type: str = "fact", importance: float = 0.5) -> str:
         """The manual tool (spec §3.6): ≥ 0.8 permanent, ≥ 0.6 long_term; priority TTL; ``""`` for a duplicate."""
-        text = storable(content.strip())  # fix: a lone surrogate raised UnicodeEncodeError from sqlite3
+        text, kind, importance = manual_fields(content, memory_type, importance)  # storable: a lone surrogate raised
         if any(str(r["content"]).strip().lower() == text.lower() for r in self.db.load_all()):
             return ""
-        kind = memory_type.lower() if memory_type.lower() in ("fact", "preference", "skill", "error", "rule") else "fact"
         priority = "permanent" if importance >= 0.8 else "long_term" if importance >= 0.6 else "short_term"
         return self.db.save_memory({"content": text, "type": kind, "priority": priority, "importance_score": importance,
                                     "tags": [kind], "source": "manual", "expires_at": retention(self.db, None, priority)})
@@ -390,7 +389,7 @@ class SqliteMemory:
         """``search_conversation_traces`` source 1 (spec §4.6): turns within ``days_back``, newest first."""
         if not keyword.strip():
             raise ValueError("search_traces needs a non-empty keyword")
-        keyword = _utf8(keyword)  # fix: a lone surrogate in the keyword raised UnicodeEncodeError from sqlite3
+        keyword, session_id = _utf8(keyword), None if session_id is None else storable(session_id)  # fix: lone surrogates
         return search_turns(self.db, keyword, days_back=days_back, session_id=session_id, max_results=max_results)
 
     def fts_integrity(self) -> str | None:

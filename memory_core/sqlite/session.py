@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,30 @@ def storable(text: str) -> str:
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
+MANUAL_TYPES: Final = ("fact", "preference", "skill", "error", "rule")
+
+
+def manual_fields(content: object, memory_type: object, importance: object) -> tuple[str, str, float]:
+    """``add_memory``'s content (stripped, storable), type (spec §3.6: anything else is ``fact``) and importance.
+
+    Whitespace-only content is stored as an empty memory (§3.6 refuses nothing; scenario life-gen15-dedupe-blank-*).
+    fix: a NaN importance was stored as NULL (read back as 0.5); an integer past a float's range raised OverflowError
+    from sqlite3; a ``None`` content or type raised AttributeError. Each is now a ``ValueError`` naming the argument.
+    """
+    if not isinstance(content, str):
+        raise ValueError(f"add_memory content must be a string, got {content!r:.80}")
+    if not isinstance(memory_type, str):
+        raise ValueError(f"add_memory type must be a string, got {memory_type!r:.80}")
+    try:
+        value = float(importance) if isinstance(importance, int | float) and not isinstance(importance, bool) else None
+    except OverflowError:
+        value = None
+    if value is None or value != value:
+        raise ValueError(f"add_memory importance must be a number, got {importance!r:.80}")
+    kind = memory_type.lower() if memory_type.lower() in MANUAL_TYPES else "fact"
+    return storable(content.strip()), kind, value
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One conversation turn as the harness gives it."""
@@ -43,10 +68,11 @@ class Turn:
     def of(cls, raw: object) -> Turn:
         """Accept a ``Turn``, a mapping with ``role``/``content`` (or ``kind``/``text``) and optional tool lists, or
         any object with ``role``/``kind`` and ``content``/``text`` attributes (e.g. the harness's ``Turn``)."""
+        role: object
+        content: object
         if isinstance(raw, Turn):
-            return raw if storable(raw.content) == raw.content else cls(raw.role, storable(raw.content), raw.tool_calls,
-                                                                        raw.tool_results)
-        if isinstance(raw, Mapping):
+            role, content, calls, results = raw.role, raw.content, raw.tool_calls, raw.tool_results
+        elif isinstance(raw, Mapping):
             role, content = raw.get("role", raw.get("kind")), raw.get("content", raw.get("text"))
             calls, results = raw.get("tool_calls") or (), raw.get("tool_results") or ()
         else:
@@ -54,7 +80,25 @@ class Turn:
             calls, results = (), ()
         if not isinstance(role, str) or not isinstance(content, str):
             raise ValueError(f"a turn needs a string 'role' (or 'kind') and 'content' (or 'text'), got {raw!r:.120}")
-        return cls(role, storable(content), tuple(calls), tuple(results))  # fix: a lone surrogate raised UnicodeEncodeError
+        # fix: a lone surrogate raised UnicodeEncodeError (role, content and tool lists alike)
+        return cls(storable(role), storable(content), _tool_list(calls, "tool_calls"), _tool_list(results, "tool_results"))
+
+
+def _tool_list(value: object, name: str) -> tuple[Mapping[str, Any], ...]:
+    """A turn's tool calls or results as stored: a list of JSON objects, a lone surrogate made U+FFFD.
+
+    fix: an entry that is no mapping raised AttributeError from extract (after the turn was stored); a value JSON
+    cannot hold (a set, bytes) raised TypeError from ``add_turns``. Both are a ``ValueError`` naming the list.
+    """
+    if not value:
+        return ()
+    if not isinstance(value, list | tuple) or not all(isinstance(x, Mapping) for x in value):
+        raise ValueError(f"a turn's {name} must be a list of mappings, got {value!r:.120}")
+    try:
+        text = json.dumps(list(value), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"a turn's {name} must hold JSON values only: {exc}") from None
+    return tuple(value) if storable(text) == text else tuple(json.loads(storable(text)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +169,7 @@ class Sessions:
 
     def record(self, session_id: str, turn: Turn) -> int:
         """Store a turn (index = offset + position) and keep the last 10 messages; returns the turn index."""
+        session_id = storable(session_id)  # fix: a lone surrogate in the id raised UnicodeEncodeError from sqlite3
         state = self._state(session_id)
         new_exchange = turn.role == "user" and bool(state.pending) and state.pending[-1][1].role != "user"
         if self.db.quirks.q12_session_per_exchange and new_exchange:
@@ -147,6 +192,7 @@ class Sessions:
 
     def extract(self, session_id: str, model: Model | None) -> ExtractResult:
         """Real-time extraction of the pending user turns, then end of session: episode and ``cleanup_expired``."""
+        session_id = storable(session_id)  # the id as record stored it
         state = self.states.get(session_id)
         if state is None or not state.pending:
             return ExtractResult(session_id, "completed", "no_turns", "model" if model is not None else "heuristic")

@@ -108,11 +108,16 @@ def mark_extracted(db: Database, session_id: str, indices: Sequence[object]) -> 
 def search_turns(db: Database, keyword: str, *, days_back: int = 7, session_id: str | None = None,
                  max_results: int = 10) -> list[dict[str, Any]]:
     """Trace search (spec §4.6 source 1): ``LIKE`` over content and tool JSON within ``days_back``, newest first."""
+    if not 0 <= max_results < 2**63:  # fix: -1 was SQLite's "no limit" (every row); 2**63 raised OverflowError
+        raise ValueError(f"search_traces max_results must be from 0 to 2**63 - 1, got {max_results!r}")
     found = like_test(keyword, escape=not db.quirks.q22_like_unescaped)
     if found is None:
         return []  # the seed's pattern over the LIKE limit: it swallows the error (spec §2), no rows
     test, pattern = found
-    cutoff = iso(db.clock.now() - timedelta(days=days_back))
+    try:  # fix: a days_back past the calendar's range raised OverflowError: the window holds every turn, or none
+        cutoff = iso(db.clock.now() - timedelta(days=days_back))
+    except OverflowError:
+        cutoff = "" if days_back > 0 else "\uffff"
     where = " OR ".join(test.format(col) for col in ("content", "tool_calls", "tool_results"))
     sql = (f"SELECT * FROM conversation_turns WHERE ({where}) "
            "AND timestamp >= ?" + (" AND session_id = ?" if session_id is not None else "") + " ORDER BY timestamp DESC LIMIT ?")
