@@ -1,0 +1,45 @@
+"""A scenario run that ends in error is one terminal line naming ``scenario [strategy]`` once (round 16a noticed
+``ERROR: seed [heuristic] s/seed.yaml: seed [heuristic] seeding …``: the result's error carries the name for the
+run directory's readers, and the terminal put it in front again). Generated: the scenario's id and the seed field
+that makes the run end in error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import examples
+from tests.hostile_cli._support import cli
+
+SCENARIO = """id: {id}
+description: "an error while seeding"
+tags: [sqlite]
+design: s1-sqlite
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+facts:
+  f1: {{type: project, match: ["billing"]}}
+memories:
+  - {{path: project/m.md, name: m, type: project, body: "billing runs on docker", system: {{{field}: {value}}}}}
+steps:
+  - recall: {{query: "billing"}}
+"""
+
+
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ident=st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True),
+       field=st.sampled_from(["priority", "duration"]), value=st.sampled_from(["bogus", "forever", "", "7D ", 3]))
+def test_an_error_line_names_its_scenario_run_once(tmp_path_factory: pytest.TempPathFactory,
+                                                   capsys: pytest.CaptureFixture[str], ident: str, field: str,
+                                                   value: object) -> None:
+    case = tmp_path_factory.mktemp("err")
+    (case / "s").mkdir()
+    (case / "s" / "x.yaml").write_text(SCENARIO.format(id=ident, field=field, value=json.dumps(value)), encoding="utf-8")
+    o = cli(["run", str(case / "s"), "--system", "sqlite", "--out", str(case / "o"), "--no-gates"], capsys)
+    assert o.code != 0, o.out + o.err
+    (line,) = [x for x in (o.out + o.err).splitlines() if x.startswith("ERROR: ")]
+    assert line.count(f"{ident} [heuristic]") == 1, line
+    assert f"{field} must be one of" in line, line
