@@ -355,7 +355,7 @@ def read_meta(directory: Path) -> dict[str, Any]:
         value = data.get(key)
         bad = value is not None and (not isinstance(value, kinds) or isinstance(value, bool))
         if bad or (key == "timeout_scale" and isinstance(value, (int, float)) and not 0 < value < 1e6):
-            line = next((n for n, t in enumerate(text.splitlines(), 1) if re.match(rf'\s*[{{,]?\s*"{key}"\s*:', t)), 1)
+            line = next((n for n, t in enumerate(text.split("\n"), 1) if re.match(rf'\s*[{{,]?\s*"{key}"\s*:', t)), 1)
             raise HarnessError(f"{path}:{line}: {key}: expected {wanted}, got "
                                f"{one_line(json.dumps(value))[:60]}")
     return data

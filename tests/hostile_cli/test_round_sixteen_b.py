@@ -162,3 +162,56 @@ def test_a_system_that_replaced_harness_code_fails_even_when_the_replay_passed(
     assert all(f"{m}.{a}" in named[0] for m, a, _ in patch), named
     assert all("\n" not in f and f.isprintable() for f in hostile["failures"]), hostile["failures"]
     assert results["one-entry-of-many"]["passed"], results  # put back: the next run is judged by the harness's code
+
+
+# 3. A line break TOML and JSON do not count, in a comment or a string, moved every line named after it.
+#
+# The gates file, a cassette shelf's ``sets.toml``, the mutant catalogue and ``cassette-meta.json`` found the line of
+# a key with ``str.splitlines()``, which also breaks at U+2028, U+2029 and U+0085: TOML allows them in comments and
+# strings, JSON in strings. ``# note<U+2028>…`` above a gate whose ``min`` is wrong named line 6 for line 4. Now lines
+# are split at "\n" only (``harness.scenario._toml.file_lines``), as the parsers and editors count them.
+
+_BREAKS = st.sampled_from(["\u2028", "\u2029", "\x85"])
+_NOTE = st.lists(st.one_of(_BREAKS, st.sampled_from(["a", " ", "é", "\t", "#"])), max_size=8).map("".join)
+
+
+@SETTINGS
+@given(before=st.lists(st.tuples(_NOTE, st.booleans()), max_size=4), bad=st.sampled_from(
+    [("min", '"high"'), ("max", "nan"), ("metric", "5"), ("colour", '"red"')]), crlf=st.booleans())
+def test_a_gate_error_names_its_line_whatever_the_comments_hold(
+        before: list[tuple[str, bool]], bad: tuple[str, str], crlf: bool, tmp_path: Path) -> None:
+    from harness.evaluation._gates import GateFileError, load_gates
+
+    lines: list[str] = []
+    for note, as_gate in before:  # comments, and valid gates with comments, holding the breaks
+        lines += [f"# {note}", "[[gate]]", f'metric = "recall.f1"  # {note}', f"min = 0.1 #{note}"] if as_gate \
+            else [f"# {note}"]
+    lines += ["[[gate]]", 'metric = "recall.precision"' if bad[0] != "metric" else "# no metric yet", f"{bad[0]} = {bad[1]}"]
+    path = tmp_path / "gates.toml"
+    path.write_bytes(("\r\n" if crlf else "\n").join(lines).encode("utf-8") + b"\n")
+    with pytest.raises(GateFileError) as caught:
+        load_gates(path)
+    message = str(caught.value)
+    match = LOCATED.match(f"memharness: {message}")
+    assert match, message
+    assert int(match["line"]) == len(lines), message  # the bad key is the last line written
+
+
+@SETTINGS
+@given(note=_NOTE, key=st.sampled_from(["model", "api_base", "timeout_scale"]), crlf=st.booleans())
+def test_a_cassette_meta_error_names_its_line_whatever_the_strings_hold(
+        note: str, key: str, crlf: bool, tmp_path: Path) -> None:
+    from harness.errors import HarnessError
+    from harness.replay._cassette import read_meta
+
+    members = [f'  "runtime": {json.dumps(note, ensure_ascii=False)}',
+               f'  "request": {json.dumps(note + "x", ensure_ascii=False)}', f'  "{key}": true']
+    text = ("\r\n" if crlf else "\n").join(["{", ",\n".join(members).replace("\n", "\r\n" if crlf else "\n"), "}"])
+    (tmp_path / "cassette-meta.json").write_text(text, encoding="utf-8", newline="")
+    (tmp_path / "cassette.jsonl").write_text("", encoding="utf-8")
+    with pytest.raises(HarnessError) as caught:
+        read_meta(tmp_path)
+    message = str(caught.value)
+    match = LOCATED.match(f"memharness: {message}")
+    assert match, message
+    assert int(match["line"]) == 4, message  # "{", runtime, request, then the key
