@@ -215,3 +215,87 @@ def test_a_cassette_meta_error_names_its_line_whatever_the_strings_hold(
     match = LOCATED.match(f"memharness: {message}")
     assert match, message
     assert int(match["line"]) == 4, message  # "{", runtime, request, then the key
+
+
+# 4. A damaged ``proxy.jsonl`` line (a plug-in's own model calls, replayed by the model proxy), and a cassette line
+#    holding an integer of thousands of digits.
+#
+# A line nested thousands deep ended ``ModelProxy`` in ``RecursionError`` and an integer of 5,000 digits in
+# ``ValueError`` (``cassette.jsonl`` too: ``internal error: ValueError: Exceeds the limit (4300 digits)``); a status
+# that is no HTTP status (``true``, ``-5``, ``10**22``), ``NaN``, a member written twice, an empty key and a request
+# recorded on two lines (the last answered) were read in silence. Each is now ``proxy.jsonl:<line>: <field>:
+# malformed proxy entry (…)`` (``harness/replay/_jsonl.py``).
+
+def _proxy_line(n: int) -> dict[str, Any]:
+    return {"key": f"{n:064x}", "endpoint": "chat/completions", "request": {"model": "m", "messages": []},
+            "status": 200, "response": {"choices": [{"message": {"content": f"reply {n}"}}]}}
+
+
+def _damage(kind: str, entry: dict[str, Any], size: int, first_key: str) -> str:
+    text = json.dumps(entry)
+    if kind == "deep":
+        return text.replace('"m"', "[" * size + "]" * size, 1)
+    if kind == "digits":
+        return text.replace('"status": 200', f'"status": 2{"0" * size}', 1)
+    if kind == "constant":
+        return text.replace('"m"', ["NaN", "Infinity", "-Infinity"][size % 3], 1)
+    if kind == "twice":
+        return text[:-1] + f', "{["key", "status", "response", "request"][size % 4]}": 1}}'
+    if kind == "status":
+        return text.replace('"status": 200', f'"status": {[-5, 0, 99, 600, 10**22, "true", "false", "200.0"][size % 8]}')
+    if kind == "empty":
+        return json.dumps({**entry, ["key", "endpoint"][size % 2]: ""})
+    return json.dumps({**entry, "key": first_key})  # "again": the request of line 1 recorded a second time
+
+
+@SETTINGS
+@given(lines=st.integers(1, 5), where=st.integers(0, 4), size=st.integers(1_000, 60_000), kind=st.sampled_from(
+    ["deep", "digits", "constant", "twice", "status", "empty", "again"]), crlf=st.booleans())
+def test_a_damaged_proxy_recording_line_is_a_located_error(
+        lines: int, where: int, size: int, kind: str, crlf: bool, tmp_path: Path) -> None:
+    from harness.errors import HarnessError
+    from harness.replay._proxy import PROXY_FILE, ModelProxy
+
+    entries = [_proxy_line(n) for n in range(lines + (kind == "again"))]
+    at = max(where % len(entries), 1 if kind == "again" else 0)
+    size = 20_000 + size if kind == "deep" else 4_300 + size % 2_000 if kind == "digits" else size
+    text = [json.dumps(e) for e in entries]
+    text[at] = _damage(kind, entries[at], size, entries[0]["key"])
+    directory = tmp_path / f"set-{os.urandom(3).hex()}"
+    directory.mkdir()
+    (directory / PROXY_FILE).write_text(("\r\n" if crlf else "\n").join(text) + "\n", encoding="utf-8")
+    with pytest.raises(HarnessError) as caught:
+        ModelProxy(directory, "replay")
+    message = str(caught.value)
+    match = LOCATED.match(f"memharness: {message}")
+    assert match, message
+    assert match["file"].endswith(PROXY_FILE), message
+    assert int(match["line"]) == at + 1, message
+    assert len(message) < 600, message
+    assert message.isprintable(), message
+
+
+SHIPPED_CASSETTE = SCENARIOS / "cassettes" / "smollm2-135m" / "cassette.jsonl"
+
+
+@SETTINGS
+@given(line=st.integers(0, 9), digits=st.integers(4_301, 9_000), field=st.sampled_from(
+    ["input_tokens", "output_tokens", "latency_ms", "step", "extra"]))
+def test_a_cassette_line_holding_thousands_of_digits_is_a_located_error(
+        line: int, digits: int, field: str, tmp_path: Path) -> None:
+    from harness.errors import HarnessError
+    from harness.replay._cassette import Cassette
+
+    rows = SHIPPED_CASSETTE.read_text(encoding="utf-8").split("\n")[:10]
+    entry = json.loads(rows[line])
+    block = entry["response"] if field in ("input_tokens", "output_tokens", "latency_ms") else entry
+    block[field] = 0
+    rows[line] = json.dumps(entry).replace(f'"{field}": 0', f'"{field}": 1{"0" * (digits - 1)}')
+    directory = tmp_path / f"set-{os.urandom(3).hex()}"
+    directory.mkdir()
+    (directory / "cassette.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(HarnessError) as caught:
+        Cassette.open(directory)
+    match = LOCATED.match(f"memharness: {caught.value}")
+    assert match, str(caught.value)
+    assert int(match["line"]) == line + 1, str(caught.value)
