@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from harness.errors import CassetteMiss, HarnessError, one_line, too_deep, unwritable
+from harness.errors import CassetteMiss, HarnessError, one_line, unreadable_json, unwritable
 from harness.replay._jsonl import BIG_NUMBER
 from harness.replay._jsonl import Duplicate as _Duplicate
 from harness.replay._jsonl import unique_members as _unique_members
@@ -336,8 +336,8 @@ def read_meta(directory: Path) -> dict[str, Any]:
         data = json.loads(text := _read_text(path))
     except json.JSONDecodeError as exc:  # every error names its line (round 12)
         raise HarnessError(f"{path}:{exc.lineno}: file: invalid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise HarnessError(too_deep(path, text, "file: invalid JSON")) from None
+    except (RecursionError, ValueError) as exc:
+        raise HarnessError(unreadable_json(path, text, "file: invalid JSON", exc)) from None
     if not isinstance(data, dict):  # never read as "no cassette-meta.json"
         raise HarnessError(f"{path}:1: file: expected a JSON object (model, api_base, timeout_scale, …), got "
                            f"{type(data).__name__}")

@@ -15,6 +15,7 @@ import functools
 import importlib
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from harness.scenario import load_scenario
 from harness.system import reference_factory
 from tests.harness.conftest import SCENARIOS
 from tests.helpers import examples
-from tests.hostile_cli._support import LOCATED
+from tests.hostile_cli._support import LOCATED, assert_one_line_error, cli
 
 SETTINGS = settings(max_examples=examples(60), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -299,3 +300,92 @@ def test_a_cassette_line_holding_thousands_of_digits_is_a_located_error(
     match = LOCATED.match(f"memharness: {caught.value}")
     assert match, str(caught.value)
     assert int(match["line"]) == line + 1, str(caught.value)
+
+
+# 5. A whole-file JSON or a run file's row holding an integer of thousands of digits.
+#
+# ``json.loads`` raises ``ValueError`` (not ``JSONDecodeError``) for an integer of more digits than ``int()``
+# converts (4,300): ``report`` of a run whose ``summary.json`` held one ended in ``internal error: ValueError``, a
+# ``probes.jsonl`` row in ``not a memharness run file of this version`` naming no line, and a ``--benchmark`` file,
+# ``cassette-meta.json`` and a LoCoMo file in internal errors. Each is now ``<file>:<line>: … (a number of thousands
+# of digits …)`` (``harness.errors.unreadable_json``).
+
+_SENTINEL = 987_654_321_987_654_321
+
+
+def _int_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _int_paths(v, (*path, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _int_paths(v, (*path, i))]
+    return [path] if type(value) is int else []
+
+
+def _plant(value: Any, path: tuple[Any, ...]) -> None:
+    for step in path[:-1]:
+        value = value[step]
+    value[path[-1]] = _SENTINEL
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("run") / "run"
+    assert main(["run", str(HOSTILE_SCENARIO), "--no-gates", "--out", str(out)], environ={}) == 0
+    return out
+
+
+@SETTINGS
+@given(data=st.data(), name=st.sampled_from(["summary.json", "probes.jsonl", "results.jsonl", "traces.jsonl"]),
+       digits=st.integers(4_301, 30_000))
+def test_a_run_file_number_of_thousands_of_digits_is_a_located_error(
+        data: st.DataObject, name: str, digits: int, small_run: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / f"run-{os.urandom(3).hex()}"
+    shutil.copytree(small_run, run)
+    text = (run / name).read_text(encoding="utf-8")
+    if name.endswith(".json"):
+        doc = json.loads(text)
+        _plant(doc, data.draw(st.sampled_from(_int_paths(doc)), label="number"))
+        lines = json.dumps(doc, indent=2, ensure_ascii=False).split("\n")
+    else:
+        rows = [json.loads(line) for line in text.split("\n") if line.strip()]
+        candidates = [(i, p) for i, row in enumerate(rows) for p in _int_paths(row)]
+        if not candidates:  # a file of no integers (none the run wrote)
+            return
+        at, path = data.draw(st.sampled_from(candidates), label="number")
+        _plant(rows[at], path)
+        lines = [json.dumps(row, ensure_ascii=False) for row in rows]
+    line = next(n for n, row in enumerate(lines, 1) if str(_SENTINEL) in row)
+    (run / name).write_text("\n".join(lines).replace(str(_SENTINEL), "1" + "0" * (digits - 1)) + "\n",
+                            encoding="utf-8")
+    outcome = cli(["report", str(run), "-o", str(tmp_path / "r.html")], capsys)
+    assert_one_line_error(outcome, mentions=(f"{name}:{line}: ", "thousands of digits"), budget=20)
+
+
+@SETTINGS
+@given(kind=st.sampled_from(["benchmark", "cassette-meta", "locomo"]), digits=st.integers(4_301, 30_000),
+       before=st.integers(0, 5))
+def test_a_json_input_number_of_thousands_of_digits_is_a_located_error(
+        kind: str, digits: int, before: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path = tmp_path / os.urandom(3).hex()  # one directory per example
+    tmp_path.mkdir()
+    big = "1" + "0" * (digits - 1)
+    padding = "".join(f'  "pad{i}": {i},\n' for i in range(before))
+    text = "{\n" + padding + f'  "number": {big}\n' + "}\n"
+    if kind == "benchmark":
+        (tmp_path / "bench.json").write_text(text, encoding="utf-8")
+        args = ["run", str(HOSTILE_SCENARIO), "--no-gates", "--benchmark", str(tmp_path / "bench.json"),
+                "--out", str(tmp_path / "out")]
+        where = "bench.json"
+    elif kind == "locomo":
+        (tmp_path / "locomo.json").write_text("[" + text + "]", encoding="utf-8")
+        args = ["import", "locomo", str(tmp_path / "locomo.json"), "--out", str(tmp_path / "out")]
+        where = "locomo.json"
+    else:
+        shutil.copytree(SHIPPED_CASSETTE.parent, tmp_path / "set")
+        (tmp_path / "set" / "cassette-meta.json").write_text(text, encoding="utf-8")
+        args = ["run", str(HOSTILE_SCENARIO), "--no-gates", "--strategy", "model", "--cassettes",
+                str(tmp_path / "set"), "--out", str(tmp_path / "out")]
+        where = "cassette-meta.json"
+    outcome = cli(args, capsys)
+    assert_one_line_error(outcome, mentions=(f"{where}:{before + 2}: ", "thousands of digits"), budget=20)
