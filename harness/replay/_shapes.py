@@ -83,6 +83,8 @@ def shape_problem(value: Any) -> str | None:
             return f"{name}={_short(got)} ({type(got).__name__}), expected {wanted}{_HOW.get(wanted, '')}"
         if name == "warnings" and got and any(set(w) & {"\n", "\r", "\x00"} for w in got):  # one line each
             return f"warnings={_short(got)}, expected one line of text each"
+        if name in WORDS and got is not None and (len(got) > MAX_WORD_CHARS or not got.isprintable()):
+            return f"{name}={_short(got)} ({len(got):,} characters), expected one line of at most {MAX_WORD_CHARS}"
         if name == "entries" and got:
             for entry in got:
                 if (problem := shape_problem(entry)) is not None:
@@ -97,6 +99,12 @@ def _short(value: Any) -> str:
         text = "<unprintable>"
     return text if len(text) <= 60 else text[:57] + "..."
 
+
+WORDS: Final = frozenset({"strategy", "fallback_reason", "status", "reason"})
+"""A result's fields that name one thing of a vocabulary (a strategy, a fallback reason, a status): one printable
+line of at most ``MAX_WORD_CHARS``. Round 16: a recall answering a strategy of 10,000,000 characters passed, and
+each such probe wrote 10 MB into probes.jsonl and report.html (a suite of them, a run past what its readers read)."""
+MAX_WORD_CHARS: Final = 200
 
 MAX_RESULT_ITEMS: Final = 10_000
 """The most items a result's list (``selected``, ``scores``, ``removed``, ``entries``, ``details``, a record's

@@ -4,6 +4,7 @@ Found by a generator of hostile plug-ins (random misbehaviour per protocol metho
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import json
@@ -101,3 +102,59 @@ def test_a_system_that_replaced_harness_code_fails_even_when_the_replay_passed(
     assert all(f"{m}.{a}" in named[0] for m, a, _ in patch), named
     assert all("\n" not in f and f.isprintable() for f in hostile["failures"]), hostile["failures"]
     assert results["one-entry-of-many"]["passed"], results  # put back: the next run is judged by the harness's code
+
+
+# 3. A result's vocabulary field (``strategy``, ``fallback_reason``, ``status``, ``reason``) of any length or lines.
+#
+# The shape check took any ``str``: a recall answering ``strategy="h" * 10_000_000`` passed, and the probe wrote
+# 10 MB into probes.jsonl and report.html (a suite of such recalls, a run past the 512 MiB its readers read); a
+# strategy holding a line break went into the report's one-line cells. Now each is one printable line of at most
+# ``MAX_WORD_CHARS`` (200), else the step fails as the system's.
+
+WORD_PLAN: dict[str, Any] = {}
+
+
+class _Wordy:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._inner, name)
+        if name != "recall":
+            return real
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return dataclasses.replace(real(*args, **kwargs), **{WORD_PLAN["field"]: WORD_PLAN["text"]})
+        return call
+
+
+def wordy_factory(workdir: Path, clock: Any, model: Any, events: Any) -> _Wordy:
+    return _Wordy(reference_factory(workdir, clock, model, events))
+
+
+_WORDS = st.one_of(
+    st.integers(201, 3_000_000).map(lambda n: "h" * n),
+    st.tuples(st.text(st.characters(codec="utf-8", categories=("L", "N")), max_size=20),
+              st.sampled_from(["\n", "\r", "\x00", "\x1b[31m", "\u2028", "\x85", "\t"]),
+              st.text(st.characters(codec="utf-8", categories=("L", "N")), max_size=20)).map("".join))
+
+
+@settings(max_examples=examples(6), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(field=st.sampled_from(["strategy", "fallback_reason"]), text=_WORDS)
+def test_a_vocabulary_field_of_any_length_or_lines_is_the_systems_failure(
+        tmp_path: Path, field: str, text: str) -> None:
+    WORD_PLAN.update(field=field, text=text)
+    out = tmp_path / f"run-{os.urandom(4).hex()}"
+    code = main(["run", str(HOSTILE_SCENARIO), str(CLEAN_SCENARIO), "--system", f"{__name__}:wordy_factory",
+                 "--no-gates", "--out", str(out)], environ={})
+    assert all((out / name).is_file() for name in OUTPUTS)
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    results = {r["scenario"].rsplit("/", 1)[-1]: r for r in rows}
+    assert code == 1, results
+    failures = results["multi-fact"]["failures"]
+    assert any(f"the system under test failed: recall() returned a RecallResult with {field}=" in f
+               for f in failures), failures
+    assert all(len(f) < 1200 for f in failures), [len(f) for f in failures]
+    assert results["one-entry-of-many"]["passed"], results  # it never recalls
+    assert all((out / name).stat().st_size < 2_000_000 for name in OUTPUTS)
