@@ -158,3 +158,20 @@ def test_a_vocabulary_field_of_any_length_or_lines_is_the_systems_failure(
     assert all(len(f) < 1200 for f in failures), [len(f) for f in failures]
     assert results["one-entry-of-many"]["passed"], results  # it never recalls
     assert all((out / name).stat().st_size < 2_000_000 for name in OUTPUTS)
+
+
+@settings(max_examples=examples(6), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(field=st.sampled_from(["error", "selected"]), size=st.integers(2_001, 3_000_000))
+def test_an_error_or_an_id_of_megabytes_is_the_systems_failure(tmp_path: Path, field: str, size: int) -> None:
+    """The same for a recall's ``error`` (at most 2,000 characters) and each id it selects (1,000): before, 5 MB of
+    either went whole into probes.jsonl, traces.jsonl, junit.xml, the report and the console's FAILED line."""
+    text = "y" * size
+    WORD_PLAN.update(field=field, text=(text,) if field == "selected" else text)
+    out = tmp_path / f"run-{os.urandom(4).hex()}"
+    code = main(["run", str(HOSTILE_SCENARIO), "--system", f"{__name__}:wordy_factory", "--no-gates",
+                 "--out", str(out)], environ={})
+    assert code == 1
+    failures = json.loads((out / "results.jsonl").read_text(encoding="utf-8").splitlines()[0])["failures"]
+    assert any(f"recall() returned a RecallResult with {field} holding" in f for f in failures), failures
+    assert all((out / name).stat().st_size < 2_000_000 for name in OUTPUTS)
