@@ -7,6 +7,7 @@ import math
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -62,6 +63,24 @@ def too_deep(path: object, text: str, what: str = "invalid JSON") -> str:
     """``path:line: what (nested too deeply: N levels, the deepest from this line)``: one located line."""
     line, depth = deepest_line(text)
     return f"{one_line(str(path))}:{line}: {what} (nested too deeply: {depth:,} levels, the deepest from this line)"
+
+
+def json_trouble(exc: BaseException) -> str:
+    """What ``json.loads`` met that is no ``JSONDecodeError``: nesting deeper than Python recurses, or an integer
+    of more digits than ``int()`` converts (``ValueError``; round 16: an internal error in summary.json, the run
+    files' rows, a benchmark file, cassette-meta.json and a LoCoMo file)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return f"a number of thousands of digits (at most {sys.get_int_max_str_digits() or 4300:,} are read)"
+
+
+def unreadable_json(path: object, text: str, what: str, exc: BaseException) -> str:
+    """``path:line: what (…)`` for :func:`json_trouble`: the line where the nesting is deepest, or of the long
+    number."""
+    if isinstance(exc, RecursionError):
+        return too_deep(path, text, what)
+    line = next((n for n, row in enumerate(text.split("\n"), 1) if re.search(r"\d{4000}", row)), 1)
+    return f"{one_line(str(path))}:{line}: {what} ({json_trouble(exc)})"
 
 
 class HarnessError(Exception):

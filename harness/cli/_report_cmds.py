@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.cli._argtypes import bounded, file_path, path
-from harness.errors import HarnessError, one_line, too_deep
+from harness.errors import HarnessError, one_line, unreadable_json
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -259,8 +259,8 @@ def read_benchmark(path: Path) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{path}:{exc.lineno}: file: cannot read the benchmark file ({exc.msg})") from None
-    except RecursionError:
-        raise HarnessError(too_deep(path, text, "file: cannot read the benchmark file")) from None
+    except (RecursionError, ValueError) as exc:
+        raise HarnessError(unreadable_json(path, text, "file: cannot read the benchmark file", exc)) from None
     if (problem := benchmark_problem(data)) is not None:
         line = problem_line(text, data, problem) if isinstance(data, dict) else 1
         raise HarnessError(f"{path}:{line}: {problem} (not a benchmark file of `memharness bench`?)")

@@ -20,7 +20,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from harness.errors import CassetteMiss, HarnessError, one_line, too_deep, unwritable
+from harness.errors import CassetteMiss, HarnessError, one_line, unreadable_json, unwritable
+from harness.replay._jsonl import BIG_NUMBER
+from harness.replay._jsonl import Duplicate as _Duplicate
+from harness.replay._jsonl import unique_members as _unique_members
 from harness.replay._models import ProbeContext
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._toml import key_line, parse_toml
@@ -262,12 +265,12 @@ def _parse_entry(line: str) -> tuple[dict[str, Any], tuple[str, str] | None]:
         json.dumps(entry, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape (\ud800) is not text
     except json.JSONDecodeError as exc:
         return {}, ("line", f"invalid JSON: {exc.msg} at column {exc.colno}")
-    except RecursionError:
-        return {}, ("line", "invalid JSON: nested too deeply")
     except UnicodeEncodeError:
         return {}, ("line", "a lone surrogate escape (\\ud800-\\udfff): not text")
     except _Duplicate as exc:
         return {}, ("line", f"member {str(exc)[:60]!r} twice in one object (JSON keeps the last without a word)")
+    except (RecursionError, ValueError) as exc:  # round 16: 5,000 digits (more than int() converts) was internal
+        return {}, ("line", f"invalid JSON: {'nested too deeply' if isinstance(exc, RecursionError) else BIG_NUMBER}")
     if not isinstance(entry, dict):
         return {}, ("line", f"expected a JSON object, got {_kind(entry)}")
     key = entry.get("key")
@@ -288,19 +291,6 @@ def _parse_entry(line: str) -> tuple[dict[str, Any], tuple[str, str] | None]:
         return {}, ("response", "missing (an entry holds a response or an error)")
     return entry, _check_fields(entry["response"], "response", {"text": str, "model": str, "input_tokens": int,
                                                                "output_tokens": int, "latency_ms": float})
-
-
-class _Duplicate(ValueError):
-    pass
-
-
-def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Duplicate(key)
-        out[key] = value
-    return out
 
 
 def _check_fields(block: object, name: str, fields: dict[str, type]) -> tuple[str, str] | None:
@@ -346,8 +336,8 @@ def read_meta(directory: Path) -> dict[str, Any]:
         data = json.loads(text := _read_text(path))
     except json.JSONDecodeError as exc:  # every error names its line (round 12)
         raise HarnessError(f"{path}:{exc.lineno}: file: invalid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise HarnessError(too_deep(path, text, "file: invalid JSON")) from None
+    except (RecursionError, ValueError) as exc:
+        raise HarnessError(unreadable_json(path, text, "file: invalid JSON", exc)) from None
     if not isinstance(data, dict):  # never read as "no cassette-meta.json"
         raise HarnessError(f"{path}:1: file: expected a JSON object (model, api_base, timeout_scale, …), got "
                            f"{type(data).__name__}")
@@ -355,7 +345,7 @@ def read_meta(directory: Path) -> dict[str, Any]:
         value = data.get(key)
         bad = value is not None and (not isinstance(value, kinds) or isinstance(value, bool))
         if bad or (key == "timeout_scale" and isinstance(value, (int, float)) and not 0 < value < 1e6):
-            line = next((n for n, t in enumerate(text.splitlines(), 1) if re.match(rf'\s*[{{,]?\s*"{key}"\s*:', t)), 1)
+            line = next((n for n, t in enumerate(text.split("\n"), 1) if re.match(rf'\s*[{{,]?\s*"{key}"\s*:', t)), 1)
             raise HarnessError(f"{path}:{line}: {key}: expected {wanted}, got "
                                f"{one_line(json.dumps(value))[:60]}")
     return data

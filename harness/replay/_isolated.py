@@ -312,12 +312,15 @@ def _restore(own: OwnCode) -> list[str]:
 
 
 def _blamed(result: ScenarioResult, replaced: list[str]) -> ScenarioResult:
-    """``result`` with its error (if any) as the system's failure, naming what it replaced."""
-    if not result.error:
+    """``result`` failed as the system's failure, naming what it replaced (and the replay's error, if any). Round 16:
+    a run that passed anyway was left passed, though the code that judged it was the system's (docs/system-protocol.md:
+    that run fails)."""
+    if result.skipped and not result.error:
         return result
     what = ", ".join(replaced[:3]) + (f" and {len(replaced) - 3} more" if len(replaced) > 3 else "")
-    why = one_line(f"{SYSTEM_FAILED}: it replaced the harness's own {what} in the process replaying it, and the "
-                   f"replay then failed: {result.error}")
+    then = f"the replay then failed: {result.error}" if result.error else \
+        "the run was judged with it in place (put back after the run)"
+    why = one_line(f"{SYSTEM_FAILED}: it replaced the harness's own {what} in the process replaying it, and {then}")
     return dataclasses.replace(result, passed=False, error=None, failures=(*result.failures, why))
 
 

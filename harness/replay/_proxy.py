@@ -36,6 +36,7 @@ from typing import Any, Final, Literal
 
 from harness.errors import HarnessError, one_line
 from harness.replay._cassette import UNRECORDED, append_entry, recording_lines, resolve_set
+from harness.replay._jsonl import proxy_entry
 
 PROXY_FILE: Final = "proxy.jsonl"
 PROXY_URL_ENV: Final = "MEMHARNESS_MODEL_BASE_URL"
@@ -89,15 +90,15 @@ class ProxyRecording:
         recording = cls(directory / PROXY_FILE)
         if not recording.path.exists():
             return recording
+        lines: dict[str, int] = {}
         for n, line in enumerate(recording_lines(recording.path), 1):
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise HarnessError(f"{recording.path}:{n}: malformed proxy entry ({exc.msg})") from None
-            fields = {"key": str, "endpoint": str, "status": int, "response": dict}
-            wrong = next((k for k, t in fields.items() if not isinstance(entry, dict) or not isinstance(entry.get(k), t)), None)
-            if wrong is not None:
-                raise HarnessError(f"{recording.path}:{n}: {wrong}: malformed proxy entry (expected {fields[wrong].__name__})")
+            entry, problem = proxy_entry(line)
+            if problem is not None:
+                raise HarnessError(f"{one_line(str(recording.path))}:{n}: {problem[0]}: malformed proxy entry "
+                                   f"({problem[1]})")
+            if (first := lines.setdefault(entry["key"], n)) != n:  # which to replay is not the file's to leave open
+                raise HarnessError(f"{one_line(str(recording.path))}:{n}: key: {one_line(entry['key'])[:16]}… is also "
+                                   f"on line {first}; a recording holds one entry per request")
             recording.entries[entry["key"]] = entry
         return recording
 

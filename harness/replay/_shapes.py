@@ -83,6 +83,11 @@ def shape_problem(value: Any) -> str | None:
             return f"{name}={_short(got)} ({type(got).__name__}), expected {wanted}{_HOW.get(wanted, '')}"
         if name == "warnings" and got and any(set(w) & {"\n", "\r", "\x00"} for w in got):  # one line each
             return f"warnings={_short(got)}, expected one line of text each"
+        if name in WORDS and got is not None and (len(got) > MAX_WORD_CHARS or not got.isprintable()):
+            return f"{name}={_short(got)} ({len(got):,} characters), expected one line of at most {MAX_WORD_CHARS}"
+        if (most := TEXT_CHARS.get(name)) and got and (long := next((t for t in ((got,) if isinstance(got, str) else got)
+                                                                    if len(t) > most), None)) is not None:
+            return f"{name} holding {_short(long)} ({len(long):,} characters), expected at most {most:,} each"
         if name == "entries" and got:
             for entry in got:
                 if (problem := shape_problem(entry)) is not None:
@@ -97,6 +102,16 @@ def _short(value: Any) -> str:
         text = "<unprintable>"
     return text if len(text) <= 60 else text[:57] + "..."
 
+
+WORDS: Final = frozenset({"strategy", "fallback_reason", "status", "reason"})
+"""A result's fields that name one thing of a vocabulary (a strategy, a fallback reason, a status): one printable
+line of at most ``MAX_WORD_CHARS``. Round 16: a recall answering a strategy of 10,000,000 characters passed, and
+each such probe wrote 10 MB into probes.jsonl and report.html (a suite of them, a run past what its readers read)."""
+MAX_WORD_CHARS: Final = 200
+TEXT_CHARS: Final = {"error": 2_000, "selected": 1_000, "removed": 1_000, "written": 1_000, "touched": 1_000,
+                     "warnings": 2_000}
+"""The longest ``error`` and warning, and the longest id a result names (round 16: an ``error`` or a selected id of
+5,000,000 characters went whole into probes.jsonl, traces.jsonl, junit.xml, the report and the console's line)."""
 
 MAX_RESULT_ITEMS: Final = 10_000
 """The most items a result's list (``selected``, ``scores``, ``removed``, ``entries``, ``details``, a record's

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
-from harness.errors import HarnessError, naming, one_line, too_deep
+from harness.errors import HarnessError, json_trouble, naming, one_line, unreadable_json
 from harness.evaluation import RunSummary
 from harness.evaluation._stats import NULL_IS_INF
 from harness.replay import Probe, ScenarioResult
@@ -265,8 +265,8 @@ def numbered_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise HarnessError(f"{path}:{n}: {json_problem(line, exc, whole='row')}") from None
-            except RecursionError:
-                raise HarnessError(f"{path}:{n}: row: invalid JSON (nested too deeply)") from None
+            except (RecursionError, ValueError) as exc:  # nested too deep, 5,000 digits (round 16: internal)
+                raise HarnessError(f"{path}:{n}: row: invalid JSON ({json_trouble(exc)})") from None
             if not isinstance(row, dict):
                 raise HarnessError(f"{path}:{n}: row: expected a JSON object per line, got {type(row).__name__}")
             rows.append((n, row))
@@ -313,8 +313,8 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{summary_path}:{exc.lineno}: {json_problem(text, exc, whole='file')}") from None
-    except RecursionError:
-        raise HarnessError(too_deep(summary_path, text, "file: invalid JSON")) from None
+    except (RecursionError, ValueError) as exc:
+        raise HarnessError(unreadable_json(summary_path, text, "file: invalid JSON", exc)) from None
 
     def located(problem: str) -> HarnessError:
         return HarnessError(f"{summary_path}:{problem_line(text, data, problem)}: {problem}")

@@ -120,6 +120,8 @@ def compose_bounded(text: str, path: Path) -> yaml.Node | None:
                 value = event.value.translate(back) if back else event.value
                 lim.check_tag(event.tag, "text", where, start.line + 1, value)
                 node = yaml.ScalarNode(tag, value, start, end, style=event.style)
+                if event.tag not in (None, "!", v12.STR_TAG):  # NodeReader.mapping refuses it on a key (round 16:
+                    node.written_tag = event.tag  # type: ignore[attr-defined]  # `!!binary dream:` read as `dream`)
                 if event.anchor is not None:
                     anchors[event.anchor] = (node, 1)
                 add(node, 1, start, 1)
@@ -201,6 +203,9 @@ class NodeReader:
                 raise self.fail(key_node, field or "key", f"expected a plain key, got {_kind(key_node)} as a key")
             key = key_node.value
             here = f"{field}.{key}" if field else key
+            if (written := getattr(key_node, "written_tag", None)) is not None:
+                raise self.fail(key_node, here, f"tag {one_line(v12.tag_name(written))[:60]} on a key (a key is plain "
+                                                "text: write it without a tag, or !!str)")
             if key_node.tag == MERGE_TAG:  # never merged: read as a literal key '<<', it failed later, unlocated
                 raise self.fail(key_node, here, "merge keys (<<) are not read; write the keys out")
             if allowed_set is not None and key not in allowed_set:

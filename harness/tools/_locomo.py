@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from harness.errors import HarnessError, one_line, too_deep
+from harness.errors import HarnessError, one_line, unreadable_json
 from harness.scenario._yaml import read_regular
 from memory_core.files.topic import TopicDoc
 
@@ -117,8 +117,8 @@ def load_locomo(path: Path) -> list[Conversation]:
         raise HarnessError(f"{path}: no such file (LoCoMo lives in ../shared/datasets/locomo/locomo10.json)") from None
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise HarnessError(too_deep(path, text)) from None
+    except (RecursionError, ValueError) as exc:
+        raise HarnessError(unreadable_json(path, text, "invalid JSON", exc)) from None
     if not isinstance(data, list):
         raise HarnessError(f"{path}: expected a JSON list of LoCoMo samples")
     out: list[Conversation] = []

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import HarnessError
-from harness.scenario._toml import key_line, parse_toml, table_array
+from harness.scenario._toml import file_lines, key_line, parse_toml, table_array
 
 MutantKind = Literal["spec", "generated"]
 MUTANT_KEYS: Final = frozenset({"name", "file", "find", "pattern", "replace", "rule", "subsets"})
@@ -122,7 +122,7 @@ def describe_change(original: str, mutated: str) -> tuple[int, str, str]:
 def _entry_line(text: str, name: object, header: int) -> int:
     """The catalogue line of an entry: its ``name = …`` line, else its ``[[mutant]]`` header."""
     if isinstance(name, str):
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in enumerate(file_lines(text), 1):
             if re.match(rf"""^\s*name\s*=\s*["']{re.escape(name)}["']\s*$""", line):
                 return n
     return header

@@ -179,7 +179,7 @@ def test_any_request_body_replays_what_was_recorded_for_it_and_only_it(tmp_path:
 
 
 @pytest.mark.parametrize(("line", "where"), [
-    ('{"key": "k", "endpoint": "embeddings", "status": 200', ":1: malformed proxy entry"),
+    ('{"key": "k", "endpoint": "embeddings", "status": 200', ":1: line: malformed proxy entry"),
     ('{"key": "k", "endpoint": "embeddings", "status": "200", "response": {}}', ":1: status: malformed proxy entry"),
     ('[1, 2]', ":1: key: malformed proxy entry"),
 ])
