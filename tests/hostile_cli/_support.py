@@ -11,6 +11,19 @@ import pytest
 from harness.cli import main
 
 STEP: str = "steps: [{advance: 1h}]\n"
+SEEDED_SQLITE: str = """description: "{description}"
+tags: [sqlite]
+design: s1-sqlite
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+facts:
+  f1: {{type: project, match: ["billing"]}}
+memories:
+  - {{path: project/m.md, name: m, type: project, body: "billing runs on docker", system: {{{system}}}}}
+steps:
+  - recall: {{query: "billing"}}
+"""
+"""A SQLite scenario of one seeded memory (on line 9) whose ``system`` mapping is ``{system}`` (YAML flow text)."""
 LOCATED = re.compile(r"^memharness: (?P<file>.+?):(?P<line>\d+): (?P<field>[^:]+): (?P<what>.+)$")
 
 

@@ -12,22 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import examples
-from tests.hostile_cli._support import cli
+from tests.hostile_cli._support import SEEDED_SQLITE, cli
 
 CLOCK = datetime(2026, 3, 2, 9, tzinfo=UTC)
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-SCENARIO = """description: "an expiry far off"
-tags: [sqlite]
-design: s1-sqlite
-strategies: [heuristic]
-clock: 2026-03-02T09:00:00Z
-facts:
-  f1: {{type: project, match: ["billing"]}}
-memories:
-  - {{path: project/m.md, name: m, type: project, body: "billing runs on docker", system: {{expires_in: {value}}}}}
-steps:
-  - recall: {{query: "billing"}}
-"""
 
 
 def _in_range(amount: int, unit: str) -> bool:
@@ -46,7 +34,8 @@ def test_an_expiry_no_timestamp_holds_is_the_scenarios_located_error(amount: int
     case = tmp_path / f"c{abs(amount)}{unit}{amount < 0}"
     (case / "s").mkdir(parents=True)
     value = f"{amount}{unit}"
-    (case / "s" / "far.yaml").write_text(SCENARIO.format(value=value), encoding="utf-8")
+    text = SEEDED_SQLITE.format(description="an expiry far off", system=f"expires_in: {value}")
+    (case / "s" / "far.yaml").write_text(text, encoding="utf-8")
     o = cli(["run", str(case / "s"), "--system", "sqlite", "--out", str(case / "o"), "--no-gates"], capsys)
     text = o.out + o.err
     assert "Traceback" not in text

@@ -13,22 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import examples
-from tests.hostile_cli._support import cli
+from tests.hostile_cli._support import SEEDED_SQLITE, cli
 
 PRIORITIES = ("transient", "short_term", "long_term", "permanent")
 DURATIONS = ("permanent", "7d", "24h", "session")
-SCENARIO = """description: "a seed field"
-tags: [sqlite]
-design: s1-sqlite
-strategies: [heuristic]
-clock: 2026-03-02T09:00:00Z
-facts:
-  f1: {{type: project, match: ["billing"]}}
-memories:
-  - {{path: project/m.md, name: m, type: project, body: "billing runs on docker", system: {{{field}: {value}}}}}
-steps:
-  - recall: {{query: "billing"}}
-"""
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Cf", "Zl", "Zp", "Co", "Cn")), max_size=12)
 
 
@@ -46,7 +34,7 @@ def test_a_priority_or_duration_the_spec_has_not_is_the_scenarios_located_error(
         field: str, value: object, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
     case = tmp_path_factory.mktemp("seed")
     (case / "s").mkdir()
-    text = SCENARIO.format(field=field, value=json.dumps(value, ensure_ascii=False))
+    text = SEEDED_SQLITE.format(description="a seed field", system=f"{field}: {json.dumps(value, ensure_ascii=False)}")
     (case / "s" / "seed.yaml").write_text(text, encoding="utf-8")
     o = cli(["run", str(case / "s"), "--system", "sqlite", "--out", str(case / "o"), "--no-gates"], capsys)
     text = o.out + o.err

@@ -79,6 +79,17 @@ _PATCH = st.sampled_from(sorted(_TARGETS)).flatmap(
     lambda m: st.tuples(st.just(m), st.sampled_from(_TARGETS[m]), st.sampled_from(["wrapper", "partial", "lambda"])))
 
 
+def _run_both(tmp_path: Path, factory: str) -> tuple[int, dict[str, dict[str, Any]], Path]:
+    """Run the hostile and the clean scenario on this module's ``factory``: the exit code, each one's results row
+    (every output written) and the run directory."""
+    out = tmp_path / f"run-{os.urandom(4).hex()}"
+    code = main(["run", str(HOSTILE_SCENARIO), str(CLEAN_SCENARIO), "--system", f"{__name__}:{factory}",
+                 "--no-gates", "--out", str(out)], environ={})
+    assert all((out / name).is_file() for name in OUTPUTS)
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    return code, {r["scenario"].rsplit("/", 1)[-1]: r for r in rows}, out
+
+
 @settings(max_examples=examples(6), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(call=st.sampled_from(["seed", "finish_seeding", "recall", "documents"]),
@@ -87,12 +98,7 @@ def test_a_system_that_replaced_harness_code_fails_even_when_the_replay_passed(
         tmp_path: Path, call: str, patch: list[tuple[str, str, str]]) -> None:
     PLAN.clear()
     PLAN.update(call=call, patch=patch)
-    out = tmp_path / f"run-{os.urandom(4).hex()}"
-    code = main(["run", str(HOSTILE_SCENARIO), str(CLEAN_SCENARIO), "--system", f"{__name__}:patching_factory",
-                 "--no-gates", "--out", str(out)], environ={})
-    assert all((out / name).is_file() for name in OUTPUTS)
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    results = {r["scenario"].rsplit("/", 1)[-1]: r for r in rows}
+    code, results, _ = _run_both(tmp_path, "patching_factory")
     assert code == 1, results  # FAILED: the system's doing, never PASSED, never INCOMPLETE
     hostile = results["multi-fact"]
     assert not hostile["passed"], hostile
@@ -145,12 +151,7 @@ _WORDS = st.one_of(
 def test_a_vocabulary_field_of_any_length_or_lines_is_the_systems_failure(
         tmp_path: Path, field: str, text: str) -> None:
     WORD_PLAN.update(field=field, text=text)
-    out = tmp_path / f"run-{os.urandom(4).hex()}"
-    code = main(["run", str(HOSTILE_SCENARIO), str(CLEAN_SCENARIO), "--system", f"{__name__}:wordy_factory",
-                 "--no-gates", "--out", str(out)], environ={})
-    assert all((out / name).is_file() for name in OUTPUTS)
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    results = {r["scenario"].rsplit("/", 1)[-1]: r for r in rows}
+    code, results, out = _run_both(tmp_path, "wordy_factory")
     assert code == 1, results
     failures = results["multi-fact"]["failures"]
     assert any(f"the system under test failed: recall() returned a RecallResult with {field}=" in f

@@ -12,21 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import examples
-from tests.hostile_cli._support import cli
-
-SCENARIO = """id: {id}
-description: "an error while seeding"
-tags: [sqlite]
-design: s1-sqlite
-strategies: [heuristic]
-clock: 2026-03-02T09:00:00Z
-facts:
-  f1: {{type: project, match: ["billing"]}}
-memories:
-  - {{path: project/m.md, name: m, type: project, body: "billing runs on docker", system: {{{field}: {value}}}}}
-steps:
-  - recall: {{query: "billing"}}
-"""
+from tests.hostile_cli._support import SEEDED_SQLITE, cli
 
 
 @settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -37,7 +23,8 @@ def test_an_error_line_names_its_scenario_run_once(tmp_path_factory: pytest.Temp
                                                    value: object) -> None:
     case = tmp_path_factory.mktemp("err")
     (case / "s").mkdir()
-    (case / "s" / "x.yaml").write_text(SCENARIO.format(id=ident, field=field, value=json.dumps(value)), encoding="utf-8")
+    text = SEEDED_SQLITE.format(description="an error while seeding", system=f"{field}: {json.dumps(value)}")
+    (case / "s" / "x.yaml").write_text(f"id: {ident}\n{text}", encoding="utf-8")
     o = cli(["run", str(case / "s"), "--system", "sqlite", "--out", str(case / "o"), "--no-gates"], capsys)
     assert o.code != 0, o.out + o.err
     (line,) = [x for x in (o.out + o.err).splitlines() if x.startswith("ERROR: ")]
