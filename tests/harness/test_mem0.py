@@ -109,7 +109,8 @@ def test_an_unrecorded_call_is_an_error_naming_it(tmp_path: Path, offline: list[
         "write an integration test for the orders database repository", "a query nobody recorded"))
     assert _run(tmp_path / "out", str(tmp_path / "s"), "--cassettes", str(cassettes)) == 2
     out = capsys.readouterr()
-    assert "new-query [heuristic] step 0: unrecorded model call embeddings (model all-MiniLM-L6-v2" in out.out + out.err
+    (line,) = [x for x in (out.out + out.err).splitlines() if x.startswith("ERROR: new-query [heuristic] ")]
+    assert "new-query.yaml: step 0: unrecorded model call embeddings (model all-MiniLM-L6-v2" in line, line
     assert offline == []
 
 

@@ -117,4 +117,5 @@ def test_a_proxied_system_with_nothing_recorded_is_incomplete_not_a_hang(tmp_pat
                  "--out", str(tmp_path / "o")], environ={})
     out = capsys.readouterr()
     assert code == 2
-    assert "s [heuristic] step 0: unrecorded model call chat/completions" in out.out + out.err
+    (line,) = [x for x in (out.out + out.err).splitlines() if x.startswith("ERROR: s [heuristic] ")]
+    assert "s.yaml: step 0: unrecorded model call chat/completions" in line, line
