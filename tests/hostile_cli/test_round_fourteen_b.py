@@ -152,18 +152,29 @@ def _alive(pid: int) -> bool:
 
 def _escape(pids: Path, how: str) -> None:
     """Leave a process behind that is out of the child's process group: ``setsid`` in a forked child, or a
-    grandchild orphaned by its parent's exit and then ``setsid``."""
+    grandchild orphaned by its parent's exit and then ``setsid``. The call returns once the escaped process has
+    written its pid: on a loaded box it might otherwise not have run before the run ended and its cleanup killed
+    it (the test then read "the system never forked")."""
+    ready, told = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.close(ready)
         if how == "double" and os.fork() != 0:
             os._exit(0)  # the grandchild goes on, orphaned
         os.setsid()
         with pids.open("a") as f:
             f.write(f"{os.getpid()}\n")
+        os.write(told, b"x")
+        os.close(told)
         threading.Event().wait(60)
         os._exit(0)
+    os.close(told)
     if how == "double":
         os.waitpid(pid, 0)
+    try:
+        os.read(ready, 1)  # the pid is written (or the process died: end of file)
+    finally:
+        os.close(ready)
 
 
 class _Escaping(_Hostile):
