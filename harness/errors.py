@@ -79,8 +79,13 @@ def unreadable_json(path: object, text: str, what: str, exc: BaseException) -> s
     number."""
     if isinstance(exc, RecursionError):
         return too_deep(path, text, what)
-    line = next((n for n, row in enumerate(text.split("\n"), 1) if re.search(r"\d{4000}", row)), 1)
-    return f"{one_line(str(path))}:{line}: {what} ({json_trouble(exc)})"
+    return f"{one_line(str(path))}:{long_number_line(text)}: {what} ({json_trouble(exc)})"
+
+
+def long_number_line(text: str) -> int:
+    """The first line (counted at LF, as JSON and TOML count) holding a run of more digits than ``int()`` converts
+    by default, else 1: where a parser's ``ValueError`` for such a number came from."""
+    return next((n for n, row in enumerate(text.split("\n"), 1) if re.search(r"\d{4000}", row)), 1)
 
 
 class HarnessError(Exception):

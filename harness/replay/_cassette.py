@@ -21,9 +21,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import CassetteMiss, HarnessError, one_line, unreadable_json, unwritable
-from harness.replay._jsonl import BIG_NUMBER
-from harness.replay._jsonl import Duplicate as _Duplicate
-from harness.replay._jsonl import unique_members as _unique_members
+from harness.replay._jsonl import strict_json
 from harness.replay._models import ProbeContext
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
 from harness.scenario._toml import key_line, parse_toml
@@ -258,19 +256,9 @@ def _kind(value: object) -> str:
 def _parse_entry(line: str) -> tuple[dict[str, Any], tuple[str, str] | None]:
     """One cassette line as an entry, or ``(field, what is wrong)``: the fields replay reads are all checked here,
     so a loaded cassette never fails later with a KeyError or a TypeError."""
-    if not line.strip():
-        return {}, ("line", "an empty line; a cassette holds one JSON object per line")
-    try:
-        entry = json.loads(line, object_pairs_hook=_unique_members)
-        json.dumps(entry, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape (\ud800) is not text
-    except json.JSONDecodeError as exc:
-        return {}, ("line", f"invalid JSON: {exc.msg} at column {exc.colno}")
-    except UnicodeEncodeError:
-        return {}, ("line", "a lone surrogate escape (\\ud800-\\udfff): not text")
-    except _Duplicate as exc:
-        return {}, ("line", f"member {str(exc)[:60]!r} twice in one object (JSON keeps the last without a word)")
-    except (RecursionError, ValueError) as exc:  # round 16: 5,000 digits (more than int() converts) was internal
-        return {}, ("line", f"invalid JSON: {'nested too deeply' if isinstance(exc, RecursionError) else BIG_NUMBER}")
+    entry, problem = strict_json(line, holder="a cassette", constants=True)
+    if problem is not None:
+        return {}, ("line", problem)
     if not isinstance(entry, dict):
         return {}, ("line", f"expected a JSON object, got {_kind(entry)}")
     key = entry.get("key")

@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from harness.errors import one_line
-
-BIG_NUMBER: Final = "a number of thousands of digits"
+from harness.errors import json_trouble, one_line
 
 
 class Duplicate(ValueError):
@@ -30,13 +28,14 @@ def unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def strict_json(line: str) -> tuple[Any, str | None]:
+def strict_json(line: str, *, holder: str = "a recording", constants: bool = False) -> tuple[Any, str | None]:
     """``line`` as JSON text, or what is wrong with it: invalid, nested too deeply, an integer of more digits than
-    Python converts, a member twice, a lone surrogate escape, NaN or Infinity (not JSON)."""
+    Python converts, a member twice, a lone surrogate escape, and (unless ``constants``: a cassette's reader takes
+    them, as it always has) NaN or Infinity (not JSON). ``holder``: what the empty line's message says holds lines."""
     if not line.strip():
-        return None, "an empty line; a recording holds one JSON object per line"
+        return None, f"an empty line; {holder} holds one JSON object per line"
     try:
-        value = json.loads(line, object_pairs_hook=unique_members, parse_constant=_no_constant)
+        value = json.loads(line, object_pairs_hook=unique_members, parse_constant=None if constants else _no_constant)
         json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape (\ud800) is not text
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON: {exc.msg} at column {exc.colno}"
@@ -47,7 +46,7 @@ def strict_json(line: str) -> tuple[Any, str | None]:
     except _Constant as exc:
         return None, f"invalid JSON: {exc} is no JSON value"
     except (RecursionError, ValueError) as exc:
-        return None, f"invalid JSON: {'nested too deeply' if isinstance(exc, RecursionError) else BIG_NUMBER}"
+        return None, f"invalid JSON: {json_trouble(exc)}"
     return value, None
 
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, long_number_line
 
 
 def file_lines(text: str) -> list[str]:
@@ -77,8 +77,7 @@ def parse_toml(path: Path, text: str, error: type[HarnessError] = HarnessError) 
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{path}:{toml_error_line(exc)}: file: invalid TOML ({exc})") from None
     except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits): no 64-bit integer either
-        line = next((n for n, row in enumerate(file_lines(text), 1) if re.search(r"\d{4000}", row)), 1)
-        raise error(f"{path}:{line}: file: invalid TOML (an integer of thousands of digits; "
+        raise error(f"{path}:{long_number_line(text)}: file: invalid TOML (an integer of thousands of digits; "
                     "TOML integers are 64-bit)") from None
     if (wide := _wide_integer(data, ())) is not None:
         keys, value = wide

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -57,3 +58,10 @@ def assert_one_line_error(o: Outcome, *, mentions: tuple[str, ...], budget: floa
     for text in mentions:
         assert text in lines[0], (text, lines[0])
     assert o.seconds < budget, f"{o.seconds:.2f}s for {lines[0][:120]}"
+
+
+def set_at(value: Any, path: tuple[Any, ...], new: object) -> None:
+    """Put ``new`` at ``path`` (keys and indices) inside parsed JSON ``value``."""
+    for key in path[:-1]:
+        value = value[key]
+    value[path[-1]] = new

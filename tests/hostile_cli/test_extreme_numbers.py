@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.harness.conftest import SCENARIOS
-from tests.hostile_cli._support import LOCATED, cli
+from tests.hostile_cli._support import LOCATED, cli, set_at
 
 EXTREME = [1e308, -1e308, 5e-324, float("inf"), float("-inf"), 2**53 + 1, 10**18, 10**30, -10**30, 2**63, -0.0,
            9.999999999999999e307]
@@ -34,12 +34,6 @@ def _numbers(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]
     elif isinstance(value, list):
         for i, v in enumerate(value):
             yield from _numbers(v, (*path, i))
-
-
-def _set(value: Any, path: tuple[Any, ...], new: object) -> None:
-    for key in path[:-1]:
-        value = value[key]
-    value[path[-1]] = new
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +59,14 @@ def test_extreme_numbers_are_read_or_refused_in_one_located_line(run: Path, tmp_
         if name == "summary.json":
             data = json.loads(file.read_text())
             for _ in range(rng.randrange(1, 4)):
-                _set(data, rng.choice(list(_numbers(data))), rng.choice(EXTREME))
+                set_at(data, rng.choice(list(_numbers(data))), rng.choice(EXTREME))
             file.write_text(json.dumps(data, indent=2))
         else:
             rows = [json.loads(line) for line in file.read_text().splitlines()]
             for _ in range(rng.randrange(1, 6)):
                 row = rng.choice(rows)
                 if paths := list(_numbers(row)):
-                    _set(row, rng.choice(paths), rng.choice(EXTREME))
+                    set_at(row, rng.choice(paths), rng.choice(EXTREME))
             file.write_text("".join(json.dumps(r) + "\n" for r in rows))
         merged = tmp_path / f"m{case}"
         args = rng.choice([["report", str(tampered), "-o", str(tmp_path / "r.html")], ["compare", str(run), str(tampered)],

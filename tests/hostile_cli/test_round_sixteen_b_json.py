@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from harness.cli import main
 from tests.harness.conftest import SCENARIOS
 from tests.helpers import examples
-from tests.hostile_cli._support import LOCATED, assert_one_line_error, cli
+from tests.hostile_cli._support import LOCATED, assert_one_line_error, cli, set_at
 
 SETTINGS = settings(max_examples=examples(60), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -127,12 +127,6 @@ def _int_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return [path] if type(value) is int else []
 
 
-def _plant(value: Any, path: tuple[Any, ...]) -> None:
-    for step in path[:-1]:
-        value = value[step]
-    value[path[-1]] = _SENTINEL
-
-
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("run") / "run"
@@ -151,7 +145,7 @@ def test_a_run_file_number_of_thousands_of_digits_is_a_located_error(
     text = (run / name).read_text(encoding="utf-8")
     if name.endswith(".json"):
         doc = json.loads(text)
-        _plant(doc, data.draw(st.sampled_from(_int_paths(doc)), label="number"))
+        set_at(doc, data.draw(st.sampled_from(_int_paths(doc)), label="number"), _SENTINEL)
         lines = json.dumps(doc, indent=2, ensure_ascii=False).split("\n")
     else:
         rows = [json.loads(line) for line in text.split("\n") if line.strip()]
@@ -159,7 +153,7 @@ def test_a_run_file_number_of_thousands_of_digits_is_a_located_error(
         if not candidates:  # a file of no integers (none the run wrote)
             return
         at, path = data.draw(st.sampled_from(candidates), label="number")
-        _plant(rows[at], path)
+        set_at(rows[at], path, _SENTINEL)
         lines = [json.dumps(row, ensure_ascii=False) for row in rows]
     line = next(n for n, row in enumerate(lines, 1) if str(_SENTINEL) in row)
     (run / name).write_text("\n".join(lines).replace(str(_SENTINEL), "1" + "0" * (digits - 1)) + "\n",
