@@ -143,7 +143,7 @@ class ScenarioItem(pytest.Item):
         if result.skipped:
             pytest.skip(result.skipped)
         if result.error:
-            raise ScenarioFailure(result.error.strip().splitlines()[0])
+            raise ScenarioFailure(result.error_text.strip().splitlines()[0])
         if result.failures:
             raise ScenarioFailure("\n".join(result.failures))
 

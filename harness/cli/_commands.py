@@ -99,8 +99,7 @@ def _print_outcome(summary: RunSummary, out: Path, results: Sequence[ScenarioRes
 
     for r in results:
         if r.status in ("failed", "error"):
-            first = (r.error.splitlines()[0].removeprefix(f"{r.scenario} [{r.strategy}] ") if r.error  # named once
-                     else r.failures[0] if r.failures else "")
+            first = r.error_text.splitlines()[0] if r.error else r.failures[0] if r.failures else ""
             more = f" (+{len(r.failures) - 1} more)" if len(r.failures) > 1 else ""
             echo(f"{r.status.upper()}: {r.scenario} [{r.strategy}] {r.path + ': ' if r.path else ''}{first}{more}")
     if summary.incomplete:

@@ -119,10 +119,10 @@ def conformance(spec: str, paths: Sequence[Path], per_capability: int = 4, notes
                 continue
             if result.status == "error" and UNRECORDED in (result.error or ""):  # the cassettes' gap,
                 if row.verdict == "ok":  # not the system's: as a run says INCOMPLETE, never wrong
-                    row.verdict, row.detail = "incomplete", f"{scenario.id}: {(result.error or '').splitlines()[0]}"
+                    row.verdict, row.detail = "incomplete", f"{scenario.id}: {result.error_text.splitlines()[0]}"
                 continue
             if row.verdict in ("ok", "incomplete"):  # the first difference, where it is
-                row.verdict, row.detail = "wrong", f"{scenario.id}: {(result.failures or (result.error or '',))[0]}"
+                row.verdict, row.detail = "wrong", f"{scenario.id}: {(result.failures or (result.error_text,))[0]}"
     for row in rows.values():  # a capability whose every case was skipped was never exercised: not ok
         if row.verdict == "ok" and row.cases and not row.ran:
             row.verdict, row.detail = "untested", "every case was skipped (a strategy or capability it lacks)"

@@ -42,7 +42,7 @@ def _flips(base: Sequence[ScenarioResult], cand: Sequence[ScenarioResult]) -> li
             if b.status == "passed":
                 out.append(Flip(b.scenario, b.strategy, None, "scenario", "missing", "not in the candidate run"))
             continue
-        whole = Flip(b.scenario, b.strategy, None, "scenario", c.status, c.error or c.skipped or "; ".join(c.failures))
+        whole = Flip(b.scenario, b.strategy, None, "scenario", c.status, c.error_text or c.skipped or "; ".join(c.failures))
         if c.status in ("error", "skipped"):
             if b.status == "passed":
                 out.append(whole)  # reported for the scenario as a whole

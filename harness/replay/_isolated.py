@@ -318,7 +318,7 @@ def _blamed(result: ScenarioResult, replaced: list[str]) -> ScenarioResult:
     if result.skipped and not result.error:
         return result
     what = ", ".join(replaced[:3]) + (f" and {len(replaced) - 3} more" if len(replaced) > 3 else "")
-    then = f"the replay then failed: {result.error}" if result.error else \
+    then = f"the replay then failed: {result.error_text}" if result.error else \
         "the run was judged with it in place (put back after the run)"
     why = one_line(f"{SYSTEM_FAILED}: it replaced the harness's own {what} in the process replaying it, and {then}")
     return dataclasses.replace(result, passed=False, error=None, failures=(*result.failures, why))

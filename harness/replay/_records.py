@@ -170,6 +170,16 @@ class ScenarioResult:
             return "skipped"
         return "passed" if self.passed else "failed"
 
+    @property
+    def error_text(self) -> str:
+        """The error as every output that already names ``scenario [strategy]`` shows it: without that prefix, which
+        the stored ``error`` carries for readers of ``results.jsonl`` alone (a name given twice confused users)."""
+        error = self.error or ""
+        head = f"{self.scenario} ["  # its strategy as the replay named it: a merged run's label adds the system's
+        end = error.find("] ", len(head)) if error.startswith(head) else -1
+        text = error[end + 2:] if end > 0 and "\n" not in error[:end] else error
+        return text if text.strip() else error
+
     def with_probes(self, probes: tuple[Probe, ...]) -> ScenarioResult:
         return replace(self, probes=probes)
 

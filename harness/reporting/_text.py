@@ -84,7 +84,7 @@ def _result_cases(strategy: str, results: Iterable[ScenarioResult]) -> Iterator[
         ET.SubElement(props, "property", name="otel.trace_id", value=r.trace_id)
         ET.SubElement(props, "property", name="strategy", value=strategy)
         if r.error:
-            ET.SubElement(case, "error", message=r.error.splitlines()[0][:500]).text = r.error
+            ET.SubElement(case, "error", message=r.error_text.splitlines()[0][:500]).text = r.error
         elif r.skipped:
             ET.SubElement(case, "skipped", message=r.skipped[:500])
         elif r.failures:
@@ -163,7 +163,7 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
         lines += ["", "### Failed and unfinished scenarios" if errors else "### Failed scenarios", ""]
         for r in bad:
             lines.append(f"- `{r.scenario}` [{r.strategy}]{' did not finish (error)' if r.status == 'error' else ''} "
-                         f"({r.path or 'no file'}): " + "; ".join(r.failures or ((r.error or "").splitlines()[:1])))
+                         f"({r.path or 'no file'}): " + "; ".join(r.failures or r.error_text.splitlines()[:1]))
     lines += _quality(results)
     lines += _skips(results)
     lines += ["", "| gate | value | result |", "|---|---:|---|"]

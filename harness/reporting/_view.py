@@ -22,8 +22,6 @@ VERDICT_METRIC: Final = "recall.f1"
 VerdictStatus = Literal["pass", "fail", "incomplete"]
 _STEP_LINE: Final = re.compile(r"^step (?P<step>\d+) \((?P<kind>[\w-]+), line (?P<line>\d+)\): (?P<message>.*)$", re.S)
 _FILE_LINE: Final = re.compile(r"^(?P<file>[^:\n]+\.ya?ml):(?P<line>\d+): (?P<message>.*)$", re.S)
-_ERROR_PREFIX: Final = re.compile(r"^\S+ \[[^\]\n]+\] (?=step \d+ \()")
-"""A scenario error's ``<id> [<strategy>] `` before its ``step N (kind, line L): …`` (``replay``'s error text)."""
 
 
 def sig3(value: float | None) -> str:
@@ -113,12 +111,12 @@ def failure_annotations(results: Sequence[ScenarioResult]) -> list[Annotation]:
     """One annotation per failed expectation or scenario error, with the YAML line when the message names one."""
     out: list[Annotation] = []
     for r in results:
-        messages = list(r.failures) if r.status == "failed" else [r.error] if r.error else []
+        messages = list(r.failures) if r.status == "failed" else [r.error_text] if r.error else []
         for text in messages:
             if not text:
                 continue
             first = text.strip()
-            m = _STEP_LINE.match(_ERROR_PREFIX.sub("", first, count=1) if r.status == "error" else first)
+            m = _STEP_LINE.match(first)
             f = _FILE_LINE.match(first.splitlines()[0]) if not m else None
             line = int(m["line"]) if m else int(f["line"]) if f else None
             file = (f["file"] if f else "") or r.path or r.scenario

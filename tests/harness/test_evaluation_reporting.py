@@ -181,7 +181,7 @@ def test_summary_markdown_lists_unfinished_runs_apart_from_failed_ones() -> None
     assert "INCOMPLETE: 1 scenario run(s) could not finish (e.g. miss [model]); every metric below covers a partial " \
            "suite." in md
     assert "- `bad` [heuristic] (no file): step 0: wrong" in md
-    assert "- `miss` [model] did not finish (error) (no file): miss [model] step 0" in md
+    assert "- `miss` [model] did not finish (error) (no file): step 0 (recall, line 9): unrecorded model call" in md
     only_failed = summary_markdown(evaluate_run([failed], ["heuristic"]), [failed])
     assert "### Failed scenarios" in only_failed
     assert "unfinished" not in only_failed

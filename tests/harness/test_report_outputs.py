@@ -48,7 +48,7 @@ def test_annotations_carry_the_yaml_line() -> None:
     miss = ScenarioResult("m", "model@sqlite", False, (), (), "t5", path="suite/m.yaml",
                           error="m [model] step 0 (recall, line 10): unrecorded model call in m step 0 (purpose x)")
     assert failure_annotations([miss])[0].github().startswith(
-        "::error file=suite/m.yaml,line=10,title=memharness m [model@sqlite]::m [model] step 0 (recall, line 10): ")
+        "::error file=suite/m.yaml,line=10,title=memharness m [model@sqlite]::step 0 (recall, line 10): ")
 
 
 def test_failing_run_annotates_and_writes_the_step_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

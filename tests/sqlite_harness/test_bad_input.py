@@ -121,7 +121,8 @@ def test_a_bad_seed_field_errors_naming_the_seeding_not_step_minus_one(tmp_path:
     code = main(["run", str(path), "--system", "sqlite", "--no-gates", "--out", str(tmp_path / "o")], environ={})
     assert code == 2  # a scenario that could not finish: the run is incomplete
     summary = (tmp_path / "o" / "summary.md").read_text(encoding="utf-8")
-    assert ("badseed [heuristic] seeding (before step 0: the memories): memories[0] (line 6): memory user/editor.md: "
+    assert ("- `badseed` [heuristic] did not finish (error) ("  # named once (round 17)
+            in summary and "): seeding (before step 0: the memories): memories[0] (line 6): memory user/editor.md: "
             "importance must be a number from 0 to 1, got 'high'") in summary  # the entry and its line (issue 33)
     assert "step -1" not in summary
 
