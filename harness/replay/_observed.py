@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import itertools
 import os
 import signal
@@ -28,6 +29,9 @@ an ``index_text()`` answering a list (or a generator) crashed the check step wit
 blamed on the harness) and a ``str`` subclass ran the system's ``__str__`` outside any call's timeout."""
 RESULT_TYPES: Final = {"recall": RecallResult, "extract": ExtractResult, "dream": DreamResult, "forget": ForgetResult}
 """What each operation must return (docs/system-protocol.md); another type is the system's failure."""
+RETURN_NOTHING: Final = frozenset({"seed", "finish_seeding", "add_turns", "close"})
+"""Calls whose answer the protocol does not read: anything but None is the system's failure (round 17: an ``async def
+seed`` returned a coroutine nobody awaited, so the memory was never stored and the run went on without a word)."""
 OP_TIMEOUT_ENV: Final = "MEMHARNESS_OP_TIMEOUT"
 DEFAULT_OP_TIMEOUT_S: Final = 120.0
 """Seconds one call into the system under test may take (times a model's timeout scale); 0 turns it off."""
@@ -202,12 +206,25 @@ class Observed:
                 with _contained(name, self._timeout):  # its answer is read in here too: a value whose own methods
                     result = method(*args, **kwargs)  # raise or hang (a str subclass's __hash__) is the system's
                     if expected is not None and not isinstance(result, expected):
-                        raise SystemFailure(f"{SYSTEM_FAILED}: {name}() returned {type(result).__name__}, expected "
-                                            f"{expected.__name__} (docs/system-protocol.md)")
+                        raise SystemFailure(wrong_return(name, result, expected.__name__))
+                    if name in RETURN_NOTHING and result is not None:
+                        raise SystemFailure(wrong_return(name, result, "None"))
                     return checked_result(name, result) if expected is not None else result
             finally:
                 self._docs = None
         return call
+
+
+def wrong_return(name: str, result: Any, expected: str) -> str:
+    """The failure of a call that returned ``result`` where the protocol expects ``expected``; an awaitable (an
+    ``async def`` method) is closed unrun, and said to be one: the protocol is synchronous, nothing awaits it."""
+    if inspect.isawaitable(result):
+        with contextlib.suppress(Exception):
+            getattr(result, "close", lambda: None)()  # no "coroutine … was never awaited" warning later
+        return (f"{SYSTEM_FAILED}: {name}() returned an awaitable ({type(result).__name__}), expected {expected}: an "
+                "async method is never awaited, so it did nothing (the protocol's methods are synchronous, "
+                "docs/system-protocol.md)")
+    return f"{SYSTEM_FAILED}: {name}() returned {type(result).__name__}, expected {expected} (docs/system-protocol.md)"
 
 
 def _checked_read(name: str, value: Any) -> Any:
@@ -221,9 +238,8 @@ def _checked_read(name: str, value: Any) -> Any:
         wrong = len(value) > MAX_RESULT_ITEMS or not all(isinstance(v, str) for v in value)
     if wrong:
         expected = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
-        raise SystemFailure(f"{SYSTEM_FAILED}: {name}() returned {type(value).__name__}, expected "
-                            f"{f'a list of at most {MAX_RESULT_ITEMS:,} str' if name == 'stray_files' else expected} "
-                            "(docs/system-protocol.md)")
+        raise SystemFailure(wrong_return(name, value, f"a list of at most {MAX_RESULT_ITEMS:,} str"
+                                         if name == "stray_files" else expected))
     return plain(value)
 
 
@@ -234,7 +250,8 @@ def close_system(observed: Observed) -> list[str]:
         return []
     try:
         with _contained("close", observed.timeout):
-            close()
+            if (result := close()) is not None:
+                raise SystemFailure(wrong_return("close", result, "None"))
     except SystemFailure as exc:
         return [str(exc)]
     return []
