@@ -95,15 +95,21 @@ class GateResult:
         return self.gate.label
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``summary.json`` entry; its bounds (``min``, ``max``, ``max_drop``, ``vs``, ``system``, those set)
+        are written since round 17, so a reader can tell whether ``passed`` and ``value`` are the rows'."""
+        bounds = {k: getattr(self.gate, k) for k in _BOUNDS if getattr(self.gate, k) is not None}
         return {"name": self.gate.label, "passed": self.passed, "value": self.value, "detail": self.detail,
-                "metric": self.gate.metric, "strategy": self.gate.strategy, "skipped": self.skipped}
+                "metric": self.gate.metric, "strategy": self.gate.strategy, "skipped": self.skipped, **bounds}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> GateResult:
         """As ``to_dict`` wrote it: ``name`` and ``passed`` are read (a missing one is a KeyError, the reader's
         located error), never defaulted; the rest as written (``read_run`` checks their types)."""
-        gate = Gate(d.get("metric", ""), d.get("strategy"), name=d["name"])
+        gate = Gate(d.get("metric", ""), d.get("strategy"), name=d["name"], **{k: d.get(k) for k in _BOUNDS})
         return cls(gate, d["passed"], d.get("value"), d.get("detail", ""), d.get("skipped", False))
+
+
+_BOUNDS: Final = ("min", "max", "max_drop", "vs", "system")
 
 
 MAX_GATES_BYTES: Final = 1024 * 1024
@@ -253,3 +259,26 @@ def _regression(gate: Gate, comparisons: Sequence[Comparison], baseline: Baselin
     return GateResult(gate, passed=not fired, value=round(row.delta, 6),
                       detail=f"delta {row.delta:+.4f}, 95% CI [{low:+.4f}, {high:+.4f}], n={row.n}, "
                              f"{p_text(row.p_value, prefix='p')}")
+
+
+def recheck(written: GateResult, strategies: Mapping[str, StrategySummary], comparisons: Sequence[Comparison],
+            system: str = "reference") -> GateResult | None:
+    """What ``evaluate`` gives the gate ``written`` names, for its own column, from ``strategies`` and
+    ``comparisons`` (a run's, recomputed from its rows; ``system`` the run's primary); None when the run directory
+    alone cannot tell: a gate written before its bounds were (round 17), one against the baseline (another run), the
+    baseline's flip gate, a gate for another system or strategy than the run's, a regression gate skipped for want
+    of a pair, or a plugin metric whose plugin is not loaded."""
+    gate = written.gate
+    if (gate.min is None and gate.max is None and gate.max_drop is None) or gate.vs == "baseline" \
+            or gate.strategy is None or gate.strategy not in strategies \
+            or (gate.system is not None and split_column(gate.strategy, system)[1] != gate.system) \
+            or (gate.metric not in KNOWN_METRICS and gate.metric not in _plugin_metrics()):
+        return None
+    if gate.max_drop is not None:
+        paired = any(c.metric == gate.metric and c.a == gate.vs and c.b == gate.strategy for c in comparisons)
+        return _regression(gate, comparisons, None) if paired or not written.skipped else None
+    value = strategies[gate.strategy].metric(gate.metric)
+    if value is None or math.isnan(value):
+        return GateResult(gate, passed=True, value=None, skipped=True)
+    ok = (gate.min is None or value >= gate.min) and (gate.max is None or value <= gate.max)
+    return GateResult(gate, passed=ok, value=round(value, 6))

@@ -76,6 +76,35 @@ def summary_problem(summary: RunSummary, results: Sequence[ScenarioResult]) -> s
             if not _same(stated[key], value):
                 return (f"comparisons[{i}].{key}: {_shown(stated[key])}, but the rows give {_shown(value)} (a row "
                         "or the summary changed since the run?)")
+    return _gates_problem(summary, blocks, comparisons, results)
+
+
+def _gates_problem(summary: RunSummary, blocks: Mapping[str, Any], comparisons: Sequence[Any],
+                   results: Sequence[ScenarioResult]) -> str | None:
+    """``gates[i].field: problem`` for the first gate whose ``value``, ``skipped`` or ``passed`` is not what its
+    bounds give on the rows (round 17: a failed gate edited to pass, with ``passed``, was read and posted)."""
+    from harness.evaluation._gates import recheck
+
+    primary = summary.meta.get("system")
+    for i, written in enumerate(summary.gates):
+        given = recheck(written, blocks, comparisons, primary if isinstance(primary, str) else "reference")
+        if given is None:
+            continue
+        count = sum(1 for r in results if r.strategy == written.gate.strategy)
+        value_differs = (written.value is None) != (given.value is None) or (
+            written.value is not None and given.value is not None
+            and _differs(written.gate.metric, written.value, given.value, count))
+        if written.skipped != given.skipped or value_differs:
+            key, stated, rows = ("skipped", written.skipped, given.skipped) if written.skipped != given.skipped \
+                else ("value", written.value, given.value)
+            return (f"gates[{i}].{key}: {_shown(stated)}, but the rows give {_shown(rows)} for {written.name} (a row "
+                    "or the summary changed since the run?)")
+        passes = given.passed if written.value is None or written.gate.max_drop is not None else (
+            (written.gate.min is None or written.value >= written.gate.min)
+            and (written.gate.max is None or written.value <= written.gate.max))
+        if written.passed != passes and written.passed != given.passed:  # either way: a value on the bound
+            return (f"gates[{i}].passed: {_shown(written.passed)}, but its value {_shown(written.value)} "
+                    f"{'passes' if passes else 'fails'} {written.name} (a field changed since the run?)")
     return None
 
 
