@@ -235,3 +235,40 @@ def test_the_last_telemetry_not_taken_is_said_whichever_ends_first(
     assert len(said) == warned
     if delay == 0:
         assert delivery.failed == (result == "FAILURE")
+
+
+PLUGIN_SCENARIOS = [SCENARIO, SCENARIOS / "recall" / "multi-fact.yaml", SCENARIOS / "forget" / "one-entry-of-many.yaml",
+                    SCENARIOS / "extract" / "explicit-remember.yaml"]
+
+
+def factory(workdir: Path, clock: object, model: object, events: object) -> object:
+    """A plug-in system (the reference, named as a module's factory): it replays in child processes."""
+    from harness.system import reference_factory
+
+    return reference_factory(workdir, clock, model, events)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow  # timed against a responsive endpoint
+@pytest.mark.parametrize("kind", ["blackhole", "never-accept"])
+def test_a_plugin_run_with_jobs_is_delayed_by_the_timeout_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               kind: str) -> None:
+    """docs/telemetry.md: with ``--jobs``, at most the timeout per system. A plug-in system replays in up to ``--jobs``
+    child processes, each flushing its own exporters; they were stopped one by one, so a black hole cost the
+    timeout once per child (round 17: ~2.3 s for a 1 s timeout with ``--jobs 2``)."""
+    timeout = 2.0
+
+    def timed(url: str) -> float:
+        capsys.readouterr()
+        start = time.perf_counter()
+        code = main(["run", *map(str, PLUGIN_SCENARIOS), "--system", f"{__name__}:factory", "--strategy",
+                     "heuristic", "--no-gates", "--jobs", "2", "--out", str(tmp_path / "out")],
+                    environ=_otel(url, timeout, "traces"))
+        assert code == 0, capsys.readouterr().err
+        return time.perf_counter() - start
+
+    with endpoint("answer") as url:
+        base = min(timed(url) for _ in range(2))
+    with endpoint(kind) as url:
+        elapsed = timed(url)
+    print(f"{kind}: run {elapsed:.2f} s, baseline {base:.2f} s, delay {elapsed - base:.2f} s")
+    assert elapsed - base <= timeout + SLACK_S, (elapsed, base)
