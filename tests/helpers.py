@@ -77,3 +77,32 @@ def toml_value(value: object) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
     return json.dumps(value) if isinstance(value, str) else str(value)
+
+
+def fresh_process_run(argv: list[str], environ: dict[str, str] | None = None, timeout: float = 600.0) -> int:
+    """``memharness ARGV`` in a new interpreter with only ``environ`` (plus what it needs to start), for runs that
+    fork a process pool: forking from a pytest-xdist worker, whose execnet thread may hold a lock at that moment,
+    is the pattern that once hung a pool child in a futex wait. Its output goes to this test's stdout/stderr."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp"),
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": root, **(environ or {})}
+    done = subprocess.run([sys.executable, "-m", "harness", *argv], env=env, cwd=root, timeout=timeout, check=False)
+    return done.returncode
+
+
+def in_fresh_interpreter(module: str, check: str, *args: str, timeout: float = 300.0) -> None:
+    """``module.check(*args)`` in a new interpreter (for checks that fork a process pool, as ``fresh_process_run``
+    says why); its failure (an assertion, an import error) fails the calling test with its output."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    code = f"import sys; from {module} import {check}; {check}(*sys.argv[1:])"
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=root, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": root}, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]

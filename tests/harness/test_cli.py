@@ -9,6 +9,7 @@ import pytest
 from harness.cli import main
 from harness.cli._parser import build_parser
 from tests.harness.conftest import SCENARIOS
+from tests.helpers import fresh_process_run
 
 OUTPUTS = ("summary.json", "probes.jsonl", "traces.jsonl", "report.html", "junit.xml", "summary.md")
 
@@ -97,7 +98,7 @@ def test_jobs_and_shards_match_serial(tmp_path: Path) -> None:
     paths = [str(SCENARIOS / "dream"), str(SCENARIOS / "extract")]
     env = {"MEMHARNESS_RUN_ID": "fixed-run"}  # trace ids derive from the run id: the same for every form of the run
     assert main(["run", *paths, "--out", str(tmp_path / "serial"), "--no-gates"], environ=env) == 0
-    assert main(["run", *paths, "--out", str(tmp_path / "par"), "--jobs", "2", "--no-gates"], environ=env) == 0
+    assert fresh_process_run(["run", *paths, "--out", str(tmp_path / "par"), "--jobs", "2", "--no-gates"], env) == 0
     for i in (1, 2):
         assert main(["run", *paths, "--out", str(tmp_path / f"s{i}"), "--shard", f"{i}/2", "--no-gates"], environ=env) == 0
     assert main(["merge", str(tmp_path / "merged"), str(tmp_path / "s1"), str(tmp_path / "s2")], environ={}) == 0

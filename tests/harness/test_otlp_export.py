@@ -13,6 +13,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from harness.cli import main
 from tests.harness.conftest import SCENARIOS
+from tests.helpers import fresh_process_run
 
 
 class _Collector(BaseHTTPRequestHandler):
@@ -170,7 +171,8 @@ def _delivered(argv: list[str], out: Path) -> tuple[set[str], list[dict[str, Any
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}"}
-        assert main(["run", *argv, "--no-gates", "--out", str(out)], environ=env) == 0
+        run = fresh_process_run if "--jobs" in argv else lambda args, environ: main(args, environ=environ)
+        assert run(["run", *argv, "--no-gates", "--out", str(out)], env) == 0  # a pool forks in a fresh process
     finally:
         server.shutdown()
         server.server_close()

@@ -15,6 +15,7 @@ import pytest
 
 from harness.scenario import Scenario, load_all, model_faults, unpacked
 from harness.scenario._packed import PackedScenario
+from tests.helpers import in_fresh_interpreter
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -37,6 +38,15 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("which", ["generated", "shipped"])
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_packed_scenario_is_the_scenario(suite: Path, which: str, jobs: int) -> None:
+    """With ``jobs`` 2 in a fresh interpreter: the load forks a pool (``in_fresh_interpreter`` says why)."""
+    if jobs == 1:
+        packed_is_whole(str(suite), which, str(jobs))
+    else:
+        in_fresh_interpreter(__name__, "packed_is_whole", str(suite), which, str(jobs))
+
+
+def packed_is_whole(where: str, which: str, count: str) -> None:
+    suite, jobs = Path(where), int(count)
     paths = [suite] if which == "generated" else [SCENARIOS]
     whole = load_all(paths)
     packed = load_all(paths, jobs=jobs, packed=True)
@@ -78,8 +88,16 @@ def test_the_pickles_of_a_load_are_on_its_shelf_not_in_memory(suite: Path, jobs:
     """A run's loaded scenarios hold where their pickles are (~60 bytes), not the pickles: those are on one
     temporary file per load, those parsed by ``--jobs`` workers too (shelved as they come back); a scenario sent to
     another process (the side process, a worker) carries its pickle and keeps it in memory there (issue 34)."""
+    if jobs == 1:
+        pickles_on_shelf(str(suite), str(jobs))
+    else:
+        in_fresh_interpreter(__name__, "pickles_on_shelf", str(suite), str(jobs))
+
+
+def pickles_on_shelf(where: str, count: str) -> None:
     from harness.scenario._packed import Shelf
 
+    suite, jobs = Path(where), int(count)
     packed = load_all([suite], jobs=jobs, packed=True)
     shelves = {id(p._shelf) for p in packed}
     assert len(shelves) == 1
