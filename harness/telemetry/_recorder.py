@@ -114,7 +114,6 @@ class RecordingTracer(trace.Tracer):
         self.sdk_tracer = sdk_tracer
         self.scope = scope
         self.info = getattr(sdk_tracer, "instrumentation_info", None)
-        self.resource = provider.resource
         self.limits = provider.span_limits
 
     def start_span(self, name: str, context: Context | None = None, kind: SpanKind = SpanKind.INTERNAL,
@@ -320,10 +319,11 @@ class RecordedSpan(trace.Span):
         links: Sequence[Link] = self._links
         if limits.max_links is not None and len(links) > limits.max_links:
             links = BoundedList.from_seq(limits.max_links, links)
-        readable = ReadableSpan(name=self._name, context=self._context, parent=self._parent, resource=tracer.resource,
-                                attributes=attributes, events=events, links=links, kind=self._kind,
-                                instrumentation_info=tracer.info, status=self._status, start_time=self._start_time,
-                                end_time=self._end_time, instrumentation_scope=tracer.scope)
+        # the provider's resource now: the SDK updates it in a forked child (process-dependent detectors)
+        readable = ReadableSpan(name=self._name, context=self._context, parent=self._parent,
+                                resource=tracer.provider.resource, attributes=attributes, events=events, links=links,
+                                kind=self._kind, instrumentation_info=tracer.info, status=self._status,
+                                start_time=self._start_time, end_time=self._end_time, instrumentation_scope=tracer.scope)
         for processor in tracer.provider.processors:
             processor.on_end(readable)
 
