@@ -50,11 +50,12 @@ def _clean(attributes: Mapping[str, Any]) -> tuple[Mapping[str, Any], int]:
     """``attributes`` as the SDK stores them, and how many it drops (invalid keys): plain values as they are,
     lists and tuples of plain values as tuples; anything else goes through the SDK's public ``BoundedAttributes``."""
     out: dict[str, Any] | None = None
+    plain = _PLAIN
     for key, value in attributes.items():
         kind = type(value)
-        if type(key) is str and key and kind in _PLAIN:
+        if kind in plain and type(key) is str and key:
             continue
-        if type(key) is str and key and kind in (list, tuple) and all(type(v) in _PLAIN for v in value):
+        if type(key) is str and key and kind in (list, tuple) and all(type(v) in plain for v in value):
             if out is None:
                 out = dict(attributes)
             out[key] = tuple(value)
@@ -219,7 +220,13 @@ class RecordedSpan(trace.Span):
         cleaned, dropped = _clean(attributes)
         self._dropped += dropped
         store, limit = self._attributes, self._tracer.limits.max_span_attributes
-        for key, value in cleaned.items():
+        again = cleaned.keys() & store.keys()
+        if limit is None or len(store) - len(again) + len(cleaned) <= limit:  # the usual case: nothing dropped
+            for key in again:  # a key set again moves to the end
+                del store[key]
+            store.update(cleaned)
+            return
+        for key, value in cleaned.items():  # one at a time, as the SDK: what is dropped depends on the order
             if key in store:
                 del store[key]
             elif limit is not None and len(store) >= limit:

@@ -128,6 +128,10 @@ def test_span_rules_match_the_sdk_at_the_edges() -> None:
             nested: Any = {"nested": [Path("/q"), 2.5]}
             child = tracer.start_span("child", start_time=11, attributes=nested)
             other = tracer.start_span("other", start_time=11, links=[trace.Link(root.get_span_context())])
+        full = tracer.start_span("full", start_time=11, attributes={f"k{i}": i for i in range(6)})
+        full.set_attributes({"new": 1, "k0": 2})  # "new" drops k0, then k0 drops k1: one key at a time, as the SDK
+        full.set_attributes({"k3": 9, "x": 1})  # full: k3 moves to the end, dropping nothing; x drops the oldest
+        full.end(end_time=12)
         root.set_attribute("a", 2)  # re-set: moves to the end
         root.set_attributes({"b": True, "c": (1, 2), "d": b"x", "e": 3.5, "f": "g"})  # past 6: the oldest dropped
         root.set_attribute("", 1)
@@ -149,11 +153,12 @@ def test_span_rules_match_the_sdk_at_the_edges() -> None:
     a, b = spies
     assert isinstance(root, SdkSpan)  # the last round's: the SDK's own
     assert all(isinstance(s, ReadableSpan) and not isinstance(s, SdkSpan) for s in a.spans)
-    assert [kind for kind, _ in a.seen] == ["start", "start", "start", "end", "end", "end"]
+    assert [kind for kind, _ in a.seen] == ["start"] * 4 + ["end"] * 4
     assert [s for s in a.seen] == [s for s in b.seen]
     ended = [value for kind, value in a.seen if kind == "end"]
-    assert ended[2]["dropped"][0] > 0
-    assert ended[2]["name"] == "renamed root"
+    assert ended[0]["dropped"][0] == 3
+    assert ended[3]["dropped"][0] > 0
+    assert ended[3]["name"] == "renamed root"
 
 
 def test_a_span_with_timed_events_matches_the_sdk_exactly() -> None:
