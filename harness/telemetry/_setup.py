@@ -21,7 +21,7 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, ConsoleLogRe
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider, sampling
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, sampling
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     ConsoleSpanExporter,
@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace.export import (
 from harness.scenario._otel_env import key_value_pairs, resource_overrides, warn_notes
 from harness.telemetry import semconv as sc
 from harness.telemetry._otlp_json import spans_to_otlp_json
+from harness.telemetry._recorder import RecordingTracerProvider
 from harness.telemetry._spans import DeterministicIds, Telemetry
 
 log = logging.getLogger("memharness.otel")
@@ -170,8 +171,7 @@ class TelemetrySetup:
                         "every span", self.flush_timeout)
 
     def _close_providers(self) -> None:
-        for provider in (self.telemetry.tracer_provider, self.telemetry.meter_provider,
-                         self.telemetry.logger_provider):
+        for provider in (self.telemetry.tracer_provider, self.telemetry.meter_provider, self.telemetry.logger_provider):
             try:
                 getattr(provider, "shutdown", lambda: None)()  # the no-op providers (nothing read) have none
             except Exception:
@@ -269,6 +269,8 @@ class RunAttributes(SpanProcessor):
     Phoenix keep span attributes but drop resource attributes) and hands every finished span to the JSONL
     exporter: one processor, so a span costs one call each way and no ``SimpleSpanProcessor`` context switch."""
 
+    span_recorder_safe = True  # it uses only the public span API: the span recorder (_recorder.py) may feed it
+
     def __init__(self, attributes: Mapping[str, str], keep: JsonLinesSpanExporter | None = None) -> None:
         self.attributes = {k: v for k, v in attributes.items() if v}
         self.keep = keep
@@ -302,8 +304,7 @@ class _OnceFilter(logging.Filter):
         self.seen.add(key)
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         record.msg = f"telemetry export problem (reported once; the run continues): {record.getMessage()}"
-        record.args = ()
-        record.exc_info = record.exc_text = None
+        record.args, record.exc_info, record.exc_text = (), None, None
         return True
 
 
@@ -311,9 +312,8 @@ _ONCE = _OnceFilter()
 
 
 def _quiet_exporters() -> None:
-    for name in ("opentelemetry.exporter.otlp.proto.http.trace_exporter",
-                 "opentelemetry.exporter.otlp.proto.http.metric_exporter",
-                 "opentelemetry.exporter.otlp.proto.http._log_exporter", "opentelemetry.exporter.otlp.proto.http",
+    for name in ("opentelemetry.exporter.otlp.proto.http.trace_exporter", "opentelemetry.exporter.otlp.proto.http",
+                 "opentelemetry.exporter.otlp.proto.http.metric_exporter", "opentelemetry.exporter.otlp.proto.http._log_exporter",
                  "opentelemetry.sdk._shared_internal", "opentelemetry.sdk.trace.export",
                  "opentelemetry.sdk.metrics._internal.export", "opentelemetry.sdk._logs._internal.export"):
         logger = logging.getLogger(name)
@@ -347,7 +347,7 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
     own = run_attributes(environ, run_id, suite)
     resource = Resource.create({k: v for k, v in own.items() if v}).merge(Resource(resource_overrides(environ)))
     ids = DeterministicIds()  # ALWAYS_ON: a run keeps every span, whatever OTEL_TRACES_SAMPLER says (a note says so)
-    tracer_provider = TracerProvider(sampling.ALWAYS_ON, resource=resource, id_generator=ids, shutdown_on_exit=False)
+    tracer_provider = RecordingTracerProvider(sampling.ALWAYS_ON, resource=resource, id_generator=ids)  # _recorder.py
     jsonl = JsonLinesSpanExporter()
     tracer_provider.add_span_processor(RunAttributes({k: own[k] for k in (sc.RUN_ID, sc.GIT_COMMIT, sc.CI_RUN_ID)},
                                                      jsonl))

@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from harness.telemetry import semconv as sc
+from harness.telemetry._recorder import recording_tracer
 from memory_core.clock import monotonic_ms
 from memory_core.errors import ModelError
 from memory_core.events import DreamEvent, Event, ExtractEvent, ForgetEvent, RecallEvent
@@ -151,7 +152,7 @@ class Telemetry:
     def __post_init__(self) -> None:
         self.metrics_on = not isinstance(self.meter_provider, NoOpMeterProvider)
         self.logs_on = not isinstance(self.logger_provider, NoOpLoggerProvider)
-        self.tracer = self.tracer_provider.get_tracer("memharness", "0.1.0")
+        self.tracer = recording_tracer(self.tracer_provider, "memharness", "0.1.0")  # the SDK's on injected providers
         meter = self.meter_provider.get_meter("memharness", "0.1.0")
         self.logger = self.logger_provider.get_logger("memharness", "0.1.0")
         self._instruments = {
@@ -214,8 +215,7 @@ class Telemetry:
         start_ns = time.time_ns()
         span = self.tracer.start_span(name, kind=SpanKind.INTERNAL, start_time=start_ns, attributes=attrs)
         handle = Operation(span, start_ns, capture=self.capture_content)
-        # current while the body runs; attach/detach is what use_span(record_exception=False, ...) amounts to,
-        # without its two extra generator frames per operation
+        # current while the body runs (use_span(record_exception=False, ...) without its generator frames)
         token = otel_context.attach(trace.set_span_in_context(span))
         try:
             self._timed = handle  # events emitted while timed wait in handle.pending (no telemetry work inside)
