@@ -1,0 +1,131 @@
+"""Round 17 (blind, generated): scenario fields that parse but can never fail.
+
+1. A blank phrase in a substring check: ``prompt_contains: [""]`` is in every prompt, ``index_contains: [" "]`` in
+   every index with a space, ``files_absent: [""]`` is never a file. ``memharness validate --strict`` counted
+   ``prompt_contains: [""]`` as the recall step's assertion, so a probe asserting nothing passed strict mode; a check
+   step made of blank phrases passed always. A differential fuzzer (loader against the published JSON Schema, 2,500
+   mutations of the shipped scenarios) and a walk of every phrase-list field found them. Now each phrase is
+   non-blank, as ``facts.*.match`` already required: one located line naming the item.
+2. ``model_params`` values of the wrong type: ``temperature: hot``, ``max_tokens: 1.5``, ``purpose: 5`` were valid
+   (the schema says number, integer, string) and failed only at run time, as a mismatch with the request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.errors import ScenarioError
+from harness.scenario import load_scenario
+from tests.helpers import examples
+from tests.hostile_cli._support import LOCATED
+
+SETTINGS = settings(max_examples=examples(80), deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+HEAD = """clock: 2026-03-02T09:00:00Z
+facts:
+  terse: {type: feedback, match: ["terse"]}
+memories:
+  - path: feedback/terse.md
+    name: Terse
+    description: terse replies
+    type: feedback
+    body: "be terse"
+steps:
+"""
+# (step kind, the lines that open the step up to the mapping that holds the field, that mapping's indent)
+CONTAINERS = {
+    "recall": (["  - recall:", "      query: review this", "      expect: [terse]"], 6),
+    "check": (["  - check:", "      facts_present: [terse]"], 6),
+    "dream": (["  - dream:", "      force: true"], 6),
+    "forget": (["  - forget:", "      query: forget terse", "      expect_removed: [terse]"], 6),
+    "session": (["  - session: s1", "    turns: [{user: hi}]", "    expect_extract:", "      status: completed"], 6),
+}
+PHRASE_FIELDS = {
+    "recall": ["prompt_contains", "prompt_excludes", "expect_model_shown", "expect_model_hidden"],
+    "check": ["files_present", "files_absent", "index_contains", "loaded_index_contains", "only_files", "index_order"],
+    "dream": ["expect_model_shown", "expect_model_hidden", "expect_warnings"],
+    "forget": ["expect_model_shown", "expect_model_hidden", "expect_warnings"],
+    "session": ["model_shown", "model_hidden", "warnings"],
+}
+PARAMS_KEY = {"recall": "expect_model_params", "dream": "expect_model_params", "forget": "expect_model_params",
+              "session": "model_params"}
+BLANKS = st.lists(st.sampled_from([" ", "\t", "\u3000", "\u00a0", "\u2003", "\u205f"]), max_size=4).map("".join)
+GOOD = st.sampled_from(["terse", "feedback/terse.md", "be terse", "Terse"])
+
+
+def _yaml_string(text: str) -> str:
+    return '"' + text.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
+
+
+def _located(path: Path, line: int, field: str) -> None:
+    try:
+        load_scenario(path)
+    except ScenarioError as exc:
+        message = str(exc)
+    else:
+        pytest.fail(f"accepted {field} (line {line}):\n{path.read_text(encoding='utf-8')}")
+    match = LOCATED.match(f"memharness: {message}")
+    assert match, message
+    assert message.isprintable(), message
+    assert int(match["line"]) == line, message
+    assert match["field"].endswith(field), message
+
+
+@SETTINGS
+@given(data=st.data(), blank=BLANKS, before=st.lists(GOOD, max_size=3), after=st.lists(GOOD, max_size=3))
+def test_a_blank_phrase_is_a_located_error(data: st.DataObject, blank: str, before: list[str], after: list[str],
+                                           tmp_path: Path) -> None:
+    kind = data.draw(st.sampled_from(sorted(PHRASE_FIELDS)), label="step")
+    name = data.draw(st.sampled_from(PHRASE_FIELDS[kind]), label="field")
+    opening, indent = CONTAINERS[kind]
+    pad = " " * indent
+    lines = HEAD.splitlines() + opening + [f"{pad}{name}:"]
+    lines += [f"{pad}  - {_yaml_string(p)}" for p in before]
+    bad_line = len(lines) + 1
+    lines += [f"{pad}  - {_yaml_string(blank)}"] + [f"{pad}  - {_yaml_string(p)}" for p in after]
+    path = tmp_path / "blank.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _located(path, bad_line, f"{name}[{len(before)}]")
+
+
+WRONG = {
+    "purpose": st.one_of(st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False), st.booleans()),
+    "timeout_s": st.one_of(st.sampled_from(["hot", "30s", "'5'", "true", "false"]), st.text("abc ", min_size=1)),
+    "temperature": st.one_of(st.sampled_from(["hot", "'0'", "true", "false", "warm"]), st.text("xyz", min_size=1)),
+    "max_tokens": st.one_of(st.sampled_from(["1.5", "'10'", "true", "0.0", "many"]),
+                            st.floats(min_value=0.1, max_value=1e6).filter(lambda f: not f.is_integer()).map(repr)),
+}
+
+
+@SETTINGS
+@given(data=st.data(), per_purpose=st.booleans())
+def test_a_model_parameter_of_the_wrong_type_is_a_located_error(data: st.DataObject, per_purpose: bool,
+                                                                tmp_path: Path) -> None:
+    kind = data.draw(st.sampled_from(sorted(PARAMS_KEY)), label="step")
+    names = ["timeout_s", "temperature", "max_tokens"] + ([] if per_purpose else ["purpose"])
+    name = data.draw(st.sampled_from(names), label="parameter")
+    value = data.draw(WRONG[name], label="value")
+    raw = str(value).lower() if isinstance(value, bool) else repr(value) if isinstance(value, float) else str(value)
+    opening, indent = CONTAINERS[kind]
+    pad = " " * indent + ("  " if per_purpose else "")
+    lines = HEAD.splitlines() + opening + [f"{' ' * indent}{PARAMS_KEY[kind]}:"]
+    if per_purpose:
+        lines.append(f"{' ' * indent}  some-purpose:")
+    lines.append(f"{pad}  {name}: {raw}")
+    path = tmp_path / "params.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _located(path, len(lines), name)
+
+
+@pytest.mark.parametrize("params", ["{purpose: p, timeout_s: 5, temperature: 0, max_tokens: 10}",
+                                    "{p: {timeout_s: 2.5, temperature: 0.7, max_tokens: 1}}"])
+def test_well_typed_model_parameters_still_load(params: str, tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    path.write_text(HEAD + "  - recall:\n      query: q\n      expect: [terse]\n      expect_model_params: "
+                    + params + "\n      prompt_contains: [terse, ' be ']\n", encoding="utf-8")
+    assert load_scenario(path).steps
