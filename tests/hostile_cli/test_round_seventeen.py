@@ -129,3 +129,57 @@ def test_well_typed_model_parameters_still_load(params: str, tmp_path: Path) -> 
     path.write_text(HEAD + "  - recall:\n      query: q\n      expect: [terse]\n      expect_model_params: "
                     + params + "\n      prompt_contains: [terse, ' be ']\n", encoding="utf-8")
     assert load_scenario(path).steps
+
+
+# 3. Seeded paths that differ only in case: ``user/Tabs.md`` and ``user/tabs.md`` (or directories ``User/`` and
+# ``user/``) were two memories on Linux and one on macOS or Windows, where the second write replaces the first — the
+# very "seeded twice" the loader refuses for equal paths, and the same portability it already enforces (reserved
+# device names, a trailing dot, NFC). Now the later path is one located line naming both.
+
+_COMPONENT = st.text(st.sampled_from("abcdefgxyzéñ0123-_"), min_size=1, max_size=6).filter(
+    lambda c: c[0].isalnum())
+
+
+def _flip(text: str, flips: list[bool]) -> str:
+    return "".join(c.swapcase() if flip else c for c, flip in zip(text, flips + [False] * len(text), strict=False))
+
+
+def _seed_file(paths: list[str]) -> str:
+    lines = [*HEAD.split("memories:")[0].splitlines(), "memories:"]
+    lines += [f'  - {{path: "{p}", name: N{i}, description: d{i}, type: user, body: b{i}}}' for i, p in enumerate(paths)]
+    return "\n".join([*lines, "steps:", "  - recall: {query: terse, expect: [terse], measure: true}"]) + "\n"
+
+
+@SETTINGS
+@given(data=st.data(), dirs=st.lists(_COMPONENT, max_size=2), name=_COMPONENT, others=st.lists(
+    st.tuples(st.lists(_COMPONENT, max_size=2), _COMPONENT), max_size=3))
+def test_seeded_paths_that_differ_only_in_case_are_a_located_error(
+        data: st.DataObject, dirs: list[str], name: str, others: list[tuple[list[str], str]], tmp_path: Path) -> None:
+    first = "/".join([*dirs, f"{name}.md"])
+    if not any(c.isalpha() for c in first.removesuffix(".md")):
+        first = "a" + first
+    cut = data.draw(st.integers(1, first.count("/") + 1), label="components kept")  # the file, or a directory of it
+    kept = first.split("/")[:cut]
+    prefix = "/".join(kept)
+    flips = data.draw(st.lists(st.booleans(), min_size=len(prefix), max_size=len(prefix)).filter(
+        lambda f: _flip(prefix, f) != prefix), label="case flips")
+    second = _flip(prefix, flips) + ("" if cut == first.count("/") + 1 else "/other.md")
+    paths = [first]
+    for odirs, oname in others:  # unrelated seeds in between (none may collide by case by themselves)
+        other = "/".join(["zz", *odirs, f"{oname}.md"])
+        if all(p.casefold().split("/")[:k] != other.casefold().split("/")[:k] or p == other
+               for p in paths for k in range(1, 4)) and other not in paths:
+            paths.append(other)
+    paths.append(second)
+    path = tmp_path / "case.yaml"
+    text = _seed_file(paths)
+    path.write_text(text, encoding="utf-8")
+    line = text.splitlines().index(next(x for x in text.splitlines() if f'"{second}"' in x)) + 1
+    _located(path, line, f"memories[{len(paths) - 1}].path")
+
+
+@pytest.mark.parametrize("paths", [["user/a.md", "user/b.md"], ["user/a.md", "users/a.md"], ["Tabs.md", "user/Tabs.md"]])
+def test_paths_that_differ_by_more_than_case_still_load(paths: list[str], tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    path.write_text(_seed_file(paths), encoding="utf-8")
+    assert len(load_scenario(path).memories) == len(paths)
