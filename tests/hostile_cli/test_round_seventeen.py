@@ -183,3 +183,38 @@ def test_paths_that_differ_by_more_than_case_still_load(paths: list[str], tmp_pa
     path = tmp_path / "ok.yaml"
     path.write_text(_seed_file(paths), encoding="utf-8")
     assert len(load_scenario(path).memories) == len(paths)
+
+
+# 4. The same blank phrase in a shipped system's own checks (``check: {system: {…}}``): the SQLite system's
+# ``index_contains: ""`` (and ``injected_index_*``, ``profile_contains``, ``no_episode_hits``, the TEXT of
+# ``traces_newest: "KW => "``) and the file system's ``meta_contains: ""`` passed every run. ``validate`` asks each
+# shipped system; now each refuses a blank phrase.
+
+SYSTEM_PHRASES = {
+    "s1-sqlite": ["index_contains", "index_lacks", "injected_index_contains", "injected_index_lacks",
+                  "profile_contains", "no_episode_hits", "traces_newest", "traces_newest_lacks"],
+    "qwen-file": ["meta_contains", "meta_lacks", "cursor_contains", "cursor_lacks"],
+}
+
+
+@SETTINGS
+@given(data=st.data(), blank=BLANKS)
+def test_a_blank_phrase_in_a_system_check_is_refused_by_validate(data: st.DataObject, blank: str,
+                                                                 tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    design = data.draw(st.sampled_from(sorted(SYSTEM_PHRASES)), label="design")
+    name = data.draw(st.sampled_from(SYSTEM_PHRASES[design]), label="check")
+    value = f"{data.draw(st.sampled_from(['tabs', 'x y']), label='keyword')} => {blank}" if name.startswith("traces") \
+        else blank
+    path = tmp_path / "system.yaml"
+    path.write_text(f"design: {design}\nclock: 2026-03-02T09:00:00Z\nsteps:\n  - check:\n      system:\n"
+                    f"        {name}: {_yaml_string(value)}\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    match = LOCATED.match(err)
+    assert match, err
+    assert match["field"] == "steps[0].check.system", err
+    assert name in match["what"], err
