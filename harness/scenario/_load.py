@@ -27,6 +27,7 @@ from harness.scenario._types import (
     ForgetStep,
     LockStep,
     Outcome,
+    RecallStep,
     Scenario,
     SessionStep,
     StateStep,
@@ -258,6 +259,10 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
     tags_node = top.get("tags")
     strategies = tuple(ctx.seq(top["strategies"], "strategies", lambda n, p: ctx.string(n, p, choices=STRATEGIES))) \
         if "strategies" in top else ()
+    if "strategies" in top and not strategies:  # round 17: [] ran every strategy, the opposite of what it says
+        raise ctx.fail(top["strategies"], "strategies", "expected at least one strategy (leave 'strategies' out to "
+                                                        "run with every strategy)")
+    _dead_requirements(ctx, steps_node, steps, overrides, strategies)
     return Scenario(
         id=ctx.name(top["id"], "id") if "id" in top else default_id,
         path=path,
@@ -274,6 +279,24 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         systems=ctx.strings(top["systems"], "systems") if "systems" in top else (),
         design=design,
         variant=more.variant(ctx, top) if "variant" in top else "")
+
+
+def _dead_requirements(ctx: NodeReader, steps_node: yaml.Node, steps: list[Step], overrides: dict[int, str],
+                       strategies: tuple[str, ...]) -> None:
+    """Refuse a per-strategy ``require`` (``require: {model: {recall: 1}}``) for a strategy the probe never runs
+    with: its own ``strategy``, its ``strategy_overrides`` entry, else the scenario's ``strategies`` decide. Such a
+    threshold was never checked, yet ``validate --strict`` counted it as the probe's assertion (blind probe, round 17)."""
+    for i, (node, step) in enumerate(zip(steps_node.value, steps, strict=True)):
+        if not isinstance(step, RecallStep) or not step.require_by:
+            continue
+        runs = (step.strategy,) if step.strategy else (overrides[i],) if i in overrides else strategies
+        dead = [name for name in step.require_by if runs and name not in runs]
+        if dead:
+            require = ctx.mapping(ctx.mapping(node, f"steps[{i}]", None)["recall"], f"steps[{i}].recall", None)["require"]
+            key = next(k for k, _ in require.value if isinstance(k, yaml.ScalarNode) and k.value == dead[0]) \
+                if isinstance(require, yaml.MappingNode) else require
+            raise ctx.fail(key, f"steps[{i}].recall.require.{dead[0]}",
+                           f"this probe runs only with {', '.join(runs)}: a requirement for {dead[0]} is never checked")
 
 
 def _walk_error(exc: OSError) -> None:

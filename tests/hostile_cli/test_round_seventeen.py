@@ -218,3 +218,42 @@ def test_a_blank_phrase_in_a_system_check_is_refused_by_validate(data: st.DataOb
     assert match, err
     assert match["field"] == "steps[0].check.system", err
     assert name in match["what"], err
+
+
+# 5. A threshold for a strategy the probe never runs with: ``strategies: [heuristic]`` and ``require: {model: {recall:
+# 1}}`` (or a probe pinned by ``strategy:`` or ``strategy_overrides`` to another) was never checked, yet counted as
+# the probe's assertion by ``--strict``; ``strategies: []`` ran every strategy. Now both are located errors.
+
+POOL = ["heuristic", "model", "bm25", "embedding", "hybrid"]
+
+
+@SETTINGS
+@given(data=st.data(), listed=st.one_of(st.none(), st.lists(st.sampled_from(POOL), min_size=1, max_size=3, unique=True)),
+       pin=st.sampled_from(["none", "strategy", "override"]), keys=st.lists(st.sampled_from(POOL), min_size=1,
+                                                                             max_size=4, unique=True))
+def test_a_requirement_for_a_strategy_the_probe_never_runs_is_refused(
+        data: st.DataObject, listed: list[str] | None, pin: str, keys: list[str], tmp_path: Path) -> None:
+    pinned = data.draw(st.sampled_from(POOL), label="pinned") if pin != "none" else None
+    lines = ([f"strategies: [{', '.join(listed)}]"] if listed else []) + \
+        ([f'strategy_overrides: {{"0": {pinned}}}'] if pin == "override" else []) + HEAD.splitlines()
+    lines += ["  - recall:", "      query: review this", "      expect: [terse]"]
+    lines += [f"      strategy: {pinned}"] if pin == "strategy" else []
+    lines += ["      require:"]
+    first = len(lines) + 1
+    for key in keys:
+        lines += [f"        {key}:", "          recall: 1"]
+    path = tmp_path / "require.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    runs = [pinned] if pinned else listed
+    dead = [k for k in keys if runs and k not in runs]
+    if not dead:
+        assert load_scenario(path).steps
+        return
+    _located(path, first + 2 * keys.index(dead[0]), f"require.{dead[0]}")
+
+
+def test_an_empty_strategies_list_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "none.yaml"
+    path.write_text("strategies: []\n" + HEAD + "  - recall: {query: q, expect: [terse], measure: true}\n",
+                    encoding="utf-8")
+    _located(path, 1, "strategies")
