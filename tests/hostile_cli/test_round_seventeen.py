@@ -257,3 +257,40 @@ def test_an_empty_strategies_list_is_refused(tmp_path: Path) -> None:
     path.write_text("strategies: []\n" + HEAD + "  - recall: {query: q, expect: [terse], measure: true}\n",
                     encoding="utf-8")
     _located(path, 1, "strategies")
+
+
+# 6. A check step that states nothing: ``check: {}``, ``check: {facts_present: [], no_stray_files: false}`` passed
+# every run and ``validate --strict``, which refuses the same of a recall probe. Now strict names the step.
+
+EMPTY_CHECK = {"facts_present": "[]", "facts_absent": "[]", "files_present": "[]", "files_absent": "[]",
+               "index_contains": "[]", "loaded_index_contains": "[]", "index_order": "[]", "entries": "[]",
+               "system": "{}", "no_stray_files": "false"}
+REAL_CHECK = {"facts_present": "[terse]", "facts_absent": "[terse]", "files_present": "[feedback/terse.md]",
+              "index_contains": "[terse]", "index_within_limits": "true", "max_entries_per_fact": "1",
+              "index_lines": "1", "no_stray_files": "true", "only_files": "[]", "lock_held": "false"}
+
+
+@SETTINGS
+@given(data=st.data(), empty=st.lists(st.sampled_from(sorted(EMPTY_CHECK)), max_size=5, unique=True),
+       real=st.one_of(st.none(), st.sampled_from(sorted(REAL_CHECK))), before=st.integers(0, 2))
+def test_a_check_step_that_states_nothing_fails_strict(data: st.DataObject, empty: list[str], real: str | None,
+                                                       before: int, tmp_path: Path) -> None:
+    from harness.scenario import strict_problems
+
+    fields = {k: EMPTY_CHECK[k] for k in empty}
+    if real:
+        fields[real] = REAL_CHECK[real]
+    lines = HEAD.splitlines() + ["  - advance: 1h"] * before
+    body = ", ".join(f"{k}: {v}" for k, v in fields.items())
+    lines.append(f"  - check: {{{body}}}")
+    path = tmp_path / "check.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    problems = strict_problems(load_scenario(path))
+    if real:
+        assert problems == []
+        return
+    assert len(problems) == 1, problems
+    match = LOCATED.match(f"memharness: {problems[0]}")
+    assert match, problems
+    assert int(match["line"]) == len(lines), problems
+    assert match["field"] == f"steps[{before}].check", problems
