@@ -168,6 +168,9 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
 def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field: str, here: str) -> SessionStep:
     status = reason = None
     extra = Outcome()
+    if "expect_extract" in top and "extract" in top and not ctx.boolean(top["extract"], f"{field}.extract"):
+        raise ctx.fail(top["expect_extract"], f"{field}.expect_extract", "this session does not extract (extract: "
+                       "false), so nothing here would be checked")  # round 17: it passed whatever it stated
     if "expect_extract" in top:
         e = ctx.mapping(top["expect_extract"], f"{field}.expect_extract",
                         ("status", "reason", "strategy", "fallback", "touched", "written", "event", "model_shown",

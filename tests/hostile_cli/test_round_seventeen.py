@@ -294,3 +294,34 @@ def test_a_check_step_that_states_nothing_fails_strict(data: st.DataObject, empt
     assert match, problems
     assert int(match["line"]) == len(lines), problems
     assert match["field"] == f"steps[{before}].check", problems
+
+
+# 7. ``extract: false`` with ``expect_extract``: the session runs no extraction, so nothing of ``expect_extract`` was
+# checked — ``{status: failed, written: 7, touched: [project]}`` passed. Now a located error at expect_extract.
+
+EXTRACT_EXPECTS = {"status": "failed", "reason": "queued", "strategy": "model", "written": "7", "touched": "[project]",
+                   "warnings": "[zzz]", "fallback": "timeout", "event": "{name: x}", "model_shown": "[terse]",
+                   "details": "{message: x}"}
+
+
+@SETTINGS
+@given(keys=st.lists(st.sampled_from(sorted(EXTRACT_EXPECTS)), min_size=1, max_size=4, unique=True),
+       extract=st.sampled_from(["false", "False", "FALSE", "true", None]), after=st.booleans(),
+       flow=st.booleans())
+def test_an_extraction_expectation_on_a_session_that_does_not_extract_is_refused(
+        keys: list[str], extract: str | None, after: bool, flow: bool, tmp_path: Path) -> None:
+    expect = "{" + ", ".join(f"{k}: {EXTRACT_EXPECTS[k]}" for k in keys) + "}"
+    lines = [*HEAD.splitlines(), "  - session: s1", "    turns: [{user: be terse please}]"]
+    extract_line = [f"    extract: {extract}"] if extract else []
+    if flow:
+        expect_lines = [f"    expect_extract: {expect}"]
+    else:
+        expect_lines = ["    expect_extract:"] + [f"      {k}: {EXTRACT_EXPECTS[k]}" for k in keys]
+    lines += (expect_lines + extract_line) if after else (extract_line + expect_lines)
+    at = lines.index(expect_lines[0]) + 1
+    path = tmp_path / "extract.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if extract is None or extract == "true":
+        assert load_scenario(path).steps
+        return
+    _located(path, at + (0 if flow else 1), "steps[0].expect_extract")
