@@ -259,6 +259,11 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
             if int(key) in overrides:  # 1 and '01' name one step: one would silently win
                 raise ctx.fail(value, f"strategy_overrides.{key}", f"step {int(key)} is named twice")
             overrides[int(key)] = ctx.string(value, f"strategy_overrides.{key}", choices=STRATEGIES)
+            step = steps[int(key)]  # round 17: an override no step reads was accepted in silence
+            if not isinstance(step, SessionStep | DreamStep | RecallStep | ForgetStep) or getattr(step, "strategy", None):
+                why = "its own 'strategy' pins it" if getattr(step, "strategy", None) else \
+                    f"a {type(step).__name__.removesuffix('Step').lower()} step runs no strategy"
+                raise ctx.fail(value, f"strategy_overrides.{key}", f"step {int(key)} would never use it: {why}")
     tags_node = top.get("tags")
     strategies = tuple(ctx.seq(top["strategies"], "strategies", lambda n, p: ctx.string(n, p, choices=STRATEGIES))) \
         if "strategies" in top else ()

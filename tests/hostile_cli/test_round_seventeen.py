@@ -325,3 +325,35 @@ def test_an_extraction_expectation_on_a_session_that_does_not_extract_is_refused
         assert load_scenario(path).steps
         return
     _located(path, at + (0 if flow else 1), "steps[0].expect_extract")
+
+
+# 8. A ``strategy_overrides`` entry no step reads: on a check, advance, state, fault or lock step (which run no
+# strategy), or on a recall/forget step whose own ``strategy`` pins it, the override was accepted and ignored.
+
+STEP_LINES = {
+    "session": ("  - session: s{n}\n    turns: [{{user: hi}}]", True),
+    "dream": ("  - dream: {{force: true}}", True),
+    "recall": ("  - recall: {{query: q{n}, expect: [terse], measure: true}}", True),
+    "recall_pinned": ("  - recall: {{query: q{n}, expect: [terse], measure: true, strategy: bm25}}", False),
+    "forget": ("  - forget: {{query: forget q{n}}}", True),
+    "forget_pinned": ("  - forget: {{query: forget q{n}, strategy: heuristic}}", False),
+    "check": ("  - check: {{facts_present: [terse]}}", False),
+    "advance": ("  - advance: 1h", False),
+    "state": ("  - state: {{file: meta, text: '{{}}'}}", False),
+}
+
+
+@SETTINGS
+@given(kinds=st.lists(st.sampled_from(sorted(STEP_LINES)), min_size=1, max_size=6), data=st.data(),
+       strategy=st.sampled_from(POOL))
+def test_a_strategy_override_no_step_reads_is_refused(kinds: list[str], data: st.DataObject, strategy: str,
+                                                      tmp_path: Path) -> None:
+    target = data.draw(st.integers(0, len(kinds) - 1), label="overridden step")
+    text = f'strategy_overrides:\n  "{target}": {strategy}\n' + HEAD
+    text += "\n".join(STEP_LINES[k][0].format(n=n) for n, k in enumerate(kinds)) + "\n"
+    path = tmp_path / "override.yaml"
+    path.write_text(text, encoding="utf-8")
+    if STEP_LINES[kinds[target]][1]:
+        assert load_scenario(path).strategy_overrides == {target: strategy}
+        return
+    _located(path, 2, f"strategy_overrides.{target}")
