@@ -357,3 +357,34 @@ def test_a_strategy_override_no_step_reads_is_refused(kinds: list[str], data: st
         assert load_scenario(path).strategy_overrides == {target: strategy}
         return
     _located(path, 2, f"strategy_overrides.{target}")
+
+
+# 9. ``expect_removed`` naming a fact no memory covered before the forget: "no longer covered after" held at once, so
+# the forget passed whatever it removed (its recall metric said 0). Now the probe fails naming the fact.
+
+@settings(max_examples=examples(20), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(never=st.lists(st.sampled_from(["zebra", "lynx", "okapi"]), min_size=0, max_size=3, unique=True),
+       covered=st.booleans(), system=st.sampled_from(["reference", "sqlite"]))
+def test_a_fact_to_remove_that_was_never_covered_fails_the_forget(
+        never: list[str], covered: bool, system: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from harness.cli import main
+
+    facts = "".join(f'  {f}: {{type: user, match: ["{f}"]}}\n' for f in ["zebra", "lynx", "okapi"])
+    removed = (["terse"] if covered else []) + never
+    text = "strategies: [heuristic]\n" + HEAD.replace("facts:\n", "facts:\n" + facts) + \
+        f"  - forget: {{query: forget terse replies, expect_removed: [{', '.join(removed)}]}}\n"
+    path = tmp_path / "forget.yaml"
+    path.write_text(text, encoding="utf-8")
+    main(["run", str(path), "--no-gates", "--system", system, "--out", str(tmp_path / "out")])
+    capsys.readouterr()
+    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    failures = [str(f) for row in rows for f in row["failures"]]
+    said = [f for f in failures if "not covered before the forget" in f]
+    if never:
+        assert said, failures
+        assert all(name in said[0] for name in never), said
+    else:
+        assert not said, failures
