@@ -388,3 +388,58 @@ def test_a_fact_to_remove_that_was_never_covered_fails_the_forget(
         assert all(name in said[0] for name in never), said
     else:
         assert not said, failures
+
+
+# 10. ``memharness import locomo`` with ids that differ only in case: samples ``conv-1`` and ``Conv-1`` were written
+# as ``conv-1-turns.yaml`` and ``Conv-1-turns.yaml`` (one file on macOS and Windows: a scenario lost there), and
+# turns ``D1:3`` and ``d1:3`` as ``turns/D1-3.md`` and ``turns/d1-3.md`` (a scenario that, with 3. above, no longer
+# validates). Now both are the import's one-line error, as an exact repeat already was.
+
+_ID = st.text(st.sampled_from("abcxyzD0123-"), min_size=1, max_size=8).filter(lambda s: s[0].isalnum())
+
+
+def _locomo_sample(sample_id: str, dia_ids: list[str]) -> dict[str, object]:
+    turns = [{"speaker": "Ann", "dia_id": d, "text": f"line {i} about hiking"} for i, d in enumerate(dia_ids)]
+    return {"sample_id": sample_id, "conversation": {"speaker_a": "Ann", "speaker_b": "Bob", "session_1": turns,
+                                                     "session_1_date_time": "1:56 pm on 8 May, 2023"},
+            "qa": [{"question": "hiking?", "evidence": [dia_ids[0]], "category": 1, "answer": "yes"}]}
+
+
+@settings(max_examples=examples(40), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(ids=st.lists(_ID, min_size=1, max_size=3, unique_by=str.casefold), dias=st.lists(
+    st.integers(1, 9), min_size=1, max_size=4, unique=True), where=st.sampled_from(["sample", "dia", "none"]),
+    data=st.data())
+def test_import_refuses_ids_that_differ_only_in_case(ids: list[str], dias: list[int], where: str, data: st.DataObject,
+                                                     tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import os
+    import tempfile
+
+    from tests.hostile_cli._support import cli
+
+    dia_ids = [f"D1:{n}" for n in dias]
+    samples = [_locomo_sample(i, dia_ids) for i in ids]
+    if where == "sample":
+        base = data.draw(st.sampled_from(ids), label="sample copied")
+        variant = base.swapcase() if base.swapcase() != base else None
+        if variant is None:
+            return
+        samples.append(_locomo_sample(variant, dia_ids))
+    elif where == "dia":
+        samples[-1] = _locomo_sample(ids[-1], [*dia_ids, data.draw(st.sampled_from(dia_ids), label="dia").lower()])
+    work = Path(tempfile.mkdtemp(dir=tmp_path))  # one directory an example (tmp_path is the whole test's)
+    source = work / "in.json"
+    source.write_text(json.dumps(samples), encoding="utf-8")
+    out = work / "out"
+    o = cli(["import", "locomo", str(source), "--out", str(out)], capsys)
+    if where == "none":
+        assert o.code == 0, o.err
+        assert len(os.listdir(out)) == len(samples)
+        assert cli(["validate", str(out)], capsys).code == 0
+        return
+    assert o.code == 2, (o.code, o.err, sorted(os.listdir(out)) if out.exists() else None)
+    assert len(o.err.splitlines()) == 1, o.err
+    assert str(source) in o.err
+    assert "differ only in case" in o.err
+    assert not out.exists()
