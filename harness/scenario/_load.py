@@ -19,7 +19,7 @@ from harness.scenario._load_more import EXTRACT_STATUSES
 from harness.scenario._memories import TYPES, memories
 from harness.scenario._packed import pack, shelving
 from harness.scenario._parallel import load_parallel
-from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
+from harness.scenario._registry import MODEL_STRATEGIES, OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
     AdvanceStep,
     DreamStep,
@@ -271,6 +271,10 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         raise ctx.fail(top["strategies"], "strategies", "expected at least one strategy (leave 'strategies' out to "
                                                         "run with every strategy)")
     _dead_requirements(ctx, steps_node, steps, overrides, strategies)
+    if "scripted_model" in top and strategies and not set(strategies) & set(MODEL_STRATEGIES):
+        raise ctx.fail(top["scripted_model"], "scripted_model", f"never used: this scenario runs only with "
+                       f"{', '.join(strategies)}, and only a model strategy ({', '.join(MODEL_STRATEGIES)}) asks "
+                       "the scripted model")  # round 17: the replies were accepted and ignored
     return Scenario(
         id=ctx.name(top["id"], "id") if "id" in top else default_id,
         path=path,

@@ -443,3 +443,24 @@ def test_import_refuses_ids_that_differ_only_in_case(ids: list[str], dias: list[
     assert str(source) in o.err
     assert "differ only in case" in o.err
     assert not out.exists()
+
+
+# 11. ``scripted_model`` in a scenario whose ``strategies`` hold no model strategy: only a model strategy asks the
+# model, so the replies were accepted and never used. Now a located error at ``scripted_model``.
+
+@SETTINGS
+@given(listed=st.lists(st.sampled_from(POOL), min_size=1, max_size=4, unique=True),
+       replies=st.lists(st.sampled_from(['{selected_memories: ["feedback/terse.md"]}', '"raw text"',
+                                         "{error: timeout}"]), min_size=1, max_size=3))
+def test_scripted_replies_no_strategy_asks_for_are_refused(listed: list[str], replies: list[str],
+                                                           tmp_path: Path) -> None:
+    from harness.scenario import MODEL_STRATEGIES
+
+    text = f"strategies: [{', '.join(listed)}]\nscripted_model:\n" + "".join(f"  - {r}\n" for r in replies) + HEAD + \
+        "  - recall: {query: review, expect: [terse], measure: true}\n"
+    path = tmp_path / "scripted.yaml"
+    path.write_text(text, encoding="utf-8")
+    if set(listed) & set(MODEL_STRATEGIES):
+        assert load_scenario(path).scripted_model is not None
+        return
+    _located(path, 3, "scripted_model")
