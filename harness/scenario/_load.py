@@ -24,6 +24,7 @@ from harness.scenario._types import (
     AdvanceStep,
     DreamStep,
     Fact,
+    FaultStep,
     ForgetStep,
     LockStep,
     Outcome,
@@ -271,7 +272,12 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         raise ctx.fail(top["strategies"], "strategies", "expected at least one strategy (leave 'strategies' out to "
                                                         "run with every strategy)")
     _dead_requirements(ctx, steps_node, steps, overrides, strategies)
-    if "scripted_model" in top and strategies and not set(strategies) & set(MODEL_STRATEGIES):
+    no_model = bool(strategies) and not set(strategies) & set(MODEL_STRATEGIES)
+    for i, (node, step) in enumerate(zip(steps_node.value, steps, strict=True)):  # what `run` fails every time
+        if no_model and isinstance(step, FaultStep) and step.model:
+            raise ctx.fail(node, f"steps[{i}].fault.model", f"a model fault needs a model: this scenario runs only "
+                                                             f"with {', '.join(strategies)}, which call none")
+    if "scripted_model" in top and no_model:
         raise ctx.fail(top["scripted_model"], "scripted_model", f"never used: this scenario runs only with "
                        f"{', '.join(strategies)}, and only a model strategy ({', '.join(MODEL_STRATEGIES)}) asks "
                        "the scripted model")  # round 17: the replies were accepted and ignored

@@ -464,3 +464,24 @@ def test_scripted_replies_no_strategy_asks_for_are_refused(listed: list[str], re
         assert load_scenario(path).scripted_model is not None
         return
     _located(path, 3, "scripted_model")
+
+
+# 12. A model ``fault`` step in a scenario whose ``strategies`` call no model: ``validate`` passed it and every run
+# failed it ("a model fault needs a model"). Now validate says so, at the step.
+
+@SETTINGS
+@given(listed=st.lists(st.sampled_from(POOL), min_size=1, max_size=4, unique=True), data=st.data(),
+       kind=st.sampled_from(["timeout", "connection", "rate_limit", "server_error", "malformed"]))
+def test_a_model_fault_no_strategy_can_meet_is_refused(listed: list[str], data: st.DataObject, kind: str,
+                                                       tmp_path: Path) -> None:
+    from harness.scenario import MODEL_STRATEGIES
+
+    before = data.draw(st.integers(0, 2), label="steps before")
+    text = f"strategies: [{', '.join(listed)}]\n" + HEAD + "  - advance: 1h\n" * before + \
+        f"  - fault: {{model: {kind}, times: 1}}\n  - recall: {{query: review, expect: [terse], measure: true}}\n"
+    path = tmp_path / "fault.yaml"
+    path.write_text(text, encoding="utf-8")
+    if set(listed) & set(MODEL_STRATEGIES):
+        assert load_scenario(path).steps
+        return
+    _located(path, len(text.splitlines()) - 1, f"steps[{before}].fault.model")
