@@ -181,6 +181,8 @@ def _requirement(ctx: NodeReader, node: yaml.Node, field: str, metric: str, expe
         raise ctx.fail(node, field, "abstention applies only to probes that expect nothing (expect: [])")
     if metric in ("mrr", "ndcg") and not expect:
         raise ctx.fail(node, field, f"{metric} is undefined when nothing is expected; use abstention")
+    if metric == "recall" and not expect:  # round 17: a threshold that held whatever was selected
+        raise ctx.fail(node, field, "recall is 1 whenever nothing is expected, so this could never fail; use abstention")
     return value
 
 

@@ -1,4 +1,9 @@
-"""Round 17 (blind, generated): scenario fields that parse but can never fail.
+"""Round 17 (blind, generated): scenario inputs that parse but can never fail, or are never read.
+
+Found by a differential fuzzer (the loader against the published JSON Schema over 2,500 mutations of the shipped
+scenarios), by a walk of every expectation key with an absurd value through a real run (a run that still PASSED
+names a dead expectation: 178 key × system cases), and by the case-insensitive file names the loader's portability
+rules had missed. Each section below is one class; each test draws its cases.
 
 1. A blank phrase in a substring check: ``prompt_contains: [""]`` is in every prompt, ``index_contains: [" "]`` in
    every index with a space, ``files_absent: [""]`` is never a file. ``memharness validate --strict`` counted
@@ -485,3 +490,31 @@ def test_a_model_fault_no_strategy_can_meet_is_refused(listed: list[str], data: 
         assert load_scenario(path).steps
         return
     _located(path, len(text.splitlines()) - 1, f"steps[{before}].fault.model")
+
+
+# 13. ``require: {recall: X}`` on a probe that expects nothing: recall is 1 whenever nothing is expected (the metric's
+# definition), so the floor held whatever was selected — and ``--strict`` counted it. Refused now like mrr and ndcg
+# there, by the loader and the schema alike.
+
+@SETTINGS
+@given(floor=st.floats(0.01, 1), per_strategy=st.sampled_from([None, *POOL]), expect=st.sampled_from(
+    ["", "expect: [], "]), others=st.lists(st.sampled_from(["precision", "f1", "abstention"]), max_size=2, unique=True))
+def test_a_recall_floor_on_a_probe_that_expects_nothing_is_refused(floor: float, per_strategy: str | None,
+                                                                     expect: str, others: list[str],
+                                                                     tmp_path: Path) -> None:
+    import json
+
+    import jsonschema
+    import yaml
+
+    metrics = ", ".join([*(f"{m}: 0.5" for m in others), f"recall: {floor!r}"])
+    require = f"{{{per_strategy}: {{{metrics}}}}}" if per_strategy else f"{{{metrics}}}"
+    text = HEAD + f"  - recall: {{query: review, {expect}require: {require}}}\n"
+    path = tmp_path / "abstain.yaml"
+    path.write_text(text, encoding="utf-8")
+    field = f"require.{per_strategy}.recall" if per_strategy else "require.recall"
+    _located(path, len(text.splitlines()), field)
+    schema = json.loads((Path(__file__).resolve().parents[2] / "harness" / "scenario" / "scenario.schema.json")
+                        .read_text(encoding="utf-8"))
+    document = yaml.safe_load(text.replace("2026-03-02T09:00:00Z", "'2026-03-02T09:00:00Z'"))
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(document)), "the schema accepts it"
