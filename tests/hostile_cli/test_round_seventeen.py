@@ -364,38 +364,7 @@ def test_a_strategy_override_no_step_reads_is_refused(kinds: list[str], data: st
     _located(path, 2, f"strategy_overrides.{target}")
 
 
-# 9. ``expect_removed`` naming a fact no memory covered before the forget: "no longer covered after" held at once, so
-# the forget passed whatever it removed (its recall metric said 0). Now the probe fails naming the fact.
-
-@settings(max_examples=examples(20), deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(never=st.lists(st.sampled_from(["zebra", "lynx", "okapi"]), min_size=0, max_size=3, unique=True),
-       covered=st.booleans(), system=st.sampled_from(["reference", "sqlite"]))
-def test_a_fact_to_remove_that_was_never_covered_fails_the_forget(
-        never: list[str], covered: bool, system: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
-    from harness.cli import main
-
-    facts = "".join(f'  {f}: {{type: user, match: ["{f}"]}}\n' for f in ["zebra", "lynx", "okapi"])
-    removed = (["terse"] if covered else []) + never
-    text = "strategies: [heuristic]\n" + HEAD.replace("facts:\n", "facts:\n" + facts) + \
-        f"  - forget: {{query: forget terse replies, expect_removed: [{', '.join(removed)}]}}\n"
-    path = tmp_path / "forget.yaml"
-    path.write_text(text, encoding="utf-8")
-    main(["run", str(path), "--no-gates", "--system", system, "--out", str(tmp_path / "out")])
-    capsys.readouterr()
-    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
-    failures = [str(f) for row in rows for f in row["failures"]]
-    said = [f for f in failures if "not covered before the forget" in f]
-    if never:
-        assert said, failures
-        assert all(name in said[0] for name in never), said
-    else:
-        assert not said, failures
-
-
-# 10. ``memharness import locomo`` with ids that differ only in case: samples ``conv-1`` and ``Conv-1`` were written
+# 9. ``memharness import locomo`` with ids that differ only in case: samples ``conv-1`` and ``Conv-1`` were written
 # as ``conv-1-turns.yaml`` and ``Conv-1-turns.yaml`` (one file on macOS and Windows: a scenario lost there), and
 # turns ``D1:3`` and ``d1:3`` as ``turns/D1-3.md`` and ``turns/d1-3.md`` (a scenario that, with 3. above, no longer
 # validates). Now both are the import's one-line error, as an exact repeat already was.
@@ -450,7 +419,7 @@ def test_import_refuses_ids_that_differ_only_in_case(ids: list[str], dias: list[
     assert not out.exists()
 
 
-# 11. ``scripted_model`` in a scenario whose ``strategies`` hold no model strategy: only a model strategy asks the
+# 10. ``scripted_model`` in a scenario whose ``strategies`` hold no model strategy: only a model strategy asks the
 # model, so the replies were accepted and never used. Now a located error at ``scripted_model``.
 
 @SETTINGS
@@ -471,7 +440,7 @@ def test_scripted_replies_no_strategy_asks_for_are_refused(listed: list[str], re
     _located(path, 3, "scripted_model")
 
 
-# 12. A model ``fault`` step in a scenario whose ``strategies`` call no model: ``validate`` passed it and every run
+# 11. A model ``fault`` step in a scenario whose ``strategies`` call no model: ``validate`` passed it and every run
 # failed it ("a model fault needs a model"). Now validate says so, at the step.
 
 @SETTINGS
@@ -492,7 +461,7 @@ def test_a_model_fault_no_strategy_can_meet_is_refused(listed: list[str], data: 
     _located(path, len(text.splitlines()) - 1, f"steps[{before}].fault.model")
 
 
-# 13. ``require: {recall: X}`` on a probe that expects nothing: recall is 1 whenever nothing is expected (the metric's
+# 12. ``require: {recall: X}`` on a probe that expects nothing: recall is 1 whenever nothing is expected (the metric's
 # definition), so the floor held whatever was selected — and ``--strict`` counted it. Refused now like mrr and ndcg
 # there, by the loader and the schema alike.
 
