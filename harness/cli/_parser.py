@@ -156,7 +156,8 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check scenario files; exit 0 or 2")
     val.add_argument("paths", nargs="+", type=path, help="scenario files or directories (every file under a directory)")
     val.add_argument("--strict", action="store_true",
-                     help="also reject recall probes that assert nothing that can fail (CI runs this on the suite)")
+                     help="also reject recall probes and check steps that assert nothing that can fail "
+                          "(CI runs this on the suite)")
     rep = sub.add_parser("report", help="re-render report.html from a run directory")
     rep.add_argument("run_dir", type=path, help="a run directory (summary.json, results.jsonl, traces.jsonl)")
     rep.add_argument("-o", "--output", type=file_path, help="where to write the report (default: RUN_DIR/report.html)")

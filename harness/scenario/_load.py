@@ -19,14 +19,16 @@ from harness.scenario._load_more import EXTRACT_STATUSES
 from harness.scenario._memories import TYPES, memories
 from harness.scenario._packed import pack, shelving
 from harness.scenario._parallel import load_parallel
-from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
+from harness.scenario._registry import MODEL_STRATEGIES, OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
     AdvanceStep,
     DreamStep,
     Fact,
+    FaultStep,
     ForgetStep,
     LockStep,
     Outcome,
+    RecallStep,
     Scenario,
     SessionStep,
     StateStep,
@@ -167,6 +169,9 @@ def _step(ctx: NodeReader, node: yaml.Node, field: str, facts: dict[str, Fact]) 
 def _session(ctx: NodeReader, top: dict[str, yaml.Node], value: yaml.Node, field: str, here: str) -> SessionStep:
     status = reason = None
     extra = Outcome()
+    if "expect_extract" in top and "extract" in top and not ctx.boolean(top["extract"], f"{field}.extract"):
+        raise ctx.fail(top["expect_extract"], f"{field}.expect_extract", "this session does not extract (extract: "
+                       "false), so nothing here would be checked")  # round 17: it passed whatever it stated
     if "expect_extract" in top:
         e = ctx.mapping(top["expect_extract"], f"{field}.expect_extract",
                         ("status", "reason", "strategy", "fallback", "touched", "written", "event", "model_shown",
@@ -255,9 +260,27 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
             if int(key) in overrides:  # 1 and '01' name one step: one would silently win
                 raise ctx.fail(value, f"strategy_overrides.{key}", f"step {int(key)} is named twice")
             overrides[int(key)] = ctx.string(value, f"strategy_overrides.{key}", choices=STRATEGIES)
+            step = steps[int(key)]  # round 17: an override no step reads was accepted in silence
+            if not isinstance(step, SessionStep | DreamStep | RecallStep | ForgetStep) or getattr(step, "strategy", None):
+                why = "its own 'strategy' pins it" if getattr(step, "strategy", None) else \
+                    f"a {type(step).__name__.removesuffix('Step').lower()} step runs no strategy"
+                raise ctx.fail(value, f"strategy_overrides.{key}", f"step {int(key)} would never use it: {why}")
     tags_node = top.get("tags")
     strategies = tuple(ctx.seq(top["strategies"], "strategies", lambda n, p: ctx.string(n, p, choices=STRATEGIES))) \
         if "strategies" in top else ()
+    if "strategies" in top and not strategies:  # round 17: [] ran every strategy, the opposite of what it says
+        raise ctx.fail(top["strategies"], "strategies", "expected at least one strategy (leave 'strategies' out to "
+                                                        "run with every strategy)")
+    _dead_requirements(ctx, steps_node, steps, overrides, strategies)
+    no_model = bool(strategies) and not set(strategies) & set(MODEL_STRATEGIES)
+    for i, (node, step) in enumerate(zip(steps_node.value, steps, strict=True)):  # what `run` fails every time
+        if no_model and isinstance(step, FaultStep) and step.model:
+            raise ctx.fail(node, f"steps[{i}].fault.model", f"a model fault needs a model: this scenario runs only "
+                                                             f"with {', '.join(strategies)}, which call none")
+    if "scripted_model" in top and no_model:
+        raise ctx.fail(top["scripted_model"], "scripted_model", f"never used: this scenario runs only with "
+                       f"{', '.join(strategies)}, and only a model strategy ({', '.join(MODEL_STRATEGIES)}) asks "
+                       "the scripted model")  # round 17: the replies were accepted and ignored
     return Scenario(
         id=ctx.name(top["id"], "id") if "id" in top else default_id,
         path=path,
@@ -274,6 +297,24 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         systems=ctx.strings(top["systems"], "systems") if "systems" in top else (),
         design=design,
         variant=more.variant(ctx, top) if "variant" in top else "")
+
+
+def _dead_requirements(ctx: NodeReader, steps_node: yaml.Node, steps: list[Step], overrides: dict[int, str],
+                       strategies: tuple[str, ...]) -> None:
+    """Refuse a per-strategy ``require`` (``require: {model: {recall: 1}}``) for a strategy the probe never runs
+    with: its own ``strategy``, its ``strategy_overrides`` entry, else the scenario's ``strategies`` decide. Such a
+    threshold was never checked, yet ``validate --strict`` counted it as the probe's assertion (blind probe, round 17)."""
+    for i, (node, step) in enumerate(zip(steps_node.value, steps, strict=True)):
+        if not isinstance(step, RecallStep) or not step.require_by:
+            continue
+        runs = (step.strategy,) if step.strategy else (overrides[i],) if i in overrides else strategies
+        dead = [name for name in step.require_by if runs and name not in runs]
+        if dead:
+            require = ctx.mapping(ctx.mapping(node, f"steps[{i}]", None)["recall"], f"steps[{i}].recall", None)["require"]
+            key = next(k for k, _ in require.value if isinstance(k, yaml.ScalarNode) and k.value == dead[0]) \
+                if isinstance(require, yaml.MappingNode) else require
+            raise ctx.fail(key, f"steps[{i}].recall.require.{dead[0]}",
+                           f"this probe runs only with {', '.join(runs)}: a requirement for {dead[0]} is never checked")
 
 
 def _walk_error(exc: OSError) -> None:

@@ -87,7 +87,7 @@ def reported(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, prefix: st
     if f"{prefix}details" in nodes:
         out["details"] = system_fields(ctx, nodes[f"{prefix}details"], f"{here}.{prefix}details")
     if f"{prefix}warnings" in nodes:
-        out["warnings"] = ctx.strings(nodes[f"{prefix}warnings"], f"{here}.{prefix}warnings")
+        out["warnings"] = ctx.phrases(nodes[f"{prefix}warnings"], f"{here}.{prefix}warnings")
     return out
 
 
@@ -96,7 +96,7 @@ def model_seen(ctx: NodeReader, nodes: dict[str, yaml.Node], here: str, prefix: 
     out: dict[str, Any] = {}
     for name in ("model_shown", "model_hidden"):
         if f"{prefix}{name}" in nodes:
-            out[name] = ctx.strings(nodes[f"{prefix}{name}"], f"{here}.{prefix}{name}")
+            out[name] = ctx.phrases(nodes[f"{prefix}{name}"], f"{here}.{prefix}{name}")
     if f"{prefix}model_params" in nodes:
         out.update(model_params(ctx, nodes[f"{prefix}model_params"], f"{here}.{prefix}model_params"))
     return out
@@ -129,6 +129,14 @@ def _params(ctx: NodeReader, node: yaml.Node, here: str, known: tuple[str, ...])
     if unknown := sorted(set(params) - set(known)):
         said = "; the purpose is this mapping's key" if unknown[0] == "purpose" else ""
         raise ctx.fail(node, here, f"unknown parameter {unknown[0]!r} (known: {', '.join(known)}){said}")
+    nodes = ctx.mapping(node, here, None)
+    for name, value in params.items():  # the schema's types (blind probe, round 17: temperature: hot was accepted)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        wrong = {"purpose": not isinstance(value, str), "max_tokens": not number or not isinstance(value, int)
+                 }.get(name, not number)
+        if wrong:
+            what = {"purpose": "a purpose name", "max_tokens": "an integer"}.get(name, "a number")
+            raise ctx.fail(nodes[name], f"{here}.{name}", f"expected {what}, got {value!r:.60}")
     return params
 
 
@@ -173,6 +181,8 @@ def _requirement(ctx: NodeReader, node: yaml.Node, field: str, metric: str, expe
         raise ctx.fail(node, field, "abstention applies only to probes that expect nothing (expect: [])")
     if metric in ("mrr", "ndcg") and not expect:
         raise ctx.fail(node, field, f"{metric} is undefined when nothing is expected; use abstention")
+    if metric == "recall" and not expect:  # round 17: a threshold that held whatever was selected
+        raise ctx.fail(node, field, "recall is 1 whenever nothing is expected, so this could never fail; use abstention")
     return value
 
 
@@ -200,8 +210,8 @@ def recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact])
         outcome=Outcome(event=event(ctx, r["expect_event"], f"{here}.expect_event") if "expect_event" in r else {},
                         **model_seen(ctx, r, here), **reported(ctx, r, here)),
         exclude_surfaced=ctx.boolean(r["exclude_surfaced"], f"{here}.exclude_surfaced") if "exclude_surfaced" in r else False,
-        prompt_contains=ctx.strings(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
-        prompt_excludes=ctx.strings(r["prompt_excludes"], f"{here}.prompt_excludes") if "prompt_excludes" in r else (),
+        prompt_contains=ctx.phrases(r["prompt_contains"], f"{here}.prompt_contains") if "prompt_contains" in r else (),
+        prompt_excludes=ctx.phrases(r["prompt_excludes"], f"{here}.prompt_excludes") if "prompt_excludes" in r else (),
         strategy=ctx.string(r["strategy"], f"{here}.strategy", choices=STRATEGIES) if "strategy" in r else None,
         options=system_fields(ctx, r["options"], f"{here}.options") if "options" in r else {},
         expect_selected=ctx.strings(r["expect_selected"], f"{here}.expect_selected") if "expect_selected" in r else None,
@@ -235,7 +245,7 @@ def check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) 
     c = ctx.mapping(value, here, _CHECK_KEYS)
 
     def texts(key: str) -> tuple[str, ...]:
-        return ctx.strings(c[key], f"{here}.{key}") if key in c else ()
+        return ctx.phrases(c[key], f"{here}.{key}") if key in c else ()
 
     def fact_ids(key: str) -> tuple[str, ...]:
         return ctx.fact_ids(c[key], f"{here}.{key}", facts) if key in c else ()

@@ -1,8 +1,8 @@
-"""``memharness validate --strict``: every recall probe must state something that can fail."""
+"""``memharness validate --strict``: every recall probe and every check step must state something that can fail."""
 
 from __future__ import annotations
 
-from harness.scenario._types import RecallStep, Scenario
+from harness.scenario._types import CheckStep, RecallStep, Scenario
 
 
 def strict_problems(scenario: Scenario) -> list[str]:
@@ -14,4 +14,9 @@ def strict_problems(scenario: Scenario) -> list[str]:
             out.append(f"{scenario.path}:{line}: steps[{i}].recall: asserts nothing that can fail; add require "
                        "(a threshold above 0), expect_selected, expect_covered, forbid, expect_strategy, "
                        "expect_fallback, prompt_contains or expect_details — or measure: true for a deliberate measurement")
+        if isinstance(step, CheckStep) and step == CheckStep():  # round 17: `check: {}`, `facts_present: []`
+            line = scenario.step_lines[i] if i < len(scenario.step_lines) else 1
+            out.append(f"{scenario.path}:{line}: steps[{i}].check: asserts nothing that can fail (every list empty, "
+                       "nothing else set); state facts_present, facts_absent, files_present, index_contains, … or "
+                       "drop the step")
     return out

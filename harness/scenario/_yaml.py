@@ -280,6 +280,17 @@ class NodeReader:
     def strings(self, node: yaml.Node, field: str) -> tuple[str, ...]:
         return tuple(self.seq(node, field, self.text))
 
+    def phrases(self, node: yaml.Node, field: str) -> tuple[str, ...]:
+        """Texts a check looks for in another text: an empty or blank one is in every text (or in none), so the
+        check it makes could never fail (blind probe, round 17: ``prompt_contains: [""]`` passed ``--strict``)."""
+        def phrase(child: yaml.Node, here: str) -> str:
+            value = self.text(child, here)
+            if not value.strip():
+                raise self.fail(child, here, f"expected a non-empty phrase, got {value!r:.60}: a blank phrase "
+                                             "makes a check that could never fail (or never pass)")
+            return value
+        return tuple(self.seq(node, field, phrase))
+
     def duration(self, node: yaml.Node, field: str) -> timedelta:
         raw = self.scalar(node, field)
         result = lim.duration(raw) if isinstance(raw, str) else f"expected a duration like 30s, 10m, 25h or 3d, " \

@@ -316,8 +316,8 @@ class ReferenceSystem:
         (a phrase in the state file's text, as on disk; a missing file contains nothing)."""
         file, _, verb = name.partition("_")
         known = file in _STATE and verb in ("contains", "lacks")
-        if not known or not isinstance(expected, str):  # the scenario's error: validate finds it too
-            problem = f"expected a phrase, got {expected!r:.60}" if known else "unknown check"
+        if not known or not isinstance(expected, str) or not expected.strip():  # the scenario's error: validate finds
+            problem = f"expected a phrase, got {expected!r:.60}" if known else "unknown check"  # it too ("": round 17)
             raise ScenarioInputError(f"check system.{name}: {problem} (known: meta_contains, meta_lacks, cursor_contains, "
                                      "cursor_lacks, each with a phrase)")
         try:

@@ -168,6 +168,11 @@ CHECKS: Final[dict[str, tuple[Callable[[SqliteSystem, Any], str | None], type]]]
 """Each check by name: what it runs, and what its expected value must be (a wrong one is the scenario's error)."""
 
 
+_PHRASE_CHECKS: Final = frozenset({"index_contains", "index_lacks", "injected_index_contains", "injected_index_lacks",
+                                   "profile_contains", "no_episode_hits", "traces_newest", "traces_newest_lacks"})
+"""The checks whose value (or whose TEXT after ``=>``) is looked for in a text: a blank one is refused."""
+
+
 def expected_problem(name: str, expected: object) -> str | None:
     """Why ``expected`` cannot be the value of check ``name`` ('yes' for a true/false check, 2.5 for a count), or
     None."""
@@ -180,6 +185,10 @@ def expected_problem(name: str, expected: object) -> str | None:
         return f"expected text, got {expected!r:.60}"
     if name in ("traces", "traces_newest", "traces_newest_lacks") and (query := _trace_query(expected)) is None:
         return f"expected 'KEYWORD => {'N' if name == 'traces' else 'TEXT'}', got {expected!r:.60}"
+    looked_for = (_trace_query(expected) or ("", ""))[1] if name.startswith("traces") else str(expected)
+    if name in _PHRASE_CHECKS and not looked_for.strip():  # round 17: "" is in every text
+        return f"expected a non-blank phrase, got {expected!r:.60}: a blank one makes a check that could never fail " \
+               "(or never pass)"
     if name == "traces" and not (query and query[1].strip().isdigit()):
         return f"expected 'KEYWORD => N' with N a count, got {expected!r:.60}"
     if name == "sql" and not str(expected).rpartition(" => ")[0].strip():

@@ -133,9 +133,11 @@ def load_locomo(path: Path) -> list[Conversation]:
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise HarnessError(f"{path}: sample {n}: malformed LoCoMo record ({type(exc).__name__}: "
                                f"{one_line(str(exc))[:200]})") from None
-        if conv.sample_id in seen:
-            raise HarnessError(f"{path}: sample {n}: sample_id: {conv.sample_id!r} again (also sample {seen[conv.sample_id]})")
-        seen[conv.sample_id] = n
+        key = conv.sample_id.casefold()  # round 17: conv-1 and Conv-1 are one file on macOS and Windows
+        if key in seen:
+            raise HarnessError(f"{path}: sample {n}: sample_id: {conv.sample_id!r} again (also sample {seen[key]}; "
+                               "file names that differ only in case are one file on macOS and Windows)")
+        seen[key] = n
         out.append(conv)
     return out
 
@@ -171,10 +173,11 @@ def _parse_sample(sample: Mapping[str, Any]) -> Conversation:
     if not turns:
         raise _Bad("conversation: no session holds a turn")
     files: set[str] = set()
-    for t in turns:
-        if _fact_id(t.dia_id) in files:  # two turns, one memory file (turns/<fact id>.md): one would replace the other
-            raise _Bad(f"session_{t.session}: dia_id {t.dia_id!r} again")
-        files.add(_fact_id(t.dia_id))
+    for t in turns:  # two turns, one memory file (turns/<fact id>.md): one would replace the other (in any case, round 17)
+        if _fact_id(t.dia_id).casefold() in files:
+            raise _Bad(f"session_{t.session}: dia_id {t.dia_id!r} again (file names that differ only in case are one "
+                       "file on macOS and Windows)")
+        files.add(_fact_id(t.dia_id).casefold())
     known = {t.dia_id for t in turns}
     c = Conversation(sample_id, turns, [])
     for i, qa in enumerate(sample.get("qa", [])):

@@ -44,6 +44,10 @@ steps:
 """
 
 
+_SCRIPTED = "scripted_model:\n  - {selected_memories: [project/deploy.md]}\n"
+"""Left out where the scenario runs only heuristic: replies no strategy asks for are a load error (round 17)."""
+
+
 def _run(tmp_path: Path, text: str) -> int:
     path = tmp_path / "s.yaml"
     path.write_text(text)
@@ -65,7 +69,8 @@ def test_the_extractor_request_is_checked(tmp_path: Path, shown: str, code: int)
 
 
 def test_a_step_without_a_model_call_fails_a_shown_phrase(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = RECALL.replace("strategies: [model]", "strategies: [heuristic]").replace("SHOWN", '["deploy"]')
+    text = RECALL.replace("strategies: [model]", "strategies: [heuristic]").replace("SHOWN", '["deploy"]') \
+        .replace(_SCRIPTED, "")
     assert _run(tmp_path, text.replace("HIDDEN", "[]")) == 1
     assert "made no model call" in capsys.readouterr().out
 
@@ -88,6 +93,7 @@ def test_expect_fallback_none_on_recall_means_no_fallback(tmp_path: Path, fallba
 
 
 def test_a_hidden_phrase_needs_a_model_call_to_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = RECALL.replace("strategies: [model]", "strategies: [heuristic]").replace("      expect_model_shown: SHOWN\n", "")
+    text = RECALL.replace("strategies: [model]", "strategies: [heuristic]").replace("      expect_model_shown: SHOWN\n", "") \
+        .replace(_SCRIPTED, "")
     assert _run(tmp_path, text.replace("HIDDEN", '["postgres"]')) == 1  # never passes by absence
     assert "made no model call" in capsys.readouterr().out

@@ -220,7 +220,7 @@ def test_every_shipped_scenario_round_trips_through_the_dumper(tmp_path: Path) -
 EVERY_KEY = """\
 clock: 2026-03-02T09:00:00.500+02:00
 strategies: [heuristic, model]
-strategy_overrides: {"1": bm25}
+strategy_overrides: {"9": bm25}
 scripted_model: [{selected_memories: []}, "raw text", {error: timeout, message: slow}]
 facts:
   f1: {type: user, match: ["tabs"]}
@@ -377,7 +377,8 @@ def test_a_number_yaml_1_1_and_1_2_read_differently_is_refused_never_converted(
     """Hostile probe, round 8: `pid: 0123` became 83 and `k: 1:30` became 90 (YAML 1.1), while `1e0` (a number in
     YAML 1.2 and in the JSON Schema `memharness schema` writes) was refused."""
     kind, written = form
-    value = f"k: {written}" if field == "k" else f"require: {{heuristic: {{recall: {written}}}}}"
+    value = f"k: {written}" if field == "k" else f"require: {{heuristic: {{precision: {written}}}}}"  # (a recall
+    # floor on a probe that expects nothing is refused, round 17)
     file = tmp_path / "s.yaml"
     file.write_text("description: numbers\nclock: 2026-03-02T09:00:00Z\nmemories:\n"
                     '  - {path: user/a.md, type: user, body: "tea"}\nsteps:\n'
@@ -395,7 +396,7 @@ def test_a_number_yaml_1_1_and_1_2_read_differently_is_refused_never_converted(
     if field == "k":
         assert step.k == int(written)
     else:
-        assert step.requirements("heuristic") == {"recall": float(written)}
+        assert step.requirements("heuristic") == {"precision": float(written)}
 
 
 _YAML11_BOOLS = st.sampled_from(["yes", "no", "on", "off"]).flatmap(
