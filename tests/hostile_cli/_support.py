@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,3 +66,22 @@ def set_at(value: Any, path: tuple[Any, ...], new: object) -> None:
     for key in path[:-1]:
         value = value[key]
     value[path[-1]] = new
+
+
+def load_error_at(path: Path, line: int, what: str) -> re.Match[str]:
+    """The located one-line error loading the scenario at ``path`` gives, which must name ``line``; a scenario
+    loaded without error fails the test, naming ``what`` was accepted."""
+    from harness.errors import ScenarioError
+    from harness.scenario import load_scenario
+
+    try:
+        load_scenario(path)
+    except ScenarioError as exc:
+        message = str(exc)
+    else:
+        pytest.fail(f"accepted {what} (line {line}):\n{path.read_text(encoding='utf-8')[:2000]}")
+    match = LOCATED.match(f"memharness: {message}")
+    assert match, message
+    assert message.isprintable(), message
+    assert int(match["line"]) == line, message
+    return match

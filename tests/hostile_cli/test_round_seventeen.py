@@ -23,10 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.errors import ScenarioError
 from harness.scenario import load_scenario
 from tests.helpers import examples
-from tests.hostile_cli._support import LOCATED
+from tests.hostile_cli._support import LOCATED, load_error_at
 
 SETTINGS = settings(max_examples=examples(80), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -68,17 +67,8 @@ def _yaml_string(text: str) -> str:
 
 
 def _located(path: Path, line: int, field: str) -> None:
-    try:
-        load_scenario(path)
-    except ScenarioError as exc:
-        message = str(exc)
-    else:
-        pytest.fail(f"accepted {field} (line {line}):\n{path.read_text(encoding='utf-8')}")
-    match = LOCATED.match(f"memharness: {message}")
-    assert match, message
-    assert message.isprintable(), message
-    assert int(match["line"]) == line, message
-    assert match["field"].endswith(field), message
+    match = load_error_at(path, line, field)
+    assert match["field"].endswith(field), match.string
 
 
 @SETTINGS
