@@ -250,7 +250,12 @@ def per_scenario_means(results: Sequence[ScenarioResult], metric: str) -> list[t
     """Per scenario, per strategy: the mean of a recall-probe metric (the report's per-scenario charts)."""
     by: dict[str, dict[str, float | None]] = {}
     for r in results:
-        vals = [v for p in r.probes if p.kind == "recall" and p.graded and (v := p.metric(metric)) is not None]
-        if vals:
-            by.setdefault(r.scenario, {})[r.strategy] = sum(vals) / len(vals)
+        if (mean := recall_mean(r, metric)) is not None:
+            by.setdefault(r.scenario, {})[r.strategy] = mean
     return sorted(by.items())
+
+
+def recall_mean(result: ScenarioResult, metric: str) -> float | None:
+    """The mean of a metric over one result's graded recall probes; None when none has it."""
+    vals = [v for p in result.probes if p.kind == "recall" and p.graded and (v := p.metric(metric)) is not None]
+    return sum(vals) / len(vals) if vals else None

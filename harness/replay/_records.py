@@ -14,6 +14,14 @@ from typing import Any, Final, Literal
 ProbeKind = Literal["recall", "forget", "check", "dream", "extract"]
 MetricValue = float | int | bool | None
 
+
+def _by_fields(self: Any) -> tuple[Any, tuple[Any, ...]]:
+    """Pickle a record as its class and field values, rebuilt by ``cls(*values)``: a slotted dataclass's own
+    ``__setstate__`` calls ``fields()`` for every object, and a run's report reads each result back from the spool
+    (``_spool``) a few dozen times, in the run's process after its ``--jobs`` workers have finished (issue 34)."""
+    return type(self), tuple([getattr(self, name) for name in type(self).__slots__])
+
+
 _OUTCOME_FIELDS: Final = ("status", "reason", "fallback_reason", "error_message")
 _KIND_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     "extract": _OUTCOME_FIELDS,
@@ -36,6 +44,8 @@ class TokenUsage:
     """Calls answered from a cassette."""
     cost_usd: float | None = None
     """Summed cost when the provider prices the model."""
+
+    __reduce__ = _by_fields
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"calls": self.calls, "input": self.input, "output": self.output,
@@ -84,6 +94,8 @@ class Probe:
     """Why the step did not run (a capability the system lacks); skipped probes feed no metric."""
     quality_misses: tuple[str, ...] = ()
     """A real model's recall: the scenario's quality expectations its choice missed (not failures; ``_quality``)."""
+
+    __reduce__ = _by_fields
 
     def __post_init__(self) -> None:
         if not self.strategy_used:  # the strategy that produced the answer defaults to the one the run asked for
@@ -161,6 +173,8 @@ class ScenarioResult:
     system_ms: float | None = None
     """Milliseconds spent inside calls into the system under test (its construction, seeds, operations, reads,
     ``close``): the rest of ``duration_ms`` is the harness's own work. None in runs from before it was measured."""
+
+    __reduce__ = _by_fields
 
     @property
     def status(self) -> ScenarioStatus:

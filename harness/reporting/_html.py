@@ -11,7 +11,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from harness.evaluation import RunSummary, p_text, per_scenario_means
+from harness.evaluation import RunSummary, p_text, recall_mean
 from harness.replay import SPEC_LIMITS, ScenarioResult, sorted_results
 from harness.reporting import _charts as charts
 from harness.reporting import _view as view
@@ -54,32 +54,47 @@ def flatten_spans(lines: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str
     return out
 
 
-def _index_rows(results: Sequence[ScenarioResult], metric: str) -> list[tuple[str, float, bool | None]]:
-    rows = []
-    for r in results:
-        for p in r.probes:
-            value = p.metric(metric)
-            if p.final and value is not None:
-                within = p.metric("index.within_limits")
-                rows.append((f"{r.scenario} [{r.strategy}]", value, None if within is None else bool(within)))
+def _top_index_rows(rows: list[tuple[str, float, bool | None]]) -> list[tuple[str, float, bool | None]]:
     return sorted(rows, key=lambda x: -x[1])[:25]
+
+
+class _ChartRows:
+    """What the charts need of a run's results, gathered in one pass: a run's results are read back from disk one
+    at a time, a pass per chart was eight (issue 34)."""
+
+    def __init__(self, results: Sequence[ScenarioResult], strategies: Sequence[str]) -> None:
+        self.means: dict[str, dict[str, dict[str, float | None]]] = {m: {} for m in ("f1", "recall", "precision")}
+        self.latency: dict[str, list[float]] = {s: [] for s in strategies}
+        self.index: dict[str, list[tuple[str, float, bool | None]]] = {"index.lines": [], "index.bytes": []}
+        for r in results:
+            for m, by in self.means.items():  # per_scenario_means of each
+                if (mean := recall_mean(r, m)) is not None:
+                    by.setdefault(r.scenario, {})[r.strategy] = mean
+            if r.strategy in self.latency:
+                self.latency[r.strategy] += [p.duration_ms for p in r.probes if p.kind == "recall" and p.graded]
+            for p in r.probes:
+                if not p.final:
+                    continue
+                for metric, rows in self.index.items():
+                    if (value := p.metric(metric)) is not None:
+                        within = p.metric("index.within_limits")
+                        rows.append((f"{r.scenario} [{r.strategy}]", value, None if within is None else bool(within)))
 
 
 def _chart_specs(summary: RunSummary, results: Sequence[ScenarioResult],
                  history: Sequence[HistoryRun]) -> dict[str, charts.ChartSpec]:
     strategies = list(summary.strategies)
     specs: dict[str, charts.ChartSpec | None] = {}
-    for m in ("f1", "recall", "precision"):
-        rows = per_scenario_means(results, m)
+    gathered = _ChartRows(results, strategies)
+    for m, by in gathered.means.items():
+        rows = sorted(by.items())
         specs[f"per-scenario-{m}"] = charts.per_scenario_bars(rows, strategies, metric=m) if rows else None
-    latency = {s: [p.duration_ms for r in results if r.strategy == s for p in r.probes if p.kind == "recall" and p.graded]
-               for s in strategies}
-    specs["latency"] = charts.latency_histogram(latency, stats={
+    specs["latency"] = charts.latency_histogram(gathered.latency, stats={
         s: (summary.strategies[s].metric("latency.recall_ms.p50"), summary.strategies[s].metric("latency.recall_ms.p95"))
         for s in strategies})
-    specs["index-lines"] = charts.index_against_cap(_index_rows(results, "index.lines"), cap=SPEC_LIMITS.max_lines,
+    specs["index-lines"] = charts.index_against_cap(_top_index_rows(gathered.index["index.lines"]), cap=SPEC_LIMITS.max_lines,
                                                     unit="lines", what="lines")
-    specs["index-bytes"] = charts.index_against_cap(_index_rows(results, "index.bytes"), cap=SPEC_LIMITS.max_chars,
+    specs["index-bytes"] = charts.index_against_cap(_top_index_rows(gathered.index["index.bytes"]), cap=SPEC_LIMITS.max_chars,
                                                     unit="characters", what="size")
     runs = [{"created_at": h.created_at, "git_commit": h.git_commit, "metrics": h.metrics} for h in history]
     specs["trend"] = charts.trend(runs, strategies, TREND_CHART_METRICS)

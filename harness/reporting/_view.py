@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,19 +159,19 @@ def cards(summary: RunSummary) -> list[Card]:
 
 def verdict(summary: RunSummary, results: Sequence[ScenarioResult]) -> Verdict:
     """pass / fail / incomplete, and against a baseline better / worse / no detectable change (in words)."""
-    errors = [r for r in results if r.status == "error"]
-    failed = [r for r in results if r.status == "failed"]
+    statuses = Counter(r.status for r in results)  # one pass: a run's results are read back from disk (issue 34)
+    errors, failed = statuses["error"], statuses["failed"]
     gates = [g for g in summary.gates if not g.passed]
     complete = bool(getattr(summary, "complete", True)) and not errors
     status: VerdictStatus = "incomplete" if not complete else "fail" if failed or gates or not summary.passed else "pass"
-    counts = f"{sum(r.status == 'passed' for r in results)}/{len(results)} scenario runs passed"
+    counts = f"{statuses['passed']}/{len(results)} scenario runs passed"
     parts = [counts]
-    if skipped_runs := sum(r.status == "skipped" for r in results):
+    if skipped_runs := statuses["skipped"]:
         parts.append(f"{skipped_runs} skipped")
     if failed:
-        parts.append(f"{len(failed)} failed")
+        parts.append(f"{failed} failed")
     if errors:
-        parts.append(f"{len(errors)} did not finish (error)")
+        parts.append(f"{errors} did not finish (error)")
     if summary.gates:
         judged = [g for g in summary.gates if not g.skipped]
         skipped = len(summary.gates) - len(judged)
