@@ -66,6 +66,10 @@ class Gate:
     system: str | None = None
     """Apply only when the system under test has this name (``reference``, ``sqlite``…)."""
 
+    def holds(self, value: float) -> bool:
+        """``value`` within ``min`` / ``max`` (both inclusive)."""
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
     @property
     def label(self) -> str:
         if self.name:
@@ -214,15 +218,17 @@ def evaluate(gates: Sequence[Gate], strategies: Mapping[str, StrategySummary], *
                     continue
                 out.append(_regression(bound, comparisons, baseline))
                 continue
-            value = strategies[column].metric(gate.metric)
-            if value is None or math.isnan(value):  # nothing in this run measures it (no such probes, or the
-                # system lacks the capability, e.g. no index): reported as skipped, never as passing on a value
-                detail = f"not measured: no probe of strategy {column} produced {gate.metric}"
-                out.append(GateResult(bound, passed=True, value=None, skipped=True, detail=detail))
-                continue
-            ok = (gate.min is None or value >= gate.min) and (gate.max is None or value <= gate.max)
-            out.append(GateResult(bound, passed=ok, value=round(value, 6)))
+            out.append(_bounded(bound, strategies[column].metric(gate.metric),
+                                f"not measured: no probe of strategy {column} produced {gate.metric}"))
     return out
+
+
+def _bounded(gate: Gate, value: float | None, not_measured: str = "") -> GateResult:
+    """A ``min`` / ``max`` gate on a column's value. Nothing in the run measures it (no such probes, or the system
+    lacks the capability, e.g. no index): skipped, never passing on a value."""
+    if value is None or math.isnan(value):
+        return GateResult(gate, passed=True, value=None, skipped=True, detail=not_measured)
+    return GateResult(gate, passed=gate.holds(value), value=round(value, 6))
 
 
 def _regression(gate: Gate, comparisons: Sequence[Comparison], baseline: BaselineComparison | None) -> GateResult:
@@ -277,8 +283,4 @@ def recheck(written: GateResult, strategies: Mapping[str, StrategySummary], comp
     if gate.max_drop is not None:
         paired = any(c.metric == gate.metric and c.a == gate.vs and c.b == gate.strategy for c in comparisons)
         return _regression(gate, comparisons, None) if paired or not written.skipped else None
-    value = strategies[gate.strategy].metric(gate.metric)
-    if value is None or math.isnan(value):
-        return GateResult(gate, passed=True, value=None, skipped=True)
-    ok = (gate.min is None or value >= gate.min) and (gate.max is None or value <= gate.max)
-    return GateResult(gate, passed=ok, value=round(value, 6))
+    return _bounded(gate, strategies[gate.strategy].metric(gate.metric))

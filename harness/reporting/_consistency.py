@@ -99,9 +99,8 @@ def _gates_problem(summary: RunSummary, blocks: Mapping[str, Any], comparisons: 
                 else ("value", written.value, given.value)
             return (f"gates[{i}].{key}: {_shown(stated)}, but the rows give {_shown(rows)} for {written.name} (a row "
                     "or the summary changed since the run?)")
-        passes = given.passed if written.value is None or written.gate.max_drop is not None else (
-            (written.gate.min is None or written.value >= written.gate.min)
-            and (written.gate.max is None or written.value <= written.gate.max))
+        passes = given.passed if written.value is None or written.gate.max_drop is not None \
+            else written.gate.holds(written.value)
         if written.passed != passes and written.passed != given.passed:  # either way: a value on the bound
             return (f"gates[{i}].passed: {_shown(written.passed)}, but its value {_shown(written.value)} "
                     f"{'passes' if passes else 'fails'} {written.name} (a field changed since the run?)")
