@@ -79,15 +79,18 @@ def toml_value(value: object) -> str:
     return json.dumps(value) if isinstance(value, str) else str(value)
 
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+"""The checkout these tests belong to: the fresh interpreters below import its harness."""
+
+
 def fresh_process_run(argv: list[str], environ: dict[str, str] | None = None, timeout: float = 600.0) -> int:
     """``memharness ARGV`` in a new interpreter with only ``environ`` (plus what it needs to start), for runs that
     fork a process pool: forking from a pytest-xdist worker, whose execnet thread may hold a lock at that moment,
     is the pattern that once hung a pool child in a futex wait. Its output goes to this test's stdout/stderr."""
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = str(Path(__file__).resolve().parents[1])
+    root = _ROOT
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp"),
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": root, **(environ or {})}
     done = subprocess.run([sys.executable, "-m", "harness", *argv], env=env, cwd=root, timeout=timeout, check=False)
@@ -99,9 +102,8 @@ def in_fresh_interpreter(module: str, check: str, *args: str, timeout: float = 3
     says why); its failure (an assertion, an import error) fails the calling test with its output."""
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = str(Path(__file__).resolve().parents[1])
+    root = _ROOT
     code = f"import sys; from {module} import {check}; {check}(*sys.argv[1:])"
     done = subprocess.run([sys.executable, "-c", code, *args], cwd=root, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "PYTHONPATH": root}, check=False)

@@ -174,10 +174,11 @@ def _parse_sample(sample: Mapping[str, Any]) -> Conversation:
         raise _Bad("conversation: no session holds a turn")
     files: set[str] = set()
     for t in turns:  # two turns, one memory file (turns/<fact id>.md): one would replace the other (in any case, round 17)
-        if _fact_id(t.dia_id).casefold() in files:
+        name = _fact_id(t.dia_id).casefold()
+        if name in files:
             raise _Bad(f"session_{t.session}: dia_id {t.dia_id!r} again (file names that differ only in case are one "
                        "file on macOS and Windows)")
-        files.add(_fact_id(t.dia_id).casefold())
+        files.add(name)
     known = {t.dia_id for t in turns}
     c = Conversation(sample_id, turns, [])
     for i, qa in enumerate(sample.get("qa", [])):
