@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness._envflag import EXPECTED, FLAG_VARIABLES, parse_flag
 from harness.errors import HarnessError, one_line
 
 
@@ -106,8 +107,9 @@ def check_environment(environ: Mapping[str, str]) -> None:
     whole replay, as an internal error) or silently ignore: bytes that are not UTF-8 in any variable the harness
     reads, an OpenTelemetry SDK limit (``OTEL_*_LIMIT``) that is not a non-negative integer, an
     ``OTEL_SDK_DISABLED`` that is not true or false, a ``MEMHARNESS_OP_TIMEOUT`` that is not seconds, a
-    ``MEMHARNESS_RUN_ID`` that is not one printable word, an ``OTEL_RESOURCE_ATTRIBUTES`` or OTLP headers value that
-    is not ``key=value`` pairs (``harness.scenario._otel_env``)."""
+    ``MEMHARNESS_RUN_ID`` that is not one printable word, an on/off variable (``MEMHARNESS_DEBUG``:
+    ``harness._envflag``) that is neither, an ``OTEL_RESOURCE_ATTRIBUTES`` or OTLP headers value that is not
+    ``key=value`` pairs (``harness.scenario._otel_env``)."""
     for name, value in environ.items():
         if not name.startswith(ENV_PREFIXES):
             continue
@@ -136,6 +138,8 @@ def check_environment(environ: Mapping[str, str]) -> None:
             # silence (round 15b), a run with spans its user meant to turn off
             raise HarnessError(f"environment variable {name}: expected true or false (empty: unset), got "
                                f"{one_line(repr(value))[:60]}")
+        if name in FLAG_VARIABLES and parse_flag(value) is None:
+            raise HarnessError(f"environment variable {name}: {EXPECTED}, got {one_line(repr(value))[:60]}")
         if name == "MEMHARNESS_RUN_ID" and value and not (len(value) <= 128 and value.isprintable()
                                                           and not any(c.isspace() for c in value)):
             raise HarnessError(f"environment variable {name}: expected one printable word of at most 128 "
