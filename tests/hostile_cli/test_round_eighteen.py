@@ -5,6 +5,9 @@ silence"). Each section is one class; each test draws its cases.
    its string. Now one parser (``harness._envflag``) reads every on/off variable (``MEMHARNESS_DEBUG``, the
    OpenTelemetry capture-content switch, which read any unknown value as off in silence): ``1/true/yes/on`` on,
    ``0/false/no/off``/empty off, anything else one line naming the variable.
+2. ``MEMHARNESS_TRACE_URL`` was written into every report link unchecked: ``javascript:…``, a URL with no
+   ``{trace_id}`` (every scenario linked to one page), ``{traceid}`` left verbatim. Now it is an http(s) URL
+   template with a host holding ``{trace_id}`` and no other placeholder, or one line naming the variable.
 """
 
 from __future__ import annotations
@@ -81,3 +84,66 @@ def test_capture_content_reads_the_same_words(value: str, on: bool) -> None:
     from harness.telemetry import semconv as sc
 
     assert env_flag({sc.CAPTURE_ENV: value}, sc.CAPTURE_ENV) is on
+
+
+# 2. MEMHARNESS_TRACE_URL --------------------------------------------------------------------------------------------
+
+HOSTS = st.sampled_from(["phoenix.example", "127.0.0.1:6006", "[::1]:6006", "Trace.Example.org"])
+PATHS = st.lists(st.text("abcxyz019-_.~%", min_size=1, max_size=6), max_size=3).map("/".join)
+
+
+@st.composite
+def _good_templates(draw: st.DrawFn) -> str:
+    scheme = draw(st.sampled_from(["http", "https", "HTTPS"]))
+    where = draw(st.sampled_from(["path", "query", "fragment"]))
+    base = f"{scheme}://{draw(HOSTS)}/{draw(PATHS)}"
+    return {"path": f"{base}/{{trace_id}}", "query": f"{base}?trace={{trace_id}}", "fragment": f"{base}#{{trace_id}}"}[where]
+
+
+@st.composite
+def _bad_templates(draw: st.DrawFn) -> str:
+    good = draw(_good_templates())
+    how = draw(st.sampled_from(["scheme", "no host", "space", "control", "no placeholder", "other placeholder",
+                                "brace"]))
+    if how == "scheme":
+        return draw(st.sampled_from(["javascript:", "ftp:", "file:", "data:", "", "//", "mailto:"])) + \
+            good.split(":", 1)[1].lstrip("/")
+    if how == "no host":
+        return draw(st.sampled_from(["http:///{trace_id}", "https://:80/{trace_id}", "http:{trace_id}"]))
+    if how == "space":
+        at = draw(st.integers(0, len(good)))
+        return good[:at] + draw(st.sampled_from([" ", "\u00a0", "\u2003"])) + good[at:] + "x"
+    if how == "control":
+        at = draw(st.integers(1, len(good) - 1))
+        return good[:at] + draw(st.sampled_from(["\n", "\x00", "\x7f", "\u202e"])) + good[at:]
+    if how == "no placeholder":
+        return good.replace("{trace_id}", draw(st.sampled_from(["", "trace_id", "{traceid}", "{ trace_id }", "$trace_id"])))
+    if how == "other placeholder":
+        return good + draw(st.sampled_from(["&run={run_id}", "/{}", "/{0}"]))
+    return good + draw(st.sampled_from(["}", "{"]))
+
+
+@SETTINGS
+@given(template=_bad_templates())
+def test_a_trace_url_that_is_not_an_http_template_is_one_line(template: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    o = cli(["schema"], capsys, environ={"MEMHARNESS_TRACE_URL": template})
+    assert_one_line_error(o, mentions=("environment variable MEMHARNESS_TRACE_URL: expected an http:// or https://",))
+
+
+@SETTINGS
+@given(template=_good_templates(), pad=st.text(" \t", max_size=2))
+def test_an_http_trace_url_template_is_taken(template: str, pad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli._report_cmds import trace_url
+
+    o = cli(["schema"], capsys, environ={"MEMHARNESS_TRACE_URL": pad + template + pad})
+    assert o.code == 0, o.err
+    assert trace_url({"MEMHARNESS_TRACE_URL": pad + template + pad}) == template
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t "])
+def test_a_blank_trace_url_is_unset(blank: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli._report_cmds import trace_url
+
+    assert cli(["schema"], capsys, environ={"MEMHARNESS_TRACE_URL": blank}).code == 0
+    assert trace_url({"MEMHARNESS_TRACE_URL": blank}) is None
