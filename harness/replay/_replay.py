@@ -386,8 +386,10 @@ def _seed_and_run(scenario: Scenario, system: MemorySystem, clock: FixedClock, r
     for memory in scenario.memories:
         try:
             system.seed(memory, mtime=clock.now() - memory.age)
-        except ScenarioInputError as exc:  # a seed field the system refuses: located by its entry and line
-            raise ScenarioInputError(f"memories[{memory.source[0]}] (line {memory.source[1]}): {exc}") from None
+        except ScenarioInputError as exc:  # a seed field the system refuses: located by its entry and its key's line
+            from harness.replay._inputs import seed_line
+
+            raise ScenarioInputError(f"memories[{memory.source[0]}] (line {seed_line(scenario, memory, exc)}): {exc}") from None
         if memory.facts:
             run.seeded[memory.path] = frozenset(memory.facts)
     system.finish_seeding(now=clock.now())

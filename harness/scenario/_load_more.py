@@ -232,6 +232,7 @@ def system_fields(ctx: NodeReader, node: yaml.Node, field: str) -> dict[str, str
     """A mapping of names to scalars, passed to the system under test untouched."""
     out: dict[str, str | int | float | bool] = {}
     for key, value in ctx.mapping(node, field, None).items():
+        ctx.lines[f"{field}.{key}"] = value.start_mark.line + 1
         if problem := lim.bad_char(key, allow_newlines=False):
             raise ctx.fail(node, f"{field}.{key}", f"{problem} in a key")
         scalar = ctx.scalar(value, f"{field}.{key}")

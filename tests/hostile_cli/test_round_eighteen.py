@@ -8,16 +8,21 @@ silence"). Each section is one class; each test draws its cases.
 2. ``MEMHARNESS_TRACE_URL`` was written into every report link unchecked: ``javascript:…``, a URL with no
    ``{trace_id}`` (every scenario linked to one page), ``{traceid}`` left verbatim. Now it is an http(s) URL
    template with a host holding ``{trace_id}`` and no other placeholder, or one line naming the variable.
+3. A seed field, recall/forget option or system check a shipped system refuses was located at its memory's
+   ``system:`` line or its step's line, however far below the offending key was. Now ``validate`` names the line
+   of the key the system's message names (each system check tried alone, as a run tries it).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import examples
-from tests.hostile_cli._support import assert_one_line_error, cli
+from tests.hostile_cli._support import LOCATED, assert_one_line_error, cli
 
 SETTINGS = settings(max_examples=examples(60), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -147,3 +152,89 @@ def test_a_blank_trace_url_is_unset(blank: str, capsys: pytest.CaptureFixture[st
 
     assert cli(["schema"], capsys, environ={"MEMHARNESS_TRACE_URL": blank}).code == 0
     assert trace_url({"MEMHARNESS_TRACE_URL": blank}) is None
+
+
+# 3. system inputs located at their key ------------------------------------------------------------------------------
+
+GOOD_CHECKS = {"memories": "1", "fts_integrity": "true", "queue_open": "0", "index_contains": "billing"}
+BAD_CHECKS = {"fts_integrity": '"yes"', "memories": "-1", "no_such_check": "1", "traces": '"no arrow"',
+              "queue_open": "1.5"}
+GOOD_SEED = {"importance": "0.5", "access_count": "3", "priority": "long_term"}
+BAD_SEED = {"priority": "bogus", "importance": "7", "access_count": "-2", "no_such_field": "1"}
+GOOD_OPTIONS = {"memory_type": "project"}
+BAD_OPTIONS = {"path": "nowhere"}
+FILLER = st.lists(st.sampled_from(["", "# a comment"]), max_size=2)
+
+
+@st.composite
+def _mapping(draw: st.DrawFn, good: dict[str, str], bad: dict[str, str], indent: int) -> tuple[list[str], int]:
+    """The lines of a mapping of some good keys and one bad key (blank and comment lines between), and the index of
+    the bad key's line among them."""
+    bad_key = draw(st.sampled_from(sorted(bad)), label="bad")
+    others = draw(st.lists(st.sampled_from(sorted(set(good) - {bad_key})), unique=True, max_size=3), label="good")
+    at = draw(st.integers(0, len(others)), label="at")
+    keys = [*others[:at], bad_key, *others[at:]]
+    lines: list[str] = []
+    bad_at = -1
+    for key in keys:
+        lines += [f"{' ' * indent}{f}" if f else "" for f in draw(FILLER)]
+        if key == bad_key:
+            bad_at = len(lines)
+        lines.append(f"{' ' * indent}{key}: {bad[key] if key == bad_key else good[key]}")
+    return lines, bad_at
+
+
+@SETTINGS
+@given(data=st.data(), where=st.sampled_from(["check", "seed", "options"]))
+def test_a_refused_system_input_names_the_line_of_its_key(data: st.DataObject, where: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    lines = ["design: s1-sqlite", "clock: 2026-03-02T09:00:00Z", "memories:", "  - path: project/m.md",
+             "    type: project", '    body: "billing runs on docker"']
+    if where == "seed":
+        body, bad_at = data.draw(_mapping(GOOD_SEED, BAD_SEED, 6))
+        lines += ["    system:"]
+        bad_line = len(lines) + bad_at + 1
+        lines += body
+    lines += ["steps:", "  - recall:", "      query: billing"]
+    if where == "options":
+        body, bad_at = data.draw(_mapping(GOOD_OPTIONS, BAD_OPTIONS, 8))
+        lines += ["      options:"]
+        bad_line = len(lines) + bad_at + 1
+        lines += body
+    if where == "check":
+        body, bad_at = data.draw(_mapping(GOOD_CHECKS, BAD_CHECKS, 8))
+        lines += ["  - check:", "      system:"]
+        bad_line = len(lines) + bad_at + 1
+        lines += body
+    path = tmp_path / "inputs.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    o = cli(["validate", str(path)], capsys)
+    assert_one_line_error(o, mentions=(), budget=20)
+    match = LOCATED.match(o.err.strip())
+    assert match, o.err
+    assert int(match["line"]) == bad_line, (o.err, "\n".join(lines))
+
+
+def test_a_refused_input_the_message_does_not_name_stays_at_its_mapping(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A message naming no key keeps the mapping's own line (never a guess)."""
+    from harness.replay._inputs import key_line
+    from harness.scenario import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text("design: s1-sqlite\nsteps:\n  - recall:\n      query: q\n      options:\n        path: typed\n"
+                    "        memory_type: fact\n", encoding="utf-8")
+    scenario = load_scenario(path)
+    options = {"path": "typed", "memory_type": "fact"}
+    assert key_line(scenario, "steps[0].recall.options", options, "something else went wrong", 3) == 3
+    assert key_line(scenario, "steps[0].recall.options", options, "recall option memory_type: no", 3) == 7
+    assert key_line(scenario, "steps[0].recall.options", options, "unknown options memory_type, path", 3) == 7
+
+
+def test_a_run_locates_a_refused_seed_field_at_its_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "seed.yaml"
+    path.write_text("design: s1-sqlite\nclock: 2026-03-02T09:00:00Z\nmemories:\n  - path: project/m.md\n"
+                    "    type: project\n    body: billing\n    system:\n      importance: 0.5\n\n      priority: bogus\n"
+                    "steps:\n  - recall: {query: billing}\n", encoding="utf-8")
+    o = cli(["run", str(path), "--system", "sqlite", "--strategy", "heuristic", "--out", str(tmp_path / "out")], capsys)
+    assert "memories[0] (line 10): memory project/m.md: priority must be" in o.out + o.err, o.out + o.err
