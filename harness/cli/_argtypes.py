@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness._envflag import EXPECTED, FLAG_VARIABLES, parse_flag
 from harness.errors import HarnessError, one_line
+from harness.scenario._envflag import EXPECTED, FLAG_VARIABLES, parse_flag
 
 
 def bounded(convert: Callable[[str], float], ok: Callable[[float], bool], expected: str) -> Callable[[str], Any]:
@@ -109,7 +109,7 @@ def check_environment(environ: Mapping[str, str]) -> None:
     ``OTEL_SDK_DISABLED`` that is not true or false, a ``MEMHARNESS_OP_TIMEOUT`` that is not seconds, a
     ``MEMHARNESS_RUN_ID`` that is not one printable word, a ``MEMHARNESS_TRACE_URL`` that is not an http(s) URL
     template with ``{trace_id}`` (``trace_url_problem``), an on/off variable (``MEMHARNESS_DEBUG``:
-    ``harness._envflag``) that is neither, an ``OTEL_RESOURCE_ATTRIBUTES`` or OTLP headers value that is not
+    ``harness.scenario._envflag``) that is neither, an ``OTEL_RESOURCE_ATTRIBUTES`` or OTLP headers value that is not
     ``key=value`` pairs (``harness.scenario._otel_env``)."""
     for name, value in environ.items():
         if not name.startswith(ENV_PREFIXES):

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import __version__
-from harness._envflag import env_flag
 from harness.cli._argtypes import check_environment, check_output_dir, unused_model_flags
 from harness.cli._conformance import cmd_conformance
 from harness.cli._init import cmd_init
@@ -27,6 +26,7 @@ from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_github, cmd_import, cmd_traces, run_fuzz
 from harness.errors import HarnessError, SystemFailure, interrupted, one_line, stop_if_asked
 from harness.scenario import STRATEGIES, base_strategy, load_all
+from harness.scenario._envflag import env_flag
 
 DEFAULT_SCENARIOS = Path("scenarios")
 

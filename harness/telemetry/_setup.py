@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 
-from harness._envflag import env_flag
+from harness.scenario._envflag import env_flag
 from harness.scenario._otel_env import key_value_pairs, resource_overrides, warn_notes
 from harness.telemetry import semconv as sc
 from harness.telemetry._otlp_json import spans_to_otlp_json

@@ -2,7 +2,7 @@
 silence"). Each section is one class; each test draws its cases.
 
 1. ``MEMHARNESS_DEBUG=0`` (``false``, ``no``) turned the traceback ON: the variable was tested for truthiness of
-   its string. Now one parser (``harness._envflag``) reads every on/off variable (``MEMHARNESS_DEBUG``, the
+   its string. Now one parser (``harness.scenario._envflag``) reads every on/off variable (``MEMHARNESS_DEBUG``, the
    OpenTelemetry capture-content switch, which read any unknown value as off in silence): ``1/true/yes/on`` on,
    ``0/false/no/off``/empty off, anything else one line naming the variable.
 2. ``MEMHARNESS_TRACE_URL`` was written into every report link unchecked: ``javascript:…``, a URL with no
@@ -85,7 +85,7 @@ def test_an_on_off_variable_that_is_neither_is_one_line(value: str, name: str,
 @pytest.mark.parametrize(("value", "on"), [("1", True), ("On", True), (" yes", True), ("true", True),
                                            ("0", False), ("off", False), ("", False), ("FALSE", False)])
 def test_capture_content_reads_the_same_words(value: str, on: bool) -> None:
-    from harness._envflag import env_flag
+    from harness.scenario._envflag import env_flag
     from harness.telemetry import semconv as sc
 
     assert env_flag({sc.CAPTURE_ENV: value}, sc.CAPTURE_ENV) is on
