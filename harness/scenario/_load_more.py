@@ -10,6 +10,7 @@ from typing import Any, Final
 import yaml
 
 from harness.scenario import _limits as lim
+from harness.scenario._impossible import refuse_impossible
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
     CheckStep,
@@ -200,7 +201,7 @@ def recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact])
                                    for m, x in ctx.mapping(v, f"{here}.require.{key}", REQUIRE_METRICS).items()}
             else:
                 require[key] = _requirement(ctx, v, f"{here}.require.{key}", key, expect)
-    return RecallStep(
+    return refuse_impossible(ctx, r, here, RecallStep(
         query=ctx.text(r["query"], f"{here}.query"),
         expect=expect,
         k=ctx.integer(r["k"], f"{here}.k", minimum=1) if "k" in r else None,
@@ -220,7 +221,7 @@ def recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact])
         expect_fallback=ctx.text(r["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in r else None,
         forbid=ctx.fact_ids(r["forbid"], f"{here}.forbid", facts) if "forbid" in r else (),
         expect_covered=ctx.fact_ids(r["expect_covered"], f"{here}.expect_covered", facts) if "expect_covered" in r else None,
-    )
+    ))
 
 
 _CHECK_KEYS: Final = ("facts_present", "facts_absent", "index_within_limits", "max_entries_per_fact", "files_present",

@@ -11,6 +11,10 @@ silence"). Each section is one class; each test draws its cases.
 3. A seed field, recall/forget option or system check a shipped system refuses was located at its memory's
    ``system:`` line or its step's line, however far below the offending key was. Now ``validate`` names the line
    of the key the system's message names (each system check tried alone, as a run tries it).
+4. Recall expectations no system can meet passed the loader and failed every run: ``expect_selected`` longer than
+   ``k`` (or than the qwen-file design's limit of 5 when ``k`` is unstated) or naming a memory twice,
+   ``expect_covered`` naming a fact the probe does not ``expect`` or also ``forbid``s. Now each is a located error
+   at the item that makes it impossible; one item fewer (or a portable scenario, whose limit is the system's) loads.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import examples
-from tests.hostile_cli._support import LOCATED, assert_one_line_error, cli
+from tests.hostile_cli._support import LOCATED, assert_one_line_error, cli, load_error_at
 
 SETTINGS = settings(max_examples=examples(60), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -238,3 +242,73 @@ def test_a_run_locates_a_refused_seed_field_at_its_key(tmp_path: Path, capsys: p
                     "steps:\n  - recall: {query: billing}\n", encoding="utf-8")
     o = cli(["run", str(path), "--system", "sqlite", "--strategy", "heuristic", "--out", str(tmp_path / "out")], capsys)
     assert "memories[0] (line 10): memory project/m.md: priority must be" in o.out + o.err, o.out + o.err
+
+
+# 4. impossible recall expectations ----------------------------------------------------------------------------------
+
+FACTS = ["f0", "f1", "f2", "f3"]
+RECALL_HEAD = ["clock: 2026-03-02T09:00:00Z", "facts:", *(f"  {f}: {{type: user, match: [{f}]}}" for f in FACTS),
+               "steps:", "  - recall:", "      query: anything"]
+
+
+def _write(tmp_path: Path, design: str | None, lines: list[str]) -> Path:
+    path = tmp_path / "impossible.yaml"
+    path.write_text("\n".join(([f"design: {design}"] if design else []) + RECALL_HEAD + lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _block(key: str, items: list[str]) -> list[str]:
+    return [f"      {key}:", *(f"        - {item}" for item in items)] if items else [f"      {key}: []"]
+
+
+@SETTINGS
+@given(n=st.integers(0, 12), k=st.one_of(st.none(), st.integers(1, 10)),
+       design=st.sampled_from([None, "qwen-file", "s1-sqlite"]))
+def test_expect_selected_longer_than_the_recall_limit_is_refused(n: int, k: int | None, design: str | None,
+                                                                 tmp_path: Path) -> None:
+    from harness.scenario import load_scenario
+
+    lines = ([f"      k: {k}"] if k is not None else []) + _block("expect_selected", [f"user/m{j}.md" for j in range(n)])
+    path = _write(tmp_path, design, lines)
+    limit = k if k is not None else 5 if design == "qwen-file" else None
+    if limit is None or n <= limit:  # just inside (n == limit) loads, as does any n where the limit is the system's
+        assert load_scenario(path).steps[0].expect_selected is not None
+        return
+    first_past = len(RECALL_HEAD) + (design is not None) + (k is not None) + 2 + limit  # the item past the limit
+    match = load_error_at(path, first_past, f"{n} selected with a limit of {limit}")
+    assert match["field"] == f"steps[0].recall.expect_selected[{limit}]"
+    assert f"at most {limit}" in match["what"]
+
+
+@SETTINGS
+@given(paths=st.lists(st.sampled_from([f"user/m{j}.md" for j in range(4)]), min_size=1, max_size=5))
+def test_expect_selected_naming_a_memory_twice_is_refused(paths: list[str], tmp_path: Path) -> None:
+    from harness.scenario import load_scenario
+
+    path = _write(tmp_path, None, _block("expect_selected", paths))
+    twice = next((i for i, p in enumerate(paths) if p in paths[:i]), None)
+    if twice is None:
+        assert load_scenario(path).steps[0].expect_selected == tuple(paths)
+        return
+    match = load_error_at(path, len(RECALL_HEAD) + 2 + twice, f"{paths[twice]} twice")
+    assert match["field"] == f"steps[0].recall.expect_selected[{twice}]"
+
+
+@SETTINGS
+@given(expect=st.lists(st.sampled_from(FACTS), unique=True, max_size=4),
+       covered=st.lists(st.sampled_from(FACTS), unique=True, max_size=4),
+       forbid=st.lists(st.sampled_from(FACTS), unique=True, max_size=4))
+def test_expect_covered_that_can_never_hold_is_refused(expect: list[str], covered: list[str], forbid: list[str],
+                                                       tmp_path: Path) -> None:
+    from harness.scenario import load_scenario
+
+    lines = _block("expect", expect) + _block("forbid", forbid) + _block("expect_covered", covered)
+    path = _write(tmp_path, None, lines)
+    bad = next((i for i, f in enumerate(covered) if f not in expect or f in forbid), None)
+    if bad is None:  # covered within expect, none forbidden: loads
+        assert load_scenario(path).steps[0].expect_covered == tuple(covered)
+        return
+    at = len(RECALL_HEAD) + len(_block("expect", expect)) + len(_block("forbid", forbid)) + 2 + bad
+    match = load_error_at(path, at, f"expect_covered {covered} with expect {expect}, forbid {forbid}")
+    assert match["field"] == f"steps[0].recall.expect_covered[{bad}]"
+    assert ("not in this probe's expect" if covered[bad] not in expect else "also forbidden") in match["what"]
