@@ -15,10 +15,15 @@ silence"). Each section is one class; each test draws its cases.
    ``k`` (or than the qwen-file design's limit of 5 when ``k`` is unstated) or naming a memory twice,
    ``expect_covered`` naming a fact the probe does not ``expect`` or also ``forbid``s. Now each is a located error
    at the item that makes it impossible; one item fewer (or a portable scenario, whose limit is the system's) loads.
+5. ``expect_removed`` naming a fact no memory covered before the forget passed at once ("not covered after" held
+   whatever the forget did). Round 17's fix was backed out because the property suite's generated forgets name facts
+   a system's extraction may never keep. Now the forget fails, "never stored … proves nothing", and the property
+   builders claim removal only of facts a run of the steps before the forget shows stored.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -312,3 +317,67 @@ def test_expect_covered_that_can_never_hold_is_refused(expect: list[str], covere
     match = load_error_at(path, at, f"expect_covered {covered} with expect {expect}, forbid {forbid}")
     assert match["field"] == f"steps[0].recall.expect_covered[{bad}]"
     assert ("not in this probe's expect" if covered[bad] not in expect else "also forbidden") in match["what"]
+
+
+# 5. expect_removed of a fact never stored ---------------------------------------------------------------------------
+
+ANIMALS = ["zebra", "lynx", "okapi"]
+FORGET_HEAD = """strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+facts:
+  terse: {type: feedback, match: ["terse"]}
+  zebra: {type: user, match: ["zebra"]}
+  lynx: {type: user, match: ["lynx"]}
+  okapi: {type: user, match: ["okapi"]}
+memories:
+  - {path: feedback/terse.md, name: Terse, description: terse replies, type: feedback, body: "be terse"}
+steps:
+"""
+
+
+@settings(max_examples=examples(20), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(never=st.lists(st.sampled_from(ANIMALS), max_size=3, unique=True), covered=st.booleans(),
+       system=st.sampled_from(["reference", "sqlite"]))
+def test_removing_a_fact_never_stored_fails_the_forget(never: list[str], covered: bool, system: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    removed = (["terse"] if covered else []) + never
+    path = tmp_path / "forget.yaml"
+    path.write_text(FORGET_HEAD + f"  - forget: {{query: forget terse replies, expect_removed: [{', '.join(removed)}]}}\n",
+                    encoding="utf-8")
+    cli(["run", str(path), "--no-gates", "--system", system, "--out", str(tmp_path / "out")], capsys)
+    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    failures = [str(f) for row in rows for f in row["failures"]]
+    said = [f for f in failures if "never stored" in f]
+    if never:
+        assert len(said) == 1, failures
+        assert all(name in said[0] for name in never), said
+        assert "proves nothing" in said[0], said
+        assert "terse" not in said[0].split("never stored")[0], said
+    else:  # just inside: every named fact was stored before the forget
+        assert not said, failures
+
+
+def test_the_forget_property_claims_only_a_stored_fact() -> None:
+    """The property builder forgets a fact the system stored, and claims nothing when it stored none."""
+    from harness.replay import ScenarioResult
+    from harness.replay._records import Probe
+    from harness.scenario import Fact, ForgetStep, Scenario, SessionStep, Turn
+    from harness.tools._properties import default_properties
+
+    [prop] = [p for p in default_properties() if p.name == "forgotten-never-recalled"]
+    facts = {f: Fact(f, "user", (f,)) for f in ANIMALS}
+    base = Scenario(id="g", path=Path("g.yaml"), description="", tags=(), clock=datetime(2026, 3, 2, tzinfo=UTC),
+                    facts=facts, memories=(), steps=(SessionStep("s1", (Turn("user", "zebra lynx okapi"),)),))
+
+    def stored(*facts: str) -> object:
+        end = Probe(scenario="g", step=1, kind="check", strategy="heuristic", query="end of scenario", covered=facts)
+        return lambda s: ScenarioResult(scenario="g", strategy="heuristic", passed=True, failures=(), probes=(end,),
+                                        trace_id="t")
+
+    for held, claim in [(("lynx",), ("lynx",)), (("okapi", "zebra"), ("zebra",)), ((), ())]:
+        built = prop.build(base, stored(*held))
+        forget = next(s for s in built.steps if isinstance(s, ForgetStep))
+        assert forget.expect_removed == claim, (held, forget)
