@@ -10,6 +10,9 @@ the system does:
 - ``expect_covered`` naming a fact the probe does not ``expect``: coverage is counted among the expected facts only,
   so that fact is never in it.
 - a fact both in ``expect_covered`` (a selected memory must cover it) and in ``forbid`` (none may).
+
+and in a ``check`` step, which judges one moment: a fact in both ``facts_present`` and ``facts_absent``, a path in
+both ``files_present`` and ``files_absent``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Final
 
 import yaml
 
-from harness.scenario._types import RecallStep
+from harness.scenario._types import CheckStep, RecallStep
 from harness.scenario._yaml import NodeReader
 
 QWEN_RECALL_LIMIT: Final = 5
@@ -51,4 +54,16 @@ def refuse_impossible(ctx: NodeReader, r: dict[str, yaml.Node], here: str, step:
         if fact in step.forbid:
             raise ctx.fail(_item(r["expect_covered"], i), f"{here}.expect_covered[{i}]",
                            f"{fact!r:.60} is also forbidden: a selection cannot both cover it and not")
+    return step
+
+
+def refuse_contradictions(ctx: NodeReader, c: dict[str, yaml.Node], here: str, step: CheckStep) -> CheckStep:
+    """``step`` unless it states a thing and its opposite at one moment (a located error at the second statement)."""
+    for present, absent, what in (("facts_present", "facts_absent", "fact"), ("files_present", "files_absent", "file")):
+        wanted = getattr(step, present)
+        for i, name in enumerate(getattr(step, absent)):
+            if name in wanted:
+                raise ctx.fail(_item(c[absent], i), f"{here}.{absent}[{i}]",
+                               f"{what} {name!r:.60} is also in {present}: one check cannot find it both present and "
+                               "absent")
     return step

@@ -10,7 +10,7 @@ from typing import Any, Final
 import yaml
 
 from harness.scenario import _limits as lim
-from harness.scenario._impossible import refuse_impossible
+from harness.scenario._impossible import refuse_contradictions, refuse_impossible
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
     CheckStep,
@@ -252,7 +252,7 @@ def check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) 
     def fact_ids(key: str) -> tuple[str, ...]:
         return ctx.fact_ids(c[key], f"{here}.{key}", facts) if key in c else ()
 
-    return CheckStep(
+    return refuse_contradictions(ctx, c, here, CheckStep(
         facts_present=fact_ids("facts_present"),
         facts_absent=fact_ids("facts_absent"),
         index_within_limits=ctx.boolean(c["index_within_limits"], f"{here}.index_within_limits")
@@ -270,7 +270,7 @@ def check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) 
         index_order=texts("index_order"),
         entries=entries(ctx, c["entries"], f"{here}.entries") if "entries" in c else (),
         lock_held=ctx.boolean(c["lock_held"], f"{here}.lock_held") if "lock_held" in c else None,
-    )
+    ))
 
 
 TRAILING_KEYS: Final = ("runs", "sessions", "status", "strategy", "fallback", "touched", "written", "event")

@@ -13,7 +13,8 @@ silence"). Each section is one class; each test draws its cases.
    of the key the system's message names (each system check tried alone, as a run tries it).
 4. Recall expectations no system can meet passed the loader and failed every run: ``expect_selected`` longer than
    ``k`` (or than the qwen-file design's limit of 5 when ``k`` is unstated) or naming a memory twice,
-   ``expect_covered`` naming a fact the probe does not ``expect`` or also ``forbid``s. Now each is a located error
+   ``expect_covered`` naming a fact the probe does not ``expect`` or also ``forbid``s; a check step with one fact
+   (or file) in both ``facts_present`` and ``facts_absent`` (``files_*``). Now each is a located error
    at the item that makes it impossible; one item fewer (or a portable scenario, whose limit is the system's) loads.
 5. ``expect_removed`` naming a fact no memory covered before the forget passed at once ("not covered after" held
    whatever the forget did). Round 17's fix was backed out because the property suite's generated forgets name facts
@@ -317,6 +318,28 @@ def test_expect_covered_that_can_never_hold_is_refused(expect: list[str], covere
     match = load_error_at(path, at, f"expect_covered {covered} with expect {expect}, forbid {forbid}")
     assert match["field"] == f"steps[0].recall.expect_covered[{bad}]"
     assert ("not in this probe's expect" if covered[bad] not in expect else "also forbidden") in match["what"]
+
+
+
+@SETTINGS
+@given(kind=st.sampled_from(["facts", "files"]), present=st.lists(st.sampled_from(FACTS), unique=True, max_size=4),
+       absent=st.lists(st.sampled_from(FACTS), unique=True, max_size=4))
+def test_a_check_finding_one_thing_present_and_absent_is_refused(kind: str, present: list[str], absent: list[str],
+                                                                 tmp_path: Path) -> None:
+    from harness.scenario import load_scenario
+
+    name = (lambda f: f) if kind == "facts" else (lambda f: f"user/{f}.md")
+    head = [line for line in RECALL_HEAD if not line.startswith("  - recall") and "query" not in line]
+    block = [*_block(f"{kind}_present", [name(f) for f in present]), *_block(f"{kind}_absent", [name(f) for f in absent])]
+    path = tmp_path / "check.yaml"
+    path.write_text("\n".join([*head, "  - check:", *block]) + "\n", encoding="utf-8")
+    both = next((i for i, f in enumerate(absent) if f in present), None)
+    if both is None:
+        assert load_scenario(path).steps[0] is not None
+        return
+    at = len(head) + 1 + len(_block(f"{kind}_present", present)) + 1 + both + 1
+    match = load_error_at(path, at, f"{absent[both]} present and absent")
+    assert match["field"] == f"steps[0].check.{kind}_absent[{both}]"
 
 
 # 5. expect_removed of a fact never stored ---------------------------------------------------------------------------
