@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, one_line
+from harness.scenario._envflag import EXPECTED, FLAG_VARIABLES, parse_flag
 
 
 def bounded(convert: Callable[[str], float], ok: Callable[[float], bool], expected: str) -> Callable[[str], Any]:
@@ -106,8 +107,10 @@ def check_environment(environ: Mapping[str, str]) -> None:
     whole replay, as an internal error) or silently ignore: bytes that are not UTF-8 in any variable the harness
     reads, an OpenTelemetry SDK limit (``OTEL_*_LIMIT``) that is not a non-negative integer, an
     ``OTEL_SDK_DISABLED`` that is not true or false, a ``MEMHARNESS_OP_TIMEOUT`` that is not seconds, a
-    ``MEMHARNESS_RUN_ID`` that is not one printable word, an ``OTEL_RESOURCE_ATTRIBUTES`` or OTLP headers value that
-    is not ``key=value`` pairs (``harness.scenario._otel_env``)."""
+    ``MEMHARNESS_RUN_ID`` that is not one printable word, a ``MEMHARNESS_TRACE_URL`` that is not an http(s) URL
+    template with ``{trace_id}`` (``trace_url_problem``), an on/off variable (``MEMHARNESS_DEBUG``:
+    ``harness.scenario._envflag``) that is neither, an ``OTEL_RESOURCE_ATTRIBUTES`` or OTLP headers value that is not
+    ``key=value`` pairs (``harness.scenario._otel_env``)."""
     for name, value in environ.items():
         if not name.startswith(ENV_PREFIXES):
             continue
@@ -136,6 +139,10 @@ def check_environment(environ: Mapping[str, str]) -> None:
             # silence (round 15b), a run with spans its user meant to turn off
             raise HarnessError(f"environment variable {name}: expected true or false (empty: unset), got "
                                f"{one_line(repr(value))[:60]}")
+        if name in FLAG_VARIABLES and parse_flag(value) is None:
+            raise HarnessError(f"environment variable {name}: {EXPECTED}, got {one_line(repr(value))[:60]}")
+        if name == "MEMHARNESS_TRACE_URL" and value.strip() and (problem := trace_url_problem(value.strip())):
+            raise HarnessError(f"environment variable {name}: {problem}, got {one_line(repr(value))[:60]}")
         if name == "MEMHARNESS_RUN_ID" and value and not (len(value) <= 128 and value.isprintable()
                                                           and not any(c.isspace() for c in value)):
             raise HarnessError(f"environment variable {name}: expected one printable word of at most 128 "
@@ -146,6 +153,30 @@ def check_environment(environ: Mapping[str, str]) -> None:
         check_pairs(environ)
     except ValueError as exc:
         raise HarnessError(f"environment variable {one_line(str(exc))}") from None
+
+
+def trace_url_problem(template: str) -> str | None:
+    """What is wrong with ``MEMHARNESS_TRACE_URL``, the report's link to a scenario's trace: an ``http://`` or
+    ``https://`` URL with a host, no spaces or control characters, holding ``{trace_id}`` (each scenario's trace id
+    is put there) and no other ``{...}`` (nothing else is filled in); None when it is one. Before (round 18) any
+    value was written into every link: ``javascript:…``, a URL without ``{trace_id}`` (every scenario linked to one
+    page), ``{traceid}`` left verbatim."""
+    from urllib.parse import urlsplit
+
+    expected = "expected an http:// or https:// URL template holding {trace_id}"
+    if any(c.isspace() or not c.isprintable() for c in template):
+        return f"{expected} (no spaces or control characters)"
+    try:
+        parts = urlsplit(template.replace("{trace_id}", "0"))
+    except ValueError:
+        return expected
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return expected
+    if "{trace_id}" not in template:
+        return f"{expected} (each scenario's trace id is put there)"
+    if "{" in template.replace("{trace_id}", "") or "}" in template.replace("{trace_id}", ""):
+        return f"{expected} and no other {{...}} placeholder"
+    return None
 
 
 def unused_model_flags(args: argparse.Namespace) -> str:

@@ -26,6 +26,7 @@ from harness.cli._sensitivity import cmd_sensitivity
 from harness.cli._tools import cmd_bench, cmd_cassettes, cmd_fuzz, cmd_github, cmd_import, cmd_traces, run_fuzz
 from harness.errors import HarnessError, SystemFailure, interrupted, one_line, stop_if_asked
 from harness.scenario import STRATEGIES, base_strategy, load_all
+from harness.scenario._envflag import env_flag
 
 DEFAULT_SCENARIOS = Path("scenarios")
 
@@ -383,7 +384,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     except KeyboardInterrupt:
         return interrupted()
     except OSError as exc:  # an output or input file the OS refused: name it, one line
-        if env.get("MEMHARNESS_DEBUG"):
+        if env_flag(env, "MEMHARNESS_DEBUG"):
             raise
         where = f"{one_line(str(exc.filename))}: " if exc.filename is not None else ""
         print(f"memharness: {where}{one_line(exc.strerror or str(exc))}", file=sys.stderr)
@@ -392,7 +393,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         print("memharness: out of memory (a memory limit is set lower than this command needs)", file=sys.stderr)
         return 2
     except Exception as exc:  # the CLI boundary: one line, no traceback unless asked for
-        if env.get("MEMHARNESS_DEBUG"):
+        if env_flag(env, "MEMHARNESS_DEBUG"):
             raise
         print(f"memharness: internal error: {type(exc).__name__}: {one_line(str(exc))} "
               "(set MEMHARNESS_DEBUG=1 for the traceback)", file=sys.stderr)

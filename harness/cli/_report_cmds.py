@@ -232,10 +232,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def trace_url(environ: Mapping[str, str]) -> str | None:
-    """Where a trace of this run can be opened when it was exported: ``MEMHARNESS_TRACE_URL`` (a template with
-    ``{trace_id}``), else Phoenix's trace redirect on the OTLP endpoint's host."""
-    if environ.get("MEMHARNESS_TRACE_URL"):
-        return environ["MEMHARNESS_TRACE_URL"]
+    """Where a trace of this run can be opened when it was exported: ``MEMHARNESS_TRACE_URL`` (an http(s) URL template
+    with ``{trace_id}``, checked before any work: ``trace_url_problem``; empty or spaces only: unset), else Phoenix's
+    trace redirect on the OTLP endpoint's host."""
+    if environ.get("MEMHARNESS_TRACE_URL", "").strip():
+        return environ["MEMHARNESS_TRACE_URL"].strip()
     endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     from harness.telemetry import exporters
 

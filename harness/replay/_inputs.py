@@ -12,13 +12,15 @@ Opt-in systems (mem0) are not built here.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from harness.errors import HarnessError, ScenarioInputError
 from harness.replay._factory import load_factory
-from harness.scenario import CheckStep, ForgetStep, RecallStep, Scenario
+from harness.scenario import CheckStep, ForgetStep, RecallStep, Scenario, SeedMemory
 from harness.system import Capability, capabilities_of, variant_factory
 from harness.systems import DEFAULT_SYSTEMS, OPT_IN, SHIPPED_DESIGNS, SYSTEMS
 from memory_core.clock import FixedClock
@@ -71,11 +73,11 @@ def _problems_in(scenario: Scenario, name: str) -> list[str]:
             return []
         try:
             for memory in scenario.memories:
-                index, line = memory.source
+                index = memory.source[0]
                 try:
                     system.seed(memory, mtime=clock.now() - memory.age)
                 except ScenarioInputError as exc:
-                    out.append(f"{scenario.path}:{line}: memories[{index}].system: {exc}")
+                    out.append(f"{scenario.path}:{seed_line(scenario, memory, exc)}: memories[{index}].system: {exc}")
                 except Exception:
                     continue
             capabilities = capabilities_of(system)
@@ -83,13 +85,19 @@ def _problems_in(scenario: Scenario, name: str) -> list[str]:
                 judged = _judged(step)
                 if judged is None or judged[0] not in capabilities:
                     continue
-                try:
-                    _try(system, step, clock)
-                except ScenarioInputError as exc:
-                    line = scenario.step_lines[i] if i < len(scenario.step_lines) else 1
-                    out.append(f"{scenario.path}:{line}: steps[{i}].{judged[1]}: {exc}")
-                except Exception:
-                    continue
+                step_line = scenario.step_lines[i] if i < len(scenario.step_lines) else 1
+                field = f"steps[{i}].{judged[1]}"
+                # a check step's system checks are independent (a run tries each): each is tried, and located, alone
+                for given in ({name: value} for name, value in step.system.items()) if isinstance(step, CheckStep) \
+                        else (None,):
+                    try:
+                        _try(system, step, clock, given)
+                    except ScenarioInputError as exc:
+                        inputs = given if given is not None else getattr(step, "options", {})
+                        line = key_line(scenario, field, inputs, str(exc), step_line)
+                        out.append(f"{scenario.path}:{line}: {field}: {exc}")
+                    except Exception:
+                        continue
         finally:
             close = getattr(system, "close", None)
             if callable(close):
@@ -97,12 +105,29 @@ def _problems_in(scenario: Scenario, name: str) -> list[str]:
     return out
 
 
-def _try(system: Any, step: object, clock: FixedClock) -> None:
-    """The step's input through the system's own code, as a run passes it (its outcome here is nobody's)."""
+def key_line(scenario: Scenario, field: str, given: Mapping[str, object], message: str, default: int) -> int:
+    """The line of the key of ``given`` (the mapping at ``field``) that the system's ``message`` names first (round
+    18: a refused seed field, option or system check was located at its step or memory); ``default`` when the
+    message names none of them."""
+    named = [(found.start(), key) for key in given
+             if (found := re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", message))]
+    return scenario.field_lines.get(f"{field}.{min(named)[1]}", default) if named else default
+
+
+def seed_line(scenario: Scenario, memory: SeedMemory, exc: Exception) -> int:
+    """The line of the seed field a system's refusal of ``memory`` names, else of its ``system:`` (or its entry)."""
+    index, line = memory.source
+    return key_line(scenario, f"memories[{index}].system", memory.system,
+                    str(exc).removeprefix(f"memory {memory.path}: "), line)
+
+
+def _try(system: Any, step: object, clock: FixedClock, checks: Mapping[str, Any] | None = None) -> None:
+    """The step's input through the system's own code, as a run passes it (its outcome here is nobody's); ``checks``:
+    those of a check step's system checks (default all)."""
     if isinstance(step, RecallStep):
         system.recall(step.query, now=clock.now(), limit=step.k, excluded=(), strategy="heuristic", options=step.options)
     elif isinstance(step, ForgetStep):
         system.forget(step.query, now=clock.now(), strategy="heuristic", options=dict(step.options))
     elif isinstance(step, CheckStep):
-        for name, expected in step.system.items():
+        for name, expected in (step.system if checks is None else checks).items():
             system.system_check(name, expected)

@@ -19,6 +19,7 @@ from harness.replay._checks import hold_extractions, run_check, run_trailing
 from harness.replay._coverage import covered_facts, doc_covers, entry_coverage, recall_metrics
 from harness.replay._expect import FaultingModel, RecordingSink, check_outcome
 from harness.replay._index import index_metrics, index_stats
+from harness.replay._inputs import seed_line
 from harness.replay._models import CallLog, CountingModel, ProbeContext
 from harness.replay._needs import PROBE_KIND, scenario_needs, step_kind
 from harness.replay._observed import SPENT, Observed, close_system, op_timeout, open_system
@@ -295,8 +296,10 @@ class _Run:
             res = self.system.forget(step.query, now=now, strategy=strategy, **extra)
         elapsed = op.duration_ms
         after = self.covered()
-        still = sorted(set(step.expect_removed) & after)
+        still, never = sorted(set(step.expect_removed) & after), sorted(set(step.expect_removed) - before - after)
         ok = self.check(not still, i, "forget", f"facts still covered after forgetting: {', '.join(still)}")
+        ok &= self.check(not never, i, "forget", f"fact(s) {', '.join(never)} never stored (no memory covered them "
+                                                 "before the forget), so their removal proves nothing")  # round 18
         lost = sorted((before - after) - set(step.expect_removed))
         ok &= self.check(not lost, i, "forget", f"forget also removed facts it should have kept: {', '.join(lost)}")
         ok &= self._expect_strategy(i, "forget", res.strategy, res.fallback_reason, step.expect_strategy,
@@ -386,8 +389,8 @@ def _seed_and_run(scenario: Scenario, system: MemorySystem, clock: FixedClock, r
     for memory in scenario.memories:
         try:
             system.seed(memory, mtime=clock.now() - memory.age)
-        except ScenarioInputError as exc:  # a seed field the system refuses: located by its entry and line
-            raise ScenarioInputError(f"memories[{memory.source[0]}] (line {memory.source[1]}): {exc}") from None
+        except ScenarioInputError as exc:  # a seed field the system refuses: located by its entry and its key's line
+            raise ScenarioInputError(f"memories[{memory.source[0]}] (line {seed_line(scenario, memory, exc)}): {exc}") from None
         if memory.facts:
             run.seeded[memory.path] = frozenset(memory.facts)
     system.finish_seeding(now=clock.now())

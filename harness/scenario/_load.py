@@ -296,7 +296,7 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         scripted_model=_scripted(ctx, top["scripted_model"]) if "scripted_model" in top else None,
         systems=ctx.strings(top["systems"], "systems") if "systems" in top else (),
         design=design,
-        variant=more.variant(ctx, top) if "variant" in top else "")
+        variant=more.variant(ctx, top) if "variant" in top else "", field_lines=ctx.lines)
 
 
 def _dead_requirements(ctx: NodeReader, steps_node: yaml.Node, steps: list[Step], overrides: dict[int, str],

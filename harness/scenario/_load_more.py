@@ -10,6 +10,7 @@ from typing import Any, Final
 import yaml
 
 from harness.scenario import _limits as lim
+from harness.scenario._impossible import refuse_contradictions, refuse_impossible
 from harness.scenario._registry import OUTCOME_STRATEGIES, STRATEGY_NAMES
 from harness.scenario._types import (
     CheckStep,
@@ -200,7 +201,7 @@ def recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact])
                                    for m, x in ctx.mapping(v, f"{here}.require.{key}", REQUIRE_METRICS).items()}
             else:
                 require[key] = _requirement(ctx, v, f"{here}.require.{key}", key, expect)
-    return RecallStep(
+    return refuse_impossible(ctx, r, here, RecallStep(
         query=ctx.text(r["query"], f"{here}.query"),
         expect=expect,
         k=ctx.integer(r["k"], f"{here}.k", minimum=1) if "k" in r else None,
@@ -220,7 +221,7 @@ def recall(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact])
         expect_fallback=ctx.text(r["expect_fallback"], f"{here}.expect_fallback") if "expect_fallback" in r else None,
         forbid=ctx.fact_ids(r["forbid"], f"{here}.forbid", facts) if "forbid" in r else (),
         expect_covered=ctx.fact_ids(r["expect_covered"], f"{here}.expect_covered", facts) if "expect_covered" in r else None,
-    )
+    ))
 
 
 _CHECK_KEYS: Final = ("facts_present", "facts_absent", "index_within_limits", "max_entries_per_fact", "files_present",
@@ -232,6 +233,7 @@ def system_fields(ctx: NodeReader, node: yaml.Node, field: str) -> dict[str, str
     """A mapping of names to scalars, passed to the system under test untouched."""
     out: dict[str, str | int | float | bool] = {}
     for key, value in ctx.mapping(node, field, None).items():
+        ctx.lines[f"{field}.{key}"] = value.start_mark.line + 1
         if problem := lim.bad_char(key, allow_newlines=False):
             raise ctx.fail(node, f"{field}.{key}", f"{problem} in a key")
         scalar = ctx.scalar(value, f"{field}.{key}")
@@ -250,7 +252,7 @@ def check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) 
     def fact_ids(key: str) -> tuple[str, ...]:
         return ctx.fact_ids(c[key], f"{here}.{key}", facts) if key in c else ()
 
-    return CheckStep(
+    return refuse_contradictions(ctx, c, here, CheckStep(
         facts_present=fact_ids("facts_present"),
         facts_absent=fact_ids("facts_absent"),
         index_within_limits=ctx.boolean(c["index_within_limits"], f"{here}.index_within_limits")
@@ -268,7 +270,7 @@ def check(ctx: NodeReader, value: yaml.Node, here: str, facts: dict[str, Fact]) 
         index_order=texts("index_order"),
         entries=entries(ctx, c["entries"], f"{here}.entries") if "entries" in c else (),
         lock_held=ctx.boolean(c["lock_held"], f"{here}.lock_held") if "lock_held" in c else None,
-    )
+    ))
 
 
 TRAILING_KEYS: Final = ("runs", "sessions", "status", "strategy", "fallback", "touched", "written", "event")

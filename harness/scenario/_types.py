@@ -335,6 +335,9 @@ class Scenario:
     ``fixed+q3_cjk_unsegmented``); a system that offers no variants skips the scenario. Empty: the system as given."""
     scripted_model: tuple[Any, ...] | None = None
     """Replies of a scripted model used instead of the cassette for the ``model`` strategy (fallback tests)."""
+    field_lines: dict[str, int] = field(default_factory=dict)
+    """The YAML line of each key of a mapping passed to the system untouched (``steps[2].check.system.sql``,
+    ``memories[0].system.via``, ``steps[1].recall.options.path``), for messages."""
 
     @property
     def digest(self) -> str:

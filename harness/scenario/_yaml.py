@@ -169,6 +169,9 @@ class NodeReader:
         self._ctor = SafeConstructor()
         self.design = ""
         """The scenario's ``design`` (set by the loader): a ``touched`` list names its memory kinds."""
+        self.lines: dict[str, int] = {}
+        """The line of each key of a mapping passed to the system untouched (``memories[0].system.via``): a value
+        the system refuses is located at its key, not at the step (round 18)."""
 
     def fail(self, node: yaml.Node | None, field: str, expected: str) -> ScenarioError:
         line = node.start_mark.line + 1 if node is not None else 1

@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 
+from harness.scenario._envflag import env_flag
 from harness.scenario._otel_env import key_value_pairs, resource_overrides, warn_notes
 from harness.telemetry import semconv as sc
 from harness.telemetry._otlp_json import spans_to_otlp_json
@@ -388,9 +389,8 @@ def build_telemetry(environ: Mapping[str, str], *, extra_span_exporters: Sequenc
                            if readers else NoOpMeterProvider())
     if not log_processors:
         logger_provider = NoOpLoggerProvider()
-    capture = environ.get(sc.CAPTURE_ENV, "").strip().lower() in ("1", "true", "yes")
-    telemetry = Telemetry(tracer_provider, meter_provider, logger_provider, capture_content=capture, ids=ids,
-                          run_id=run_id, suite=suite)
+    telemetry = Telemetry(tracer_provider, meter_provider, logger_provider, capture_content=env_flag(
+        environ, sc.CAPTURE_ENV), ids=ids, run_id=run_id, suite=suite)
     kinds = (traces, metrics_kind, logs_kind)
     flush = max(otlp_timeout(environ, signal) for signal, kind in zip(("traces", "metrics", "logs"), kinds, strict=True)
                 if "otlp" in kind) if any("otlp" in kind for kind in kinds) else None

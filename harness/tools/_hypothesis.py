@@ -124,7 +124,10 @@ def planted_facts(draw: st.DrawFn, *, min_facts: int = 1, max_facts: int = 4) ->
 def conversations(draw: st.DrawFn, *, min_facts: int = 1, max_facts: int = 4, paraphrases: bool = True,
                   forget: bool = True, dream: bool = True) -> Scenario:
     """A scenario: sessions that state facts (with distractors, paraphrases and clock advances), then a recall
-    probe per fact, optionally a forget request and a dream; every fact carries its gold match phrase."""
+    probe per fact, optionally a forget request and a dream; every fact carries its gold match phrase. The forget
+    claims the removal of a planted fact (``expect_removed``): a system that never stored that fact fails it ("never
+    stored … proves nothing"); pass ``forget=False``, or keep the claim to stored facts as the property suite does
+    (``harness/tools/_properties.py``, ``_claims_only_stored``), for a system whose extraction may skip it."""
     facts = draw(planted_facts(min_facts=min_facts, max_facts=max_facts))
     statements: list[str] = []
     for fact, statement in facts:

@@ -45,8 +45,27 @@ def _with(s: Scenario, name: str, steps: tuple[Step, ...], **changes: Any) -> Sc
                                **changes)
 
 
+def _stored_before(s: Scenario, steps: tuple[Step, ...], run: Run) -> frozenset[str]:
+    """The facts the system under test holds after ``steps`` (the end-of-scenario check of a run of just them)."""
+    result = run(_with(s, "stored-before", steps))
+    ends = [p for p in result.probes if p.kind == "check" and p.query == "end of scenario"]
+    return frozenset(ends[-1].covered) if ends else frozenset()
+
+
+def _claims_only_stored(s: Scenario, run: Run) -> tuple[Step, ...]:
+    """``s``'s steps with each forget's ``expect_removed`` kept to the facts the system stored before it (round 18:
+    a claim to remove a fact never stored fails the run, since it proves nothing; a generated conversation cannot
+    know what a system's extraction keeps)."""
+    steps = list(s.steps)
+    for i, step in enumerate(steps):
+        if isinstance(step, ForgetStep) and step.expect_removed:
+            stored = _stored_before(s, tuple(steps[:i]), run)
+            steps[i] = dataclasses.replace(step, expect_removed=tuple(f for f in step.expect_removed if f in stored))
+    return tuple(steps)
+
+
 def _index_caps(s: Scenario, run: Run) -> Scenario:
-    return _with(s, "index-within-caps", (*s.steps, CheckStep(index_within_limits=True)),
+    return _with(s, "index-within-caps", (*_claims_only_stored(s, run), CheckStep(index_within_limits=True)),
                  description="Index stays within the spec §4.1 caps after any sequence of operations.")
 
 
@@ -67,8 +86,9 @@ def _dream_retention(s: Scenario, run: Run) -> Scenario:
 
 def _forget_never_recalled(s: Scenario, run: Run) -> Scenario:
     sessions = tuple(x for x in s.steps if isinstance(x, SessionStep))
-    gone = next(iter(s.facts))
-    steps: tuple[Step, ...] = (*sessions, ForgetStep(gone, (gone,)),
+    stored = _stored_before(s, sessions, run)  # forget a fact the system stored: removing one it never held proves nothing
+    gone = next((f for f in s.facts if f in stored), next(iter(s.facts)))
+    steps: tuple[Step, ...] = (*sessions, ForgetStep(gone, (gone,) if gone in stored else ()),
                                RecallStep(f"what do you know about {gone}", (), forbid=(gone,)),
                                DreamStep(force=True), RecallStep(gone, (), k=5, forbid=(gone,)))
     return _with(s, "forgotten-never-recalled", steps, description="A forgotten fact is never recalled afterwards.")
