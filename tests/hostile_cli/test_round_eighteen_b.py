@@ -1,0 +1,156 @@
+"""Round 18b (blind, generated): hostile plug-in systems that broke the replay's promises.
+
+Found by a generator of plug-in systems (``--system module:factory``, ~300 generated modules: one method of a working
+system replaced to return an odd value, raise an odd exception or mutate its arguments; one attribute replaced), run
+through ``memharness run`` and classified by exit code and message. Each section below is one class; each test draws
+its cases.
+
+1. An exception whose class name cannot be read (a metaclass whose ``__name__`` property raises) escaped
+   ``describe``: the run was INCOMPLETE (exit 2, ``RuntimeError: n``), blamed on the scenario. A class name of 5,000
+   characters or with a line break was quoted whole (the protocol quotes at most 500 characters of the system's).
+2. A ``HarnessError`` (or ``ScenarioError``, ``GateFileError`` …) the system raises itself passed through as the
+   harness's own error: the run was INCOMPLETE (exit 2) and the verdict never said the system failed. Only
+   ``ScenarioInputError`` (the documented refusal of a scenario input) and the harness's own aborts pass now.
+3. What a system does to its arguments leaked out of its call: clearing the ``excluded`` list it was handed hid a
+   leak of already-surfaced memories (the run PASSED); changing a seed memory's ``system`` fields or a turn's tool
+   call ``input`` (plain dicts inside the frozen scenario) changed the scenario for the next run of it (another
+   strategy, the same process), as did ``object.__setattr__`` on the frozen memory. Each call now gets its own copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import harness.errors as errors
+from harness.replay import RecallResult, replay
+from harness.replay._observed import MESSAGE_CHARS, describe
+from harness.scenario import load_scenario
+from memory_core.errors import ReplayAborted
+from tests.example_system import ExampleSystem
+from tests.harness.conftest import OTel
+from tests.helpers import examples
+
+SETTINGS = settings(max_examples=examples(60), deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+# 1. ------------------------------------------------------------------------------------------------------------------
+
+
+def _hostile_class(name: str, how: str) -> type[BaseException]:
+    if how == "name":
+        return type(name, (Exception,), {})
+
+    class Meta(type):
+        @property
+        def __name__(cls) -> str:  # type: ignore[override]
+            if how == "raises":
+                raise RuntimeError("n")
+            return name * 3
+    return Meta(name or "E", (Exception,), {})
+
+
+@SETTINGS
+@given(name=st.text(st.characters(blacklist_characters="\x00"), max_size=30).map(lambda s: s * 200),
+       how=st.sampled_from(["name", "raises", "lies"]), message=st.text(max_size=40))
+def test_an_exception_is_described_on_one_short_line_whatever_its_class(name: str, how: str, message: str) -> None:
+    text = describe(_hostile_class(name, how)(message))
+    assert text.isprintable(), repr(text)
+    assert len(text) <= 2 * 200 + MESSAGE_CHARS + 10, len(text)
+
+
+# 2. and 3.: replays in this process, of one scenario, by a system that misbehaves in one way ------------------------
+
+SCENARIO = """description: "what a system does to its arguments stays in its call"
+tags: [hostile]
+clock: 2026-03-02T09:00:00Z
+facts:
+  terse: {type: feedback, match: ["terse"]}
+  tabs: {type: user, match: ["tabs"]}
+memories:
+  - {path: feedback/terse.md, name: Terse, description: terse answers, type: feedback, body: "Keep replies terse.",
+     facts: [terse], system: {importance: 3}}
+steps:
+  - session: s1
+    turns:
+      - user: "I always indent with tabs."
+      - assistant: "Noted."
+        tool_calls:
+          - {name: write_file, input: {file_path: "notes.md", content: "tabs"}}
+  - recall: {query: "terse review please", k: 1, expect: [terse]}
+  - recall: {query: "terse review please", k: 1, exclude_surfaced: true, expect: []}
+  - forget: {query: "forget terse", expect_removed: [terse]}
+"""
+
+
+class Misbehaving(ExampleSystem):
+    """The example system, with ``hook(method, arguments)`` run first in every call; it records what it was given."""
+
+    def __init__(self, hook: Callable[[str, dict[str, Any]], None], seen: list[Any]) -> None:
+        super().__init__()
+        self.hook, self.seen = hook, seen
+
+    def seed(self, memory: Any, *, mtime: datetime) -> None:
+        self.seen.append(("seed", repr(memory), dict(memory.system)))
+        self.hook("seed", {"memory": memory})
+        super().seed(memory, mtime=mtime)
+
+    def add_turns(self, session_id: str, turns: Sequence[Any], *, now: datetime) -> None:
+        self.seen.append(("turns", repr(turns)))
+        self.hook("add_turns", {"turns": turns})
+        super().add_turns(session_id, turns, now=now)
+
+    def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
+               strategy: str) -> RecallResult:
+        self.hook("recall", {"excluded": excluded})
+        ids = tuple(d.id for d in self.documents())[: limit or 5]  # ignores `excluded`: a leak once it hides it
+        return RecallResult(selected=ids, strategy="heuristic")
+
+    def forget(self, query: str, *, now: datetime, strategy: str) -> Any:
+        self.hook("forget", {})
+        return super().forget(query, now=now, strategy=strategy)
+
+
+def _replays(tmp_path: Path, hook: Callable[[str, dict[str, Any]], None], times: int = 1) -> tuple[list[Any], list[Any]]:
+    path = tmp_path / "args.yaml"
+    path.write_text(SCENARIO, encoding="utf-8")
+    scenario = load_scenario(path)
+    seen: list[Any] = []
+    otel = OTel()
+    try:
+        results = [replay(scenario, strategy="heuristic", telemetry=otel.telemetry,
+                          system_factory=lambda w, c, m, e: Misbehaving(hook, seen)) for _ in range(times)]
+    finally:
+        otel.shutdown()
+    return results, seen
+
+
+HARNESS_ERRORS = sorted({c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.HarnessError)
+                         and not issubclass(c, errors.ScenarioInputError | errors.SystemFailure | ReplayAborted)},
+                        key=repr)  # those three pass: the scenario's refusal, a failure, the harness's own abort
+
+
+@pytest.mark.parametrize("error", HARNESS_ERRORS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("method", ["seed", "add_turns", "recall", "forget"])
+def test_a_harness_error_the_system_raises_is_its_failure(tmp_path: Path, error: type[Exception], method: str) -> None:
+    def hook(name: str, arguments: dict[str, Any]) -> None:
+        if name == method:
+            raise error("planted by the system")
+    [result], _ = _replays(tmp_path, hook)
+    assert result.error is None, result.error  # not INCOMPLETE, blamed on the scenario
+    assert any(f"the system under test failed: {method}() raised {error.__name__}: planted" in f
+               for f in result.failures), result.failures
+
+
+def test_a_scenario_input_the_system_refuses_is_still_the_scenarios(tmp_path: Path) -> None:
+    def hook(name: str, arguments: dict[str, Any]) -> None:
+        if name == "recall":
+            raise errors.ScenarioInputError("unknown option")
+    [result], _ = _replays(tmp_path, hook)
+    assert "unknown option" in (result.error or ""), result
