@@ -154,3 +154,34 @@ def test_a_scenario_input_the_system_refuses_is_still_the_scenarios(tmp_path: Pa
             raise errors.ScenarioInputError("unknown option")
     [result], _ = _replays(tmp_path, hook)
     assert "unknown option" in (result.error or ""), result
+
+
+def _clear(value: Any) -> None:
+    value.clear()
+
+
+MUTATIONS: dict[str, Callable[[str, dict[str, Any]], None]] = {
+    "seed system fields changed": lambda n, a: a["memory"].system.update(importance=99) if n == "seed" else None,
+    "seed system fields cleared": lambda n, a: _clear(a["memory"].system) if n == "seed" else None,
+    "frozen seed body replaced": lambda n, a: object.__setattr__(a["memory"], "body", "gone") if n == "seed" else None,
+    "frozen seed facts replaced": lambda n, a: object.__setattr__(a["memory"], "facts", ()) if n == "seed" else None,
+    "tool call input changed": lambda n, a: a["turns"][1].tool_calls[0].input.update(content="x") if n == "add_turns"
+    else None,
+    "tool call input cleared": lambda n, a: _clear(a["turns"][1].tool_calls[0].input) if n == "add_turns" else None,
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+def test_what_a_system_does_to_its_arguments_stays_in_its_run(tmp_path: Path, mutation: str) -> None:
+    _, seen = _replays(tmp_path, MUTATIONS[mutation], times=2)  # two runs of one scenario: two strategies' worth
+    assert seen[: len(seen) // 2] == seen[len(seen) // 2:], seen
+
+
+@pytest.mark.parametrize("how", ["clear", "replace"])
+def test_emptying_the_excluded_list_does_not_hide_a_leak(tmp_path: Path, how: str) -> None:
+    def hook(name: str, arguments: dict[str, Any]) -> None:
+        if name == "recall" and isinstance(excluded := arguments["excluded"], list):
+            excluded.clear() if how == "clear" else excluded.__setitem__(slice(None), ["elsewhere.md"])
+    [result], _ = _replays(tmp_path, hook)
+    assert any("selected already-surfaced memories it was told to exclude" in f for f in result.failures), \
+        result.failures
