@@ -32,6 +32,7 @@ import harness.errors as errors
 from harness.replay import RecallResult, replay
 from harness.replay._observed import MESSAGE_CHARS, describe
 from harness.scenario import load_scenario
+from harness.system import Capability
 from memory_core.errors import ReplayAborted
 from tests.example_system import ExampleSystem
 from tests.harness.conftest import OTel
@@ -185,3 +186,82 @@ def test_emptying_the_excluded_list_does_not_hide_a_leak(tmp_path: Path, how: st
     [result], _ = _replays(tmp_path, hook)
     assert any("selected already-surfaced memories it was told to exclude" in f for f in result.failures), \
         result.failures
+
+
+# 4. ------------------------------------------------------------------------------------------------------------------
+# Events a system emits (the ``events`` capability) are its objects: ``emit(None)`` printed a Python traceback
+# ("telemetry: could not record NoneType" and the stack, through logging); an event whose field raises when read or
+# compared made the run INCOMPLETE (exit 2, blamed on the scenario) in ``expect_event``.
+
+EVENT_SCENARIO = """description: "the events a system emits are its own"
+tags: [hostile]
+clock: 2026-03-02T09:00:00Z
+facts:
+  terse: {type: feedback, match: ["terse"]}
+memories:
+  - {path: feedback/terse.md, name: Terse, description: terse answers, type: feedback, body: "Keep replies terse.",
+     facts: [terse]}
+steps:
+  - recall: {query: "terse review please", expect: [terse], expect_event: {name: recall, docs_selected: 1}}
+"""
+
+
+class _Raises:
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"no {name}")
+
+
+class _Field:
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("eq")
+
+    def __ne__(self, other: object) -> bool:
+        raise RuntimeError("ne")
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _Text(str):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr")
+
+
+def _event(**fields: Any) -> Any:
+    return type("Event", (), fields)()
+
+
+EVENTS: dict[str, Callable[[], Any]] = {
+    "none": lambda: None, "text": lambda: "recall", "number": lambda: 5, "list": lambda: ["recall"],
+    "attribute raises": _Raises, "field compares raising": lambda: _event(name="recall", docs_selected=_Field()),
+    "name raises": lambda: _event(name=property(lambda self: 1 / 0), docs_selected=2),
+    "field repr raises": lambda: _event(name=_Text("recall"), docs_selected=_Text("2")),
+    "name of megabytes": lambda: _event(name="n\n" * 10**6, docs_selected=2),
+}
+
+
+class Emitting(ExampleSystem):
+    def __init__(self, events: Any, make: Callable[[], Any]) -> None:
+        super().__init__(capabilities=frozenset({Capability.EVENTS}))
+        self.sink, self.make = events, make
+
+    def recall(self, query: str, *, now: datetime, limit: int | None, excluded: Sequence[str],
+               strategy: str) -> RecallResult:
+        self.sink.emit(self.make())
+        return super().recall(query, now=now, limit=limit, excluded=excluded, strategy=strategy)
+
+
+@pytest.mark.parametrize("kind", sorted(EVENTS))
+def test_an_odd_event_is_the_systems_failure_in_one_line(tmp_path: Path, kind: str,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "events.yaml"
+    path.write_text(EVENT_SCENARIO, encoding="utf-8")
+    otel = OTel()
+    try:
+        result = replay(load_scenario(path), strategy="heuristic", telemetry=otel.telemetry,
+                        system_factory=lambda w, c, m, e: Emitting(e, EVENTS[kind]))
+    finally:
+        otel.shutdown()
+    assert result.error is None, result.error  # never INCOMPLETE
+    assert result.failures, result  # no event matches
+    assert all(f.isprintable() and len(f) < 2_000 for f in result.failures), result.failures
+    assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
