@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.errors import SYSTEM_FAILED, SystemFailure, one_line
 from harness.scenario import CheckStep, FaultStep, Outcome, RecallStep, TrailingExpect
 from harness.system import MemoryRecord
 from memory_core.errors import ModelError
@@ -157,9 +158,16 @@ def check_event(check: Check, want: dict[str, Any], events: Sequence[Any]) -> bo
     if not events:
         return check(False, f"expected an event {want}, none was emitted")  # noqa: FBT003
     last = events[-1]
-    wrong = {k: getattr(last, k, "<absent>") for k, v in want.items() if getattr(last, k, "<absent>") != v}
-    return check(not wrong, f"event {getattr(last, 'name', type(last).__name__)} has {wrong}, expected "
-                            f"{ {k: want[k] for k in wrong} }")
+    try:  # the system's object: a field that raises (or compares raising) is its failure, not the scenario's
+        wrong = {k: getattr(last, k, "<absent>") for k, v in want.items() if getattr(last, k, "<absent>") != v}
+        wrong = {k: v if type(v) in (int, float, bool) or (type(v) is str and len(v) < 200 and v.isprintable())
+                 else one_line(repr(v))[:200] for k, v in wrong.items()}  # shown plain, on one short line
+        name = getattr(last, "name", None) if wrong else None
+        name = name if type(name) is str else type(last).__name__
+    except Exception as exc:
+        from harness.replay._observed import describe
+        raise SystemFailure(f"{SYSTEM_FAILED}: the event it emitted could not be read: {describe(exc)}") from None
+    return check(not wrong, f"event {one_line(name)[:200]} has {wrong}, expected {({k: want[k] for k in wrong})}")
 
 
 def check_store(check: Check, step: CheckStep, records: Sequence[MemoryRecord], *, files: bool, index: str | None,

@@ -13,7 +13,15 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from harness.errors import INTERRUPTS_WATCHED, SYSTEM_FAILED, USER_INTERRUPT, HarnessError, SystemFailure, one_line
+from harness.errors import (
+    INTERRUPTS_WATCHED,
+    SYSTEM_FAILED,
+    USER_INTERRUPT,
+    HarnessError,
+    ScenarioInputError,
+    SystemFailure,
+    one_line,
+)
 from harness.replay._proxy import PROXY_URL_ENV as _PROXY_URL
 from harness.replay._shapes import MAX_RESULT_ITEMS, checked_records, checked_result, plain
 from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult, capabilities_of
@@ -49,10 +57,15 @@ def describe(exc: BaseException) -> str:
         text = str(exc)
     except BaseException:  # a __str__ that raises: the type is all there is to say
         text = "<its message could not be read>"
-    text = one_line(text[:MESSAGE_CHARS + 1])
+    text, name = one_line(text[:MESSAGE_CHARS + 1]), one_line(_TYPE_NAME.__get__(type(exc), type)[:200])
     if len(text) > MESSAGE_CHARS:
         text = text[:MESSAGE_CHARS] + " …"
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"{name}: {text}" if text else name
+
+
+_TYPE_NAME: Final = type.__dict__["__name__"]
+"""The class name as the interpreter holds it: a metaclass whose ``__name__`` property raises cannot hide it (round
+18: that raise escaped ``describe`` and the run was INCOMPLETE, blamed on the scenario), capped like the message."""
 
 
 def op_timeout(model: Any = None, environ: Any = None) -> float:
@@ -88,8 +101,10 @@ def _contained(name: str, seconds: float) -> Iterator[None]:
         if seconds > 0 and (late := time.perf_counter() - began) > seconds:  # the signal was blocked or ignored
             raise SystemFailure(f"{SYSTEM_FAILED}: {name}() did not return within {seconds:g} s (it returned after "
                                 f"{late:.3g} s; the per-operation timeout, ${OP_TIMEOUT_ENV})")
-    except (HarnessError, ReplayAborted):
-        raise
+    except (HarnessError, ReplayAborted) as exc:
+        if isinstance(exc, ScenarioInputError | SystemFailure | ReplayAborted) or _harness_raised(exc):
+            raise  # the harness's own abort, or the scenario input the system refuses: not the system's failure
+        raise SystemFailure(f"{SYSTEM_FAILED}: {name}() raised {describe(exc)}") from None
     except KeyboardInterrupt as exc:
         if USER_INTERRUPT.is_set() or not INTERRUPTS_WATCHED.is_set():  # Ctrl-C (or no way to tell): it stops
             raise
@@ -105,6 +120,21 @@ def _contained(name: str, seconds: float) -> Iterator[None]:
         if armed:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+
+
+def _harness_raised(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised in the harness's or the core's own code (a cassette, the model it handed the
+    system), not by the system itself: a ``HarnessError`` a plug-in raises is its failure like any other exception
+    (round 18: it made the run INCOMPLETE, exit 2, blamed on the scenario)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is None or tb.tb_frame.f_code.co_filename.startswith(_OWN_CODE)
+
+
+_OWN_CODE: Final = tuple(os.path.dirname(os.path.abspath(path)) + os.sep for path in (
+    os.path.dirname(__file__), sys.modules[ReplayAborted.__module__].__file__ or "/"))
+"""The harness's and the core's source directories."""
 
 
 def open_system(build: Callable[[], Any], timeout: float) -> tuple[Any, frozenset[Capability], bool]:

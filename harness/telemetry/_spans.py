@@ -265,8 +265,8 @@ class Telemetry:
             return
         try:
             self._emit(event)
-        except Exception:  # telemetry must never fail a run
-            log.warning("telemetry: could not record %s", type(event).__name__, exc_info=True)
+        except Exception:  # telemetry never fails a run; one line, no traceback (round 18: a plug-in's emit(None))
+            log.warning("telemetry: could not record an event the system emitted (not a well-formed memory event)")
 
     def _emit(self, event: Event) -> None:
         span = trace.get_current_span()
