@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import itertools
 import os
@@ -57,7 +58,7 @@ def describe(exc: BaseException) -> str:
         text = str(exc)
     except BaseException:  # a __str__ that raises: the type is all there is to say
         text = "<its message could not be read>"
-    text, name = one_line(text[:MESSAGE_CHARS + 1]), one_line(_TYPE_NAME.__get__(type(exc), type)[:200])
+    text, name = one_line(text[:MESSAGE_CHARS + 1]), one_line(_TYPE_NAME.__get__(type(exc), type)[:200])[:200]
     if len(text) > MESSAGE_CHARS:
         text = text[:MESSAGE_CHARS] + " …"
     return f"{name}: {text}" if text else name
@@ -232,6 +233,8 @@ class Observed:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self._docs = None
+            if name in COPIED_ARGUMENTS:  # round 18: a seed field it changed reached the next strategy's run
+                args, kwargs = copy.deepcopy((args, kwargs))
             try:
                 with _contained(name, self._timeout):  # its answer is read in here too: a value whose own methods
                     result = method(*args, **kwargs)  # raise or hang (a str subclass's __hash__) is the system's
@@ -243,6 +246,12 @@ class Observed:
             finally:
                 self._docs = None
         return call
+
+
+COPIED_ARGUMENTS: Final = frozenset({"seed", "add_turns"})
+"""Calls whose arguments the system gets as deep copies: the scenario's memories and turns are read again by the
+next strategy's run in the same process, so what the system does to them (``memory.system["importance"] = 99``, a
+tool call's ``input`` changed, ``object.__setattr__`` on the frozen memory) must stay in its call."""
 
 
 def wrong_return(name: str, result: Any, expected: str) -> str:

@@ -8,7 +8,6 @@ is skipped too: it assumes what that step did (files written, memories surfaced,
 
 from __future__ import annotations
 
-import copy
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -217,7 +216,7 @@ class _Run:
     def _session(self, i: int, step: SessionStep, now: datetime) -> None:
         if step.session not in self.sessions:
             self.sessions.append(step.session)
-        self.system.add_turns(step.session, copy.deepcopy(step.turns), now=now)  # its own: the scenario stays whole
+        self.system.add_turns(step.session, step.turns, now=now)  # Observed hands it a copy
         if not step.extract:
             return
         strategy = self.step_strategy(i, step)
@@ -259,14 +258,13 @@ class _Run:
                    fallback_reason=res.fallback_reason, error_message=res.error)
 
     def _recall(self, i: int, step: RecallStep, now: datetime) -> None:
-        excluded = list(self.surfaced) if step.exclude_surfaced else []
+        excluded = list(self.surfaced) if step.exclude_surfaced else []  # the system gets a copy: emptying it hides no leak
         strategy = self.step_strategy(i, step)
         n_failures = len(self.failures)
         k = step.k or self.recall_limit  # the bound the harness checks: stated, else the system's declared limit
         with self.t.operation("recall", step=i, now=now) as op:
             extra = {"options": dict(step.options)} if step.options else {}
-            res = self.system.recall(step.query, now=now, limit=step.k, excluded=list(excluded), strategy=strategy,
-                                     **extra)  # a copy: what it does to the list cannot hide a leak
+            res = self.system.recall(step.query, now=now, limit=step.k, excluded=list(excluded), strategy=strategy, **extra)
         elapsed = op.duration_ms
         docs = {d.id: d for d in self.system.documents()}
         covers = [doc_covers(docs[p], self.s.facts, self.seeded) if p in docs else frozenset() for p in res.selected]
@@ -390,7 +388,7 @@ def replay(scenario: Scenario, *, strategy: str, telemetry: Telemetry, model: Mo
 def _seed_and_run(scenario: Scenario, system: MemorySystem, clock: FixedClock, run: _Run) -> None:
     for memory in scenario.memories:
         try:
-            system.seed(copy.deepcopy(memory), mtime=clock.now() - memory.age)  # the next run's seed stays whole
+            system.seed(memory, mtime=clock.now() - memory.age)  # Observed hands it a copy
         except ScenarioInputError as exc:  # a seed field the system refuses: located by its entry and its key's line
             raise ScenarioInputError(f"memories[{memory.source[0]}] (line {seed_line(scenario, memory, exc)}): {exc}") from None
         if memory.facts:
