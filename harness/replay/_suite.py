@@ -236,9 +236,10 @@ def _indexed_task(index: int) -> tuple[list[ScenarioResult], list[dict[str, Any]
 
 
 def pool_chunk(count: int, workers: int) -> int:
-    """Scenarios a pool task carries: about eight tasks per worker, so a large suite makes a few hundred round
-    trips instead of one per scenario, and at most 32, so the progress line keeps moving."""
-    return max(1, min(32, count // (workers * 8)))
+    """Scenarios a pool task carries: about sixteen tasks per worker, so a large suite makes a few hundred round
+    trips instead of one per scenario, and at most 16, so the progress line keeps moving and the last task, which
+    one worker replays while the other has finished, is short (each of a run's suites ends with one)."""
+    return max(1, min(16, count // (workers * 16)))
 
 
 def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,

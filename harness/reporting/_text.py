@@ -189,10 +189,20 @@ def _quality(results: Sequence[ScenarioResult], most: int = 30) -> list[str]:
 
 def _skips(results: Sequence[ScenarioResult], most: int = 30) -> list[str]:
     """Skipped scenario runs and skipped steps, grouped by reason (most frequent first), each with one example."""
-    runs = Counter(r.skipped for r in results if r.status == "skipped" and r.skipped)
-    steps = Counter(p.skipped for r in results if r.status != "skipped" for p in r.probes if p.skipped)
-    example = {r.skipped: f"{r.scenario} [{r.strategy}]" for r in results if r.status == "skipped"}
-    example |= {p.skipped: f"{r.scenario} [{r.strategy}] step {p.step}" for r in results for p in r.probes if p.skipped}
+    runs: Counter[str | None] = Counter()
+    steps: Counter[str | None] = Counter()
+    by_run: dict[str | None, str] = {}
+    by_step: dict[str | None, str] = {}  # a step's example is preferred to a run's, the last one of each kept
+    for r in results:  # one pass: a run's results are read back from disk (issue 34)
+        skipped_run = r.status == "skipped"
+        if skipped_run:
+            runs.update([r.skipped] if r.skipped else [])
+            by_run[r.skipped] = f"{r.scenario} [{r.strategy}]"
+        for p in r.probes:
+            if p.skipped:
+                steps.update([] if skipped_run else [p.skipped])
+                by_step[p.skipped] = f"{r.scenario} [{r.strategy}] step {p.step}"
+    example = by_run | by_step
     out: list[str] = []
     for title, counts in ((f"Skipped scenario runs ({sum(runs.values())})", runs),
                           (f"Skipped steps in runs that ran ({sum(steps.values())})", steps)):
