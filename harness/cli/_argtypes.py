@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, one_line
-from harness.scenario._envflag import EXPECTED, FLAG_VARIABLES, parse_flag
+from harness.scenario._envflag import FLAG_VARIABLES, parse_flag
+from harness.scenario._envflag import expected as flag_expected
 
 
 def bounded(convert: Callable[[str], float], ok: Callable[[float], bool], expected: str) -> Callable[[str], Any]:
@@ -139,8 +141,8 @@ def check_environment(environ: Mapping[str, str]) -> None:
             # silence (round 15b), a run with spans its user meant to turn off
             raise HarnessError(f"environment variable {name}: expected true or false (empty: unset), got "
                                f"{one_line(repr(value))[:60]}")
-        if name in FLAG_VARIABLES and parse_flag(value) is None:
-            raise HarnessError(f"environment variable {name}: {EXPECTED}, got {one_line(repr(value))[:60]}")
+        if name in FLAG_VARIABLES and parse_flag(value, name) is None:
+            raise HarnessError(f"environment variable {name}: {flag_expected(name)}, got {one_line(repr(value))[:60]}")
         if name == "MEMHARNESS_TRACE_URL" and value.strip() and (problem := trace_url_problem(value.strip())):
             raise HarnessError(f"environment variable {name}: {problem}, got {one_line(repr(value))[:60]}")
         if name == "MEMHARNESS_RUN_ID" and value and not (len(value) <= 128 and value.isprintable()
@@ -153,6 +155,11 @@ def check_environment(environ: Mapping[str, str]) -> None:
         check_pairs(environ)
     except ValueError as exc:
         raise HarnessError(f"environment variable {one_line(str(exc))}") from None
+
+
+_PLACEHOLDER = re.compile(r"\{[A-Za-z0-9_.-]*\}")
+"""A ``{name}``, ``{0}`` or ``{}`` the report would leave as it is: only ``{trace_id}`` is filled. Other braces
+are the URL's own text (a Grafana Explore link holds JSON: ``left={"queries":[...]}``)."""
 
 
 def trace_url_problem(template: str) -> str | None:
@@ -174,8 +181,8 @@ def trace_url_problem(template: str) -> str | None:
         return expected
     if "{trace_id}" not in template:
         return f"{expected} (each scenario's trace id is put there)"
-    if "{" in template.replace("{trace_id}", "") or "}" in template.replace("{trace_id}", ""):
-        return f"{expected} and no other {{...}} placeholder"
+    if (other := _PLACEHOLDER.search(template.replace("{trace_id}", ""))) is not None:  # left unfilled: a broken link
+        return f"{expected} and no other placeholder ({other.group()} is never filled)"  # (JSON's braces are text)
     return None
 
 
