@@ -87,7 +87,7 @@ def _evaluate_and_write(out: Path, results: Sequence[ScenarioResult], spans: Seq
     history = preview_history(out, summary, skipped=skipped.append, environ=environ)  # past runs, then this one
     stop_if_asked()  # nothing is written for a run stopped while it was being evaluated
     write_run(out, summary=summary, results=results, spans=spans,
-              html=report_chunks(summary, results, spans, bench=bench, history=history))
+              html=report_chunks(summary, results, spans, bench=bench, history=history), workers=meta.get("jobs", 1))
     record_history(out, summary, skipped=skipped, environ=environ)  # once its directory is whole, the run joins
     if refused is not None:  # the outputs are written (marked incomplete); the comparison is what is refused
         raise refused

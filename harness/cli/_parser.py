@@ -138,7 +138,8 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     run.add_argument("--gates", type=path, help="gates TOML (default: <first path>/gates.toml when present)")
     run.add_argument("--no-gates", action="store_true", help="ignore the default gates file")
     run.add_argument("--baseline", type=path, help="a previous run directory to compare against")
-    run.add_argument("--jobs", type=_positive, default=1, help="scenario × strategy runs replayed in parallel processes")
+    run.add_argument("--jobs", type=_positive, default=1, help="scenario × strategy runs replayed in parallel processes; from 2, "
+                     "report.html is also written by a process of its own beside the other run files")
     run.add_argument("--shard", type=_shard, metavar="I/N",
                      help="run only the I-th of N slices of the scenarios (merge the shards with `memharness merge`)")
     run.add_argument("--system", help="a shipped system (reference, sqlite, sqlite:seed, mem0) or package.module:factory of "

@@ -49,6 +49,7 @@ class ResultSpool(Sequence[ScenarioResult]):
             self._place.append(self.next_place if place is None else place)
             self.next_place = max(self.next_place, self._place[-1] + 1)
             self._end += len(blob)
+        self._file.flush()  # on disk at once: the readers read by position only (a forked report writer too)
 
     def _ordered(self) -> array[int]:
         if self._order is None:
@@ -57,7 +58,7 @@ class ResultSpool(Sequence[ScenarioResult]):
 
     def _read(self, i: int) -> ScenarioResult:
         end = self._at[i + 1] if i + 1 < len(self._at) else self._end  # the pickles lie back to back
-        with self._file._named():  # read where it lies (the readers flushed the writes): no seek, no buffer copy
+        with self._file._named():  # read where it lies (add flushed it): no seek, no buffer, no shared offset moved
             blob = os.pread(self._file.fileno(), end - self._at[i], self._at[i])
         result: ScenarioResult = pickle.loads(blob)
         return result
@@ -103,13 +104,11 @@ class SpoolView(Sequence[ScenarioResult]):
     def __getitem__(self, index: slice) -> list[ScenarioResult]: ...
 
     def __getitem__(self, index: int | slice) -> ScenarioResult | list[ScenarioResult]:
-        self._spool._file.flush()
         if isinstance(index, slice):
             return [self._spool._read(i) for i in self._rows[index]]
         return self._spool._read(self._rows[index])
 
     def __iter__(self) -> Iterator[ScenarioResult]:
-        self._spool._file.flush()
         for i in self._rows:
             yield self._spool._read(i)
 

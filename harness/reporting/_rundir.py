@@ -24,6 +24,7 @@ from harness.evaluation._stats import NULL_IS_INF
 from harness.replay import Probe, ScenarioResult
 from harness.replay._records import ScenarioStatus
 from harness.reporting._badjson import json_problem
+from harness.reporting._beside import Writer, put_each
 from harness.reporting._consistency import check_traces, order_problem, probe_kinds_problem, summary_problem
 from harness.reporting._located import problem_line
 from harness.reporting._targets import _umask
@@ -49,7 +50,7 @@ _AT_FDCWD: Final = -100
 
 
 def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResult],
-              spans: Sequence[Mapping[str, Any]] | TraceSpool, html: str | Iterable[str]) -> None:
+              spans: Sequence[Mapping[str, Any]] | TraceSpool, html: str | Iterable[str], workers: int = 1) -> None:
     """Write every output file of a run directory, whole or not at all: each file is streamed (the report as the
     template renders it, the traces from their spool: no whole-run text is held in memory) into a temporary
     sibling directory (each file fsynced) beside the entries of ``out`` the run does not write (hard links), and
@@ -58,9 +59,9 @@ def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResul
 
     In place instead when ``out`` holds the working directory, is a mount point, or no sibling can be made or
     filled: every file is written to a temporary file first, and only when all are written is each renamed over
-    its old version (``os.replace``)."""
+    its old version (``os.replace``). ``workers`` ≥ 2 (``--jobs``): the report is written by a forked process."""
     spool = spooled(spans)
-    writers: dict[str, Callable[[IO[bytes]], None]] = {
+    writers: dict[str, Writer] = {
         "summary.json": _text(lambda: [json.dumps(finite_json(summary.to_dict()), indent=2, ensure_ascii=False) + "\n"]),
         "probes.jsonl": _text(lambda: (jsonl([p.to_row()]) for r in results for p in r.probes)),
         "results.jsonl": _text(lambda: (jsonl([r.to_row()]) for r in results)), "traces.jsonl": spool.copy_to,
@@ -69,7 +70,7 @@ def write_run(out: Path, *, summary: RunSummary, results: Sequence[ScenarioResul
         "report.html": _text(lambda: [html] if isinstance(html, str) else html)}
     try:
         with naming(out):
-            _write_dir(out, writers, RUN_FILES)
+            _write_dir(out, writers, RUN_FILES, workers)
     finally:
         if spool is not spans:
             spool.close()
@@ -82,15 +83,14 @@ def write_dir(out: Path, files: Mapping[str, str]) -> None:
         _write_dir(out, {name: _text(functools.partial(list, [text])) for name, text in files.items()}, files)
 
 
-def _write_dir(out: Path, writers: Mapping[str, Callable[[IO[bytes]], None]], own: Collection[str]) -> None:
+def _write_dir(out: Path, writers: Mapping[str, Writer], own: Collection[str], workers: int = 1) -> None:
     target = Path(os.path.realpath(out)) if out.is_symlink() else out  # a symlinked directory: its target
     stage = _stage(target, own)
     if stage is None:
         _in_place(target, writers)
         return
     try:
-        for name, write in writers.items():
-            _put(stage / name, write)
+        put_each(stage, writers, _put, workers=workers)
         _fsync_dir(stage)
         _swap(stage, target)
     finally:
@@ -98,7 +98,7 @@ def _write_dir(out: Path, writers: Mapping[str, Callable[[IO[bytes]], None]], ow
             shutil.rmtree(stage, ignore_errors=True)
 
 
-def _text(chunks: Callable[[], Iterable[str]]) -> Callable[[IO[bytes]], None]:
+def _text(chunks: Callable[[], Iterable[str]]) -> Writer:
     """A writer of the text pieces ``chunks()`` yields, UTF-8, in one buffered pass."""
     def write(handle: IO[bytes]) -> None:
         for chunk in chunks():
@@ -107,7 +107,7 @@ def _text(chunks: Callable[[], Iterable[str]]) -> Callable[[IO[bytes]], None]:
     return write
 
 
-def _in_place(target: Path, writers: Mapping[str, Callable[[IO[bytes]], None]]) -> None:
+def _in_place(target: Path, writers: Mapping[str, Writer]) -> None:
     """Every file into a temp file of ``target`` (fsynced), then each renamed over its old version."""
     target.mkdir(parents=True, exist_ok=True)
     done: dict[str, str] = {}
@@ -129,7 +129,7 @@ def _in_place(target: Path, writers: Mapping[str, Callable[[IO[bytes]], None]]) 
             Path(tmp).unlink(missing_ok=True)
 
 
-def _put(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+def _put(path: Path, write: Writer) -> None:
     """One file of a staged run directory (new, so no temp file of its own): written and fsynced."""
     with open(path, "xb") as handle:
         write(handle)

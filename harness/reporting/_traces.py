@@ -7,6 +7,7 @@ counts. A waterfall is drawn when the report reaches its scenario, from the line
 
 from __future__ import annotations
 
+import os
 import shutil
 import weakref
 from array import array
@@ -62,6 +63,7 @@ class TraceSpool:
             self._in_order = self._in_order and (not self._place or where >= self._place[-1])
             self._at.append(at)
             self._place.append(where)
+        self._file.flush()  # on disk at once: the readers read by position only (a forked report writer too)
 
     @property
     def count(self) -> int:
@@ -72,14 +74,14 @@ class TraceSpool:
 
     def _lines(self) -> Iterator[bytes]:
         """Each request's line, in place order."""
-        self._file.flush()
-        if self._in_order:
-            self._file.seek(0)
-            yield from self._file
-            return
-        for i in sorted(range(len(self._at)), key=self._place.__getitem__):  # stable: one place's as they came
-            self._file.seek(self._at[i])
-            yield self._file.read(self._size(i))
+        order = range(len(self._at)) if self._in_order else sorted(range(len(self._at)), key=self._place.__getitem__)
+        for i in order:  # stable: one place's as they came
+            yield self._read(i)
+
+    def _read(self, i: int) -> bytes:
+        """Line ``i``, read where it lies: no seek, so no offset the open file shares with a forked process moves."""
+        with self._file._named():
+            return os.pread(self._file.fileno(), self._size(i), self._at[i])
 
     def _size(self, i: int) -> int:
         """Line ``i``'s length: the lines lie back to back, each ends where the next begins."""
@@ -92,11 +94,9 @@ class TraceSpool:
     def spans(self, trace_id: str) -> list[dict[str, Any]]:
         """Every span of one trace, read back from the spool."""
         out: list[dict[str, Any]] = []
-        self._file.flush()
         lines = self._where.get(trace_id, ())
         for i in (lines,) if isinstance(lines, int) else lines:
-            self._file.seek(self._at[i])
-            request = orjson.loads(self._file.read(self._size(i)))
+            request = orjson.loads(self._read(i))
             out += [s for s in otlp_spans([request]) if str(s.get("traceId", "")) == trace_id]
         return out
 
