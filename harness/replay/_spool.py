@@ -78,10 +78,11 @@ class ResultSpool(Sequence[ScenarioResult]):
     def __iter__(self) -> Iterator[ScenarioResult]:
         return iter(SpoolView(self, self._ordered()))
 
-    def view(self, key: Callable[[ScenarioResult], Any]) -> SpoolView:
-        """The results sorted by ``key`` (stable), still read one at a time: only the keys are held."""
+    def view(self, key: Callable[[ScenarioResult], Any], keys: Sequence[Any] | None = None) -> SpoolView:
+        """The results sorted by ``key`` (stable), still read one at a time: only the keys are held. ``keys``:
+        each result's key, in iteration order, when a pass made for more gathered them."""
         order = self._ordered()
-        keys = [key(r) for r in self]
+        keys = [key(r) for r in self] if keys is None else keys
         return SpoolView(self, array("q", (order[j] for j in sorted(range(len(keys)), key=keys.__getitem__))))
 
     def close(self) -> None:
@@ -113,9 +114,15 @@ class SpoolView(Sequence[ScenarioResult]):
             yield self._spool._read(i)
 
 
-def sorted_results(results: Sequence[ScenarioResult], key: Callable[[ScenarioResult], Any]) -> Sequence[ScenarioResult]:
-    """``sorted(results, key=key)``, without reading a spool's results into memory."""
-    return results.view(key) if isinstance(results, ResultSpool) else sorted(results, key=key)
+def sorted_results(results: Sequence[ScenarioResult], key: Callable[[ScenarioResult], Any],
+                   keys: Sequence[Any] | None = None) -> Sequence[ScenarioResult]:
+    """``sorted(results, key=key)``, without reading a spool's results into memory; ``keys``: each result's key
+    (in iteration order), gathered already."""
+    if isinstance(results, ResultSpool):
+        return results.view(key, keys)
+    if keys is None:
+        return sorted(results, key=key)
+    return [results[j] for j in sorted(range(len(keys)), key=keys.__getitem__)]
 
 
 def spool_close(handle: IO[bytes]) -> None:

@@ -4,9 +4,10 @@ Writes nothing. Verdict first, then failures and flips, then charts, then the pe
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, Final, TypeVar
 
 import jinja2
 from markupsafe import Markup
@@ -21,6 +22,7 @@ from harness.reporting._traces import TraceSpool, Waterfalls, spooled
 from harness.telemetry import otlp_spans
 
 TREND_CHART_METRICS = ("recall.f1", "recall.precision", "recall.recall")
+_T = TypeVar("_T")
 
 
 @cache
@@ -62,30 +64,29 @@ class _ChartRows:
     """What the charts need of a run's results, gathered in one pass: a run's results are read back from disk one
     at a time, a pass per chart was eight (issue 34)."""
 
-    def __init__(self, results: Sequence[ScenarioResult], strategies: Sequence[str]) -> None:
+    def __init__(self, strategies: Sequence[str]) -> None:
         self.means: dict[str, dict[str, dict[str, float | None]]] = {m: {} for m in ("f1", "recall", "precision")}
         self.latency: dict[str, list[float]] = {s: [] for s in strategies}
         self.index: dict[str, list[tuple[str, float, bool | None]]] = {"index.lines": [], "index.bytes": []}
-        for r in results:
-            for m, by in self.means.items():  # per_scenario_means of each
-                if (mean := recall_mean(r, m)) is not None:
-                    by.setdefault(r.scenario, {})[r.strategy] = mean
-            if r.strategy in self.latency:
-                self.latency[r.strategy] += [p.duration_ms for p in r.probes if p.kind == "recall" and p.graded]
-            for p in r.probes:
-                if not p.final:
-                    continue
-                for metric, rows in self.index.items():
-                    if (value := p.metric(metric)) is not None:
-                        within = p.metric("index.within_limits")
-                        rows.append((f"{r.scenario} [{r.strategy}]", value, None if within is None else bool(within)))
+
+    def add(self, r: ScenarioResult) -> None:
+        for m, by in self.means.items():  # per_scenario_means of each
+            if (mean := recall_mean(r, m)) is not None:
+                by.setdefault(r.scenario, {})[r.strategy] = mean
+        if r.strategy in self.latency:
+            self.latency[r.strategy] += [p.duration_ms for p in r.probes if p.kind == "recall" and p.graded]
+        for p in r.probes:
+            if not p.final:
+                continue
+            for metric, rows in self.index.items():
+                if (value := p.metric(metric)) is not None:
+                    within = p.metric("index.within_limits")
+                    rows.append((f"{r.scenario} [{r.strategy}]", value, None if within is None else bool(within)))
 
 
-def _chart_specs(summary: RunSummary, results: Sequence[ScenarioResult],
-                 history: Sequence[HistoryRun]) -> dict[str, charts.ChartSpec]:
+def _chart_specs(summary: RunSummary, gathered: _ChartRows, history: Sequence[HistoryRun]) -> dict[str, charts.ChartSpec]:
     strategies = list(summary.strategies)
     specs: dict[str, charts.ChartSpec | None] = {}
-    gathered = _ChartRows(results, strategies)
     for m, by in gathered.means.items():
         rows = sorted(by.items())
         specs[f"per-scenario-{m}"] = charts.per_scenario_bars(rows, strategies, metric=m) if rows else None
@@ -126,29 +127,24 @@ def report_chunks(summary: RunSummary, results: Sequence[ScenarioResult],
     probe views and waterfall are built when its section is reached, so no whole-run copy of them exists."""
     strategies = list(summary.strategies)
     spool = spooled(spans)
-    order = {"error": 0, "failed": 1, "skipped": 2, "passed": 3}
-    ordered = sorted_results(results, key=lambda r: (order[r.status], r.scenario, r.strategy))  # a spool stays one
+    survey = _Survey(summary, results)
+    ordered = sorted_results(results, key=_report_order, keys=survey.keys)  # a spool stays one
     calls = view.load_cassette_calls(summary.meta.get("cassettes"))
-    probe_views = _ProbeViews(results, calls, spool.candidates)
+    probe_views = _ProbeViews(calls, spool.candidates)
     gates = sorted(summary.gates, key=lambda g: g.passed)
-    prompt_versions = sorted({v for r in results for v in r.prompt_versions})
-    fallbacks: dict[str, int] = {}
-    for r in results:
-        for p in r.probes:
-            if p.fallback_reason:
-                fallbacks[p.fallback_reason] = fallbacks.get(p.fallback_reason, 0) + 1
-    specs = _chart_specs(summary, results, history)
+    specs = _chart_specs(summary, survey.charts, history)
     try:
         yield from _env().get_template("report.html.j2").generate(
             summary=summary, strategies=strategies, results=ordered, headline=headline(),
-            verdict=view.verdict(summary, results), cards=view.cards(summary), card_metrics=view.CARD_METRICS,
-            failed_gates=[g for g in gates if not g.passed],
+            verdict=view.verdict_of(summary, survey.statuses), cards=view.cards(summary),
+            card_metrics=view.CARD_METRICS, failed_gates=[g for g in gates if not g.passed],
             passed_gates=[g for g in gates if g.passed and not g.skipped], skipped_gates=[g for g in gates if g.skipped],
-            failing=[r for r in ordered if r.status in ("failed", "error")],
-            flips=view.flips(results, strategies), suspicious=view.suspicious_passes(ordered),
+            failing=survey.in_order(survey.failing), flips=view.flips_among(survey.graded, strategies),
+            suspicious=survey.in_order(survey.suspicious),
             comparisons=summary.comparisons, baseline=summary.baseline, effect_words=view.effect_words,
             delta_css=view.delta_css,
-            meta=summary.meta, prompt_versions=prompt_versions, fallbacks=fallbacks, fuzz=summary.fuzz, bench=bench,
+            meta=summary.meta, prompt_versions=sorted(survey.prompt_versions), fallbacks=survey.fallbacks,
+            fuzz=summary.fuzz, bench=bench,
             probe_views=probe_views, chart_ids=list(specs), chart_data=_json_for_script(specs),
             chartjs=Markup(charts.chartjs_source()), history=list(history), trend_metrics=TREND_METRICS,
             waterfalls=Waterfalls(spool),
@@ -158,26 +154,62 @@ def report_chunks(summary: RunSummary, results: Sequence[ScenarioResult],
             spool.close()
 
 
-class _ProbeViews(Mapping[tuple[str, str], list[view.ProbeView]]):
-    """``probe_views[(scenario, strategy)]`` of the template, built when asked."""
+_STATUS_ORDER: Final = {"error": 0, "failed": 1, "skipped": 2, "passed": 3}
 
-    def __init__(self, results: Sequence[ScenarioResult], calls: Mapping[tuple[str, int], Any],
-                 candidates: Mapping[tuple[str, int], int]) -> None:
-        self._results = results
-        self._at = {(r.scenario, r.strategy): i for i, r in enumerate(results)}  # positions: results stay on disk
+
+def _report_order(r: ScenarioResult) -> tuple[int, str, str]:
+    """The report's order of scenario runs: errors, failures, skips, passes; then by scenario and strategy."""
+    return _STATUS_ORDER[r.status], r.scenario, r.strategy
+
+
+class _Survey:
+    """What the report needs of every result besides its own section, gathered in one pass: a run's results are
+    read back from disk one at a time, and a pass each (order, verdict, charts, flips, flags, failures, prompt
+    versions, fallbacks) was eleven, a third of writing the report (issue 34). Kept: a sort key per result, the
+    charts' rows, the flips' outcomes, and the failing and flagged results themselves (as listed)."""
+
+    def __init__(self, summary: RunSummary, results: Sequence[ScenarioResult]) -> None:
+        strategies = list(summary.strategies)
+        self.keys: list[tuple[int, str, str]] = []
+        self.statuses: Counter[str] = Counter()
+        self.charts = _ChartRows(strategies)
+        self.graded: dict[tuple[str, int, str], tuple[bool | None, str]] = {}
+        self.failing: list[tuple[tuple[int, str, str], int, ScenarioResult]] = []
+        self.suspicious: list[tuple[tuple[int, str, str], int, tuple[ScenarioResult, int, int]]] = []
+        self.prompt_versions: set[str] = set()
+        self.fallbacks: dict[str, int] = {}
+        for i, r in enumerate(results):
+            key = _report_order(r)
+            self.keys.append(key)
+            self.statuses[r.status] += 1
+            self.charts.add(r)
+            if len(strategies) > 1:
+                self.graded.update(view.flip_inputs(r))
+            if r.status in ("failed", "error"):
+                self.failing.append((key, i, r))
+            if (counts := view.suspicion(r)) is not None:
+                self.suspicious.append((key, i, (r, *counts)))
+            self.prompt_versions.update(r.prompt_versions)
+            for p in r.probes:
+                if p.fallback_reason:
+                    self.fallbacks[p.fallback_reason] = self.fallbacks.get(p.fallback_reason, 0) + 1
+
+    @staticmethod
+    def in_order(rows: list[tuple[tuple[int, str, str], int, _T]]) -> list[_T]:
+        """What was kept of some results, in the report's order (stable, as ``sorted_results``)."""
+        return [item for _, _, item in sorted(rows, key=lambda row: row[:2])]
+
+
+class _ProbeViews:
+    """``probe_views.of(r)`` of the template: a result's probe views, built when its section is reached."""
+
+    def __init__(self, calls: Mapping[tuple[str, int], Any], candidates: Mapping[tuple[str, int], int]) -> None:
         self._calls = calls
         self._candidates = candidates
 
-    def __getitem__(self, key: tuple[str, str]) -> list[view.ProbeView]:
-        r = self._results[self._at[key]]
+    def of(self, r: ScenarioResult) -> list[view.ProbeView]:
         return [view.probe_view(p, self._calls.get((r.scenario, p.step), []) if p.tokens.calls or p.fallback_reason
                                 else [], self._candidates.get((r.trace_id, p.step))) for p in r.probes]
-
-    def __iter__(self) -> Iterator[tuple[str, str]]:
-        return iter(self._at)
-
-    def __len__(self) -> int:
-        return len(self._at)
 
 
 def render_benchmark(bench: Mapping[str, Any]) -> str:

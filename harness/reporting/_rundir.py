@@ -14,9 +14,9 @@ import stat
 import sys
 import tempfile
 import typing
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import Any, Final
 
 from harness.errors import HarnessError, json_trouble, naming, one_line, unreadable_json
 from harness.evaluation import RunSummary
@@ -25,6 +25,7 @@ from harness.replay import Probe, ScenarioResult
 from harness.replay._records import ScenarioStatus
 from harness.reporting._badjson import json_problem
 from harness.reporting._beside import Writer, put_each
+from harness.reporting._beside import text_writer as _text
 from harness.reporting._consistency import check_traces, order_problem, probe_kinds_problem, summary_problem
 from harness.reporting._located import problem_line
 from harness.reporting._targets import _umask
@@ -96,15 +97,6 @@ def _write_dir(out: Path, writers: Mapping[str, Writer], own: Collection[str], w
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
-
-
-def _text(chunks: Callable[[], Iterable[str]]) -> Writer:
-    """A writer of the text pieces ``chunks()`` yields, UTF-8, in one buffered pass."""
-    def write(handle: IO[bytes]) -> None:
-        for chunk in chunks():
-            handle.write(chunk.encode())
-
-    return write
 
 
 def _in_place(target: Path, writers: Mapping[str, Writer]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
@@ -159,12 +159,16 @@ def cards(summary: RunSummary) -> list[Card]:
 
 def verdict(summary: RunSummary, results: Sequence[ScenarioResult]) -> Verdict:
     """pass / fail / incomplete, and against a baseline better / worse / no detectable change (in words)."""
-    statuses = Counter(r.status for r in results)  # one pass: a run's results are read back from disk (issue 34)
+    return verdict_of(summary, Counter(r.status for r in results))  # one pass: results are read back from disk
+
+
+def verdict_of(summary: RunSummary, statuses: Counter[str]) -> Verdict:
+    """:func:`verdict` from the count of the run's results by status (gathered by a pass made for more)."""
     errors, failed = statuses["error"], statuses["failed"]
     gates = [g for g in summary.gates if not g.passed]
     complete = bool(getattr(summary, "complete", True)) and not errors
     status: VerdictStatus = "incomplete" if not complete else "fail" if failed or gates or not summary.passed else "pass"
-    counts = f"{statuses['passed']}/{len(results)} scenario runs passed"
+    counts = f"{statuses['passed']}/{sum(statuses.values())} scenario runs passed"
     parts = [counts]
     if skipped_runs := statuses["skipped"]:
         parts.append(f"{skipped_runs} skipped")
@@ -217,9 +221,20 @@ def flips(results: Sequence[ScenarioResult], strategies: Sequence[str]) -> list[
     # only the probes _success grades, and only the first strategy's keys sorted: a dict and a sorted list of every
     # probe were 5 MB at 10,000 scenario runs, writing summary.md and again the report (issue 34)
     # a run's results are read back from disk one at a time: what is kept of each probe is its success and query
-    by: dict[tuple[str, int, str], tuple[bool | None, str]] = {
-        (p.scenario, p.step, p.strategy): (_success(p), p.query) for r in results for p in r.probes
-        if p.kind == "recall" and p.graded}
+    return flips_among({key: outcome for r in results for key, outcome in flip_inputs(r)}, strategies)
+
+
+def flip_inputs(r: ScenarioResult) -> Iterator[tuple[tuple[str, int, str], tuple[bool | None, str]]]:
+    """What :func:`flips` keeps of a result: each graded recall probe's (scenario, step, strategy) → (success,
+    query)."""
+    return (((p.scenario, p.step, p.strategy), (_success(p), p.query)) for p in r.probes
+            if p.kind == "recall" and p.graded)
+
+
+def flips_among(by: Mapping[tuple[str, int, str], tuple[bool | None, str]], strategies: Sequence[str]) -> list[Flip]:
+    """:func:`flips` from what :func:`flip_inputs` kept of every result."""
+    if len(strategies) < 2:
+        return []
     out = []
     for scenario, step, _ in sorted(k for k in by if k[2] == strategies[0]):
         a, query = by[(scenario, step, strategies[0])]
@@ -235,13 +250,16 @@ def flips(results: Sequence[ScenarioResult], strategies: Sequence[str]) -> list[
 
 def suspicious_passes(results: Sequence[ScenarioResult]) -> list[tuple[ScenarioResult, int, int]]:
     """Passing scenarios with recall probes at recall 0 (expected facts, none found): (result, zero, total)."""
-    out = []
-    for r in results:
-        graded = [p for p in r.probes if p.kind == "recall" and p.graded and p.expected]
-        zero = [p for p in graded if p.metric("recall") == 0]
-        if r.status == "passed" and zero:
-            out.append((r, len(zero), len(graded)))
-    return out
+    return [(r, *counts) for r in results if (counts := suspicion(r)) is not None]
+
+
+def suspicion(r: ScenarioResult) -> tuple[int, int] | None:
+    """A passing result's recall probes at recall 0 and graded ones with expected facts, when some are at 0."""
+    if r.status != "passed":
+        return None
+    graded = [p for p in r.probes if p.kind == "recall" and p.graded and p.expected]
+    zero = sum(p.metric("recall") == 0 for p in graded)
+    return (zero, len(graded)) if zero else None
 
 
 @dataclass(frozen=True, slots=True)
