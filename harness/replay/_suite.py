@@ -338,6 +338,8 @@ def run_suite(scenarios: Sequence[Scenario], config: RunConfig, *,
             if USER_INTERRUPT.is_set():  # a worker killed outright (SIGKILL to the group) as the run was stopped
                 raise KeyboardInterrupt from None
             raise
+    # what a serial run says too (summary.json's meta.cassette_entries was null under --jobs N)
+    run.cassette_entries = len(Cassette.open(config.model.cassettes)) if config.model is not None else 0
     return run
 
 

@@ -4,6 +4,7 @@ a run that fails meanwhile ends the forked writer."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from harness.reporting._beside import ASIDE, put_each
 from harness.reporting._rundir import RUN_FILES, _put
 from harness.reporting._traces import TraceSpool
 from tests.harness.conftest import SCENARIOS
+from tests.helpers import fresh_process_run
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the report is written beside only where fork is")
 
@@ -103,3 +105,24 @@ def test_a_run_directory_is_the_same_bytes_from_one_process_or_two(tmp_path: Pat
     assert got[1] == got[2]
     assert got[2]["report.html"].count(b'class="scenario"') == len(results) > 0
     assert got[2]["traces.jsonl"] == (source / "traces.jsonl").read_bytes()
+
+
+@pytest.mark.slow
+def test_a_jobs_two_run_directory_says_what_a_serial_one_says(tmp_path: Path) -> None:
+    """The model scenarios (replayed from cassettes) in one process and with ``--jobs 2``: the same meta (the
+    cassette's entry count was null under ``--jobs``), the same probes, a report of every scenario run."""
+    env = {"MEMHARNESS_RUN_ID": "beside-jobs"}
+    argv = ["run", str(SCENARIOS / "model"), "--no-gates"]
+    assert main([*argv, "--out", str(tmp_path / "serial")], environ=env) in (0, 1)
+    assert fresh_process_run([*argv, "--out", str(tmp_path / "jobs"), "--jobs", "2"], env) in (0, 1)
+    metas = [json.loads((tmp_path / d / "summary.json").read_text())["meta"] for d in ("serial", "jobs")]
+    for meta in metas:
+        meta.pop("jobs")
+        meta.pop("created_at", None)
+    assert metas[0] == metas[1]
+    assert metas[1]["cassette_entries"] > 0
+    rows = [sorted(json.dumps({k: v for k, v in json.loads(line).items() if k != "duration_ms"}, sort_keys=True)
+                   for line in (tmp_path / d / "probes.jsonl").read_text().splitlines()) for d in ("serial", "jobs")]
+    assert rows[0] == rows[1]
+    sections = {(tmp_path / d / "report.html").read_bytes().count(b'class="scenario"') for d in ("serial", "jobs")}
+    assert sections == {len((tmp_path / "jobs" / "results.jsonl").read_text().splitlines())}
