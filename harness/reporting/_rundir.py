@@ -39,7 +39,15 @@ from memory_core.files.lock import pid_alive
 
 
 def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
-    return "".join(json.dumps(finite_json(dict(r)), ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    return "".join(_json_row(r) + "\n" for r in rows)
+
+
+def _json_row(row: Mapping[str, Any]) -> str:
+    """One row as JSON, NaN and infinities as null: walked by ``finite_json`` only if json refuses it (issue 34)."""
+    try:
+        return json.dumps(row, ensure_ascii=False, sort_keys=True, allow_nan=False)
+    except (ValueError, TypeError):
+        return json.dumps(finite_json(dict(row)), ensure_ascii=False, sort_keys=True)
 
 
 RUN_FILES: Final = ("summary.json", "probes.jsonl", "results.jsonl", "traces.jsonl", "junit.xml", "summary.md",
