@@ -10,8 +10,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from harness.evaluation import GateResult, RunSummary, p_text
-from harness.replay import ScenarioResult
-from harness.reporting._view import effect_words, flips, gate_failure, verdict
+from harness.replay import Probe, ScenarioResult
+from harness.reporting._view import effect_words, flip_inputs, flips_among, gate_failure, verdict_of
 
 HEADLINE: Final = ("recall.precision", "recall.recall", "recall.f1", "recall.mrr", "recall.ndcg",
                    "recall.abstention_accuracy", "recall.fallbacks", "recall.quality_misses",
@@ -44,18 +44,19 @@ def junit_chunks(results: Sequence[ScenarioResult], gates: Sequence[GateResult] 
     object of writing a run (18 MB at 10,000 scenario runs; issue 34). The skeleton (the suites without their cases)
     is indented and serialised as the whole tree would be, and each case as it would be at its depth."""
     suites = ET.Element("testsuites", name="memharness")
-    tally: dict[str, tuple[list[str], array[float]]] = {}  # a run's results are read back one at a time: not kept
-    for r in results:
-        statuses, ms = tally.setdefault(r.strategy, ([], array("d")))
+    tally: dict[str, tuple[list[str], array[float], array[int]]] = {}  # results are read back one at a time: not kept
+    for i, r in enumerate(results):
+        statuses, ms, at = tally.setdefault(r.strategy, ([], array("d"), array("q")))
         statuses.append(r.status)
         ms.append(r.duration_ms)
+        at.append(i)
     cases: list[Iterator[ET.Element]] = []
-    for strategy, (statuses, ms) in tally.items():
+    for strategy, (statuses, ms, at) in tally.items():
         suite = ET.SubElement(suites, "testsuite", name=f"memharness.{strategy}", tests=str(len(statuses)),
                               failures=str(statuses.count("failed")), errors=str(statuses.count("error")),
                               skipped=str(statuses.count("skipped")), time=f"{sum(ms) / 1000:.3f}")
         ET.SubElement(suite, _CASES[1:-3])
-        cases.append(_result_cases(strategy, results))
+        cases.append(_result_cases(strategy, (results[i] for i in at)))  # read once more: not a pass per strategy
     if gates:
         suite = ET.SubElement(suites, "testsuite", name="memharness.gates", tests=str(len(gates)),
                               failures=str(sum(not g.passed and not g.skipped for g in gates)), errors="0",
@@ -74,10 +75,8 @@ def junit_chunks(results: Sequence[ScenarioResult], gates: Sequence[GateResult] 
 
 
 def _result_cases(strategy: str, results: Iterable[ScenarioResult]) -> Iterator[ET.Element]:
-    """The test cases of ``strategy``'s results (a pass over all of them: a run's results are read back from disk)."""
+    """The test cases of ``strategy``'s results."""
     for r in results:
-        if r.strategy != strategy:
-            continue
         case = ET.Element("testcase", classname=f"memharness.{strategy}", name=r.scenario,
                           time=f"{r.duration_ms / 1000:.3f}")
         props = ET.SubElement(case, "properties")
@@ -117,7 +116,8 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
     """A compact Markdown summary for CI step summaries: verdict, metrics, comparisons, baseline deltas and flips,
     failed expectations, gates."""
     strategies = list(summary.strategies)
-    v = verdict(summary, results) if results else None
+    seen = _Seen(results, multi=len(strategies) > 1)
+    v = verdict_of(summary, seen.statuses) if seen.statuses else None
     word = v.line.split(" — ")[0] if v else "PASSED" if summary.passed else "FAILED"
     lines = [f"## memharness — {word}", ""]
     if v:
@@ -152,20 +152,20 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
             lines += ["", f"{len(summary.baseline.changed)} probe(s) changed against the baseline:", ""]
             lines += [f"- `{p.scenario}` step {p.step} [{p.strategy}] {p.query!r}: F1 {_fmt(p.f1_base)} → {_fmt(p.f1_cand)}"
                       for p in summary.baseline.changed[:30]]
-    flipped = flips(results, strategies) if results else []
+    flipped = flips_among(seen.graded, strategies)
     if flipped:
         lines += ["", f"{len(flipped)} recall probe(s) flip between strategies:", ""]
         lines += [f"- `{f.scenario}` step {f.step} {f.query!r}: {f.a} {'found all' if f.a_ok else 'missed'}, "
                   f"{f.b} {'found all' if f.b_ok else 'missed'}" for f in flipped[:30]]
-    bad = [r for r in results if r.status in ("failed", "error")]
+    bad = seen.bad
     if bad:  # the verdict counts "failed" and "did not finish (error)" apart: so does this list
         errors = any(r.status == "error" for r in bad)
         lines += ["", "### Failed and unfinished scenarios" if errors else "### Failed scenarios", ""]
         for r in bad:
             lines.append(f"- `{r.scenario}` [{r.strategy}]{' did not finish (error)' if r.status == 'error' else ''} "
                          f"({r.path or 'no file'}): " + "; ".join(r.failures or r.error_text.splitlines()[:1]))
-    lines += _quality(results)
-    lines += _skips(results)
+    lines += _quality(seen.missed)
+    lines += seen.skips.lines()
     lines += ["", "| gate | value | result |", "|---|---:|---|"]
     for g in summary.gates:
         said = g.detail if g.detail.startswith("skipped") else f"skipped: {g.detail}"  # the detail says it (once)
@@ -174,9 +174,29 @@ def summary_markdown(summary: RunSummary, results: Sequence[ScenarioResult] = ()
     return "\n".join(lines) + "\n"
 
 
-def _quality(results: Sequence[ScenarioResult], most: int = 30) -> list[str]:
+class _Seen:
+    """What summary.md needs of every result, gathered in one pass (it was five: a run's results are read back from
+    disk one at a time; issue 34): the count by status, the flips' outcomes, the failed and unfinished results, the
+    recall steps with quality misses, the skips."""
+
+    def __init__(self, results: Iterable[ScenarioResult], *, multi: bool) -> None:
+        self.statuses: Counter[str] = Counter()
+        self.graded: dict[tuple[str, int, str], tuple[bool | None, str]] = {}
+        self.bad: list[ScenarioResult] = []
+        self.missed: list[tuple[ScenarioResult, Probe]] = []
+        self.skips = _Skips()
+        for r in results:
+            self.statuses[r.status] += 1
+            if multi:
+                self.graded.update(flip_inputs(r))
+            if r.status in ("failed", "error"):
+                self.bad.append(r)
+            self.missed += [(r, p) for p in r.probes if p.quality_misses]
+            self.skips.add(r)
+
+
+def _quality(missed: Sequence[tuple[ScenarioResult, Probe]], most: int = 30) -> list[str]:
     """Recall steps where a real model's choice missed what the step states (counted, not failed: docs/metrics.md)."""
-    missed = [(r, p) for r in results for p in r.probes if p.quality_misses]
     if not missed:
         return []
     out = ["", f"### Model quality misses ({len(missed)} recall step(s); not failures, see `recall.quality_misses`)", ""]
@@ -187,28 +207,35 @@ def _quality(results: Sequence[ScenarioResult], most: int = 30) -> list[str]:
     return out
 
 
-def _skips(results: Sequence[ScenarioResult], most: int = 30) -> list[str]:
+class _Skips:
     """Skipped scenario runs and skipped steps, grouped by reason (most frequent first), each with one example."""
-    runs: Counter[str | None] = Counter()
-    steps: Counter[str | None] = Counter()
-    by_run: dict[str | None, str] = {}
-    by_step: dict[str | None, str] = {}  # a step's example is preferred to a run's, the last one of each kept
-    for r in results:  # one pass: a run's results are read back from disk (issue 34)
+
+    def __init__(self) -> None:
+        self.runs: Counter[str | None] = Counter()
+        self.steps: Counter[str | None] = Counter()
+        self.by_run: dict[str | None, str] = {}
+        self.by_step: dict[str | None, str] = {}  # a step's example is preferred to a run's, the last one of each kept
+
+    def add(self, r: ScenarioResult) -> None:
         skipped_run = r.status == "skipped"
         if skipped_run:
-            runs.update([r.skipped] if r.skipped else [])
-            by_run[r.skipped] = f"{r.scenario} [{r.strategy}]"
+            self.runs.update([r.skipped] if r.skipped else [])
+            self.by_run[r.skipped] = f"{r.scenario} [{r.strategy}]"
         for p in r.probes:
             if p.skipped:
-                steps.update([] if skipped_run else [p.skipped])
-                by_step[p.skipped] = f"{r.scenario} [{r.strategy}] step {p.step}"
-    example = by_run | by_step
-    out: list[str] = []
-    for title, counts in ((f"Skipped scenario runs ({sum(runs.values())})", runs),
-                          (f"Skipped steps in runs that ran ({sum(steps.values())})", steps)):
-        if counts:
-            out += ["", f"### {title}", "", "| reason | count | for example |", "|---|---:|---|"]
-            out += [f"| {reason} | {n} | `{example[reason]}` |" for reason, n in counts.most_common(most)]
-            if len(counts) > most:
-                out.append(f"| … {len(counts) - most} other reason(s) | {sum(n for _, n in counts.most_common()[most:])} | |")
-    return out
+                self.steps.update([] if skipped_run else [p.skipped])
+                self.by_step[p.skipped] = f"{r.scenario} [{r.strategy}] step {p.step}"
+
+    def lines(self, most: int = 30) -> list[str]:
+        runs, steps = self.runs, self.steps
+        example = self.by_run | self.by_step
+        out: list[str] = []
+        for title, counts in ((f"Skipped scenario runs ({sum(runs.values())})", runs),
+                              (f"Skipped steps in runs that ran ({sum(steps.values())})", steps)):
+            if counts:
+                out += ["", f"### {title}", "", "| reason | count | for example |", "|---|---:|---|"]
+                out += [f"| {reason} | {n} | `{example[reason]}` |" for reason, n in counts.most_common(most)]
+                if len(counts) > most:
+                    out.append(f"| … {len(counts) - most} other reason(s) | "
+                               f"{sum(n for _, n in counts.most_common()[most:])} | |")
+        return out
