@@ -332,6 +332,8 @@ def read_meta(directory: Path) -> dict[str, Any]:
     for key, kinds, wanted in _META_TYPES:
         value = data.get(key)
         bad = value is not None and (not isinstance(value, kinds) or isinstance(value, bool))
+        if isinstance(value, str) and (not value.strip() or not value.isprintable()):  # round 19: an ESC in the
+            bad = True  # model's name reached summary.md raw and made junit.xml ill-formed (stale: "… asks <model>")
         if bad or (key == "timeout_scale" and isinstance(value, (int, float)) and not 0 < value < 1e6):
             line = next((n for n, t in enumerate(text.split("\n"), 1) if re.match(rf'\s*[{{,]?\s*"{key}"\s*:', t)), 1)
             raise HarnessError(f"{path}:{line}: {key}: expected {wanted}, got "
@@ -339,8 +341,9 @@ def read_meta(directory: Path) -> dict[str, Any]:
     return data
 
 
-_META_TYPES: Final = (("model", (str,), "a litellm model string"), ("api_base", (str,), "a URL"),
-                      ("timeout_scale", (int, float), "a number above 0"), ("weights", (str,), "text"))
+_META_TYPES: Final = (("model", (str,), "a litellm model string (one printable line)"),
+                      ("api_base", (str,), "a URL (one printable line)"),
+                      ("timeout_scale", (int, float), "a number above 0"), ("weights", (str,), "one printable line of text"))
 """The fields of ``cassette-meta.json`` the harness reads, with their JSON types (null: not given)."""
 
 
