@@ -376,6 +376,10 @@ class ModelSpec:
     def resolved_model(self) -> str:
         """``--model``, else the model named in the cassette's metadata."""
         name = self.model or read_meta(self.cassettes).get("model")
+        if not name and (meta := resolve_set(self.cassettes) / "cassette-meta.json").exists():  # round 19: it said
+            line = next((n for n, t in enumerate(_read_text(meta).split("\n"), 1) if '"model"' in t), 1)
+            raise HarnessError(f"{meta}:{line}: model: missing (null or absent); name the set's model here, or pass "
+                               "--model MODEL")  # "no cassette-meta.json" of a file that is there, naming no line
         if not name:
             raise HarnessError(f"no model named: pass --model MODEL (no cassette-meta.json in {self.cassettes})")
         return str(name)

@@ -118,3 +118,68 @@ def test_junit_xml_is_well_formed_whatever_text_a_result_holds(error: str, failu
     case = root.find(".//testcase")
     assert case is not None
     assert case.find(which) is not None
+
+
+PORTABLE = """description: a portable scenario whose step gives the system something only it can judge
+tags: [portable]
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+facts:
+  f1: {{type: project, match: ["billing"]}}
+memories:
+  - {{path: project/m.md, name: m, type: project, body: "billing runs on docker", facts: [f1]}}
+steps:
+  - check: {{facts_present: [f1]}}
+  - {step}
+"""
+"""A portable scenario (no ``design``, no ``systems``, no seed fields) whose last step, on line 11, is ``{step}``."""
+
+
+@SETTINGS
+@given(step=st.sampled_from([
+    "check: {system: {memories: 1}}", "check: {system: {fts_integrity: true}}", "check: {system: {episodes: 0}}",
+    "check: {facts_present: [f1], system: {no_such_check: 1}}", "recall: {query: billing, options: {path: typed}}",
+    "recall: {query: billing, options: {bogus: 1}}", "forget: {query: billing, options: {bogus: 1}}"]))
+def test_portable_step_input_a_shipped_system_refuses_is_refused_by_validate(
+        tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str], step: str) -> None:
+    """Step-level system input (``check.system``, ``recall.options``, ``forget.options``) in a portable scenario was
+    judged by no system at ``validate`` unless a memory had seed fields: ``validate --strict`` accepted it, and every
+    run ended "did not finish (error)" on the system that refuses it. Now validate asks every system a plain run gives
+    the scenario, as it did for seed fields: whatever validate accepts, run can run."""
+    tmp = tmp_path_factory.mktemp("portable")
+    scenario = tmp / "s.yaml"
+    scenario.write_text(PORTABLE.format(step=step), encoding="utf-8")
+    v = cli(["validate", "--strict", str(scenario)], capsys)
+    r = cli(["run", "--no-gates", "--out", str(tmp / "out"), str(scenario)], capsys)
+    errored = "did not finish (error)" in r.err
+    if v.code == 0:
+        assert not errored, (step, r.err)
+    else:
+        assert v.code == 2, v.err
+        for line in v.err.splitlines():
+            m = LOCATED.match(line)
+            assert m is not None, v.err
+            assert m["line"] == "11", v.err
+
+
+@pytest.mark.parametrize("how", ["absent", "null", "renamed"])
+def test_cassette_meta_without_a_model_is_located_not_said_missing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str) -> None:
+    """A ``cassette-meta.json`` that names no model (the field left out, null, or misspelt) was "no model named: pass
+    --model MODEL (no cassette-meta.json in <set>)": a file that is there said absent, and no line. Now the file, the
+    line of the field (1 when it is absent) and ``model``."""
+    target = _set_with_meta(tmp_path)
+    meta = json.loads((target / "cassette-meta.json").read_text(encoding="utf-8"))
+    if how == "null":
+        meta["model"] = None
+    else:
+        value = meta.pop("model")
+        if how == "renamed":
+            meta["modle"] = value
+    (target / "cassette-meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    o = cli(["run", "--no-gates", "--strategy", "model", "--cassettes", str(target), "--out", str(tmp_path / "out"),
+             str(SCENARIO)], capsys)
+    assert_one_line_error(o, mentions=("cassette-meta.json:", ": model: missing"))
+    m = LOCATED.match(o.err.strip())
+    assert m is not None, o.err
+    assert m["line"] == ("2" if how == "null" else "1"), o.err
