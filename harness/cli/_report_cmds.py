@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.cli._argtypes import bounded, file_path, path
-from harness.errors import HarnessError, one_line, unreadable_json
+from harness.errors import HarnessError, one_line, unique_members, unreadable_json
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -259,7 +259,7 @@ def read_benchmark(path: Path) -> dict[str, Any]:
 
     text = decode_utf8(read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError), path, HarnessError)
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_members)
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{path}:{exc.lineno}: file: cannot read the benchmark file ({exc.msg})") from None
     except (RecursionError, ValueError) as exc:

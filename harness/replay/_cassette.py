@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from harness.errors import CassetteMiss, HarnessError, one_line, unreadable_json, unwritable
+from harness.errors import CassetteMiss, HarnessError, one_line, unique_members, unreadable_json, unwritable
 from harness.replay._jsonl import strict_json
 from harness.replay._models import ProbeContext
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
@@ -321,7 +321,7 @@ def read_meta(directory: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(text := _read_text(path))
+        data = json.loads(text := _read_text(path), object_pairs_hook=unique_members)
     except json.JSONDecodeError as exc:  # every error names its line (round 12)
         raise HarnessError(f"{path}:{exc.lineno}: file: invalid JSON ({exc.msg})") from None
     except (RecursionError, ValueError) as exc:

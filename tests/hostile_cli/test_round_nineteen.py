@@ -183,3 +183,54 @@ def test_cassette_meta_without_a_model_is_located_not_said_missing(
     m = LOCATED.match(o.err.strip())
     assert m is not None, o.err
     assert m["line"] == ("2" if how == "null" else "1"), o.err
+
+
+def _twice(text: str, n: int) -> tuple[str, str, int]:
+    """``text`` (JSON, one member per line or one object per line) with the ``n``-th member of a line written again
+    on its line: (text, the member's key, the line)."""
+    import re
+
+    lines = text.split("\n")
+    spots = [(i, m) for i, row in enumerate(lines) for m in re.finditer(r'"(\w+)": ("[^"\\]*"|-?[\d.]+|true|false|null)',
+                                                                          row)]
+    i, m = spots[n % len(spots)]
+    lines[i] = lines[i][:m.end()] + ", " + m.group(0) + lines[i][m.end():]
+    return "\n".join(lines), m.group(1), i + 1
+
+
+@pytest.fixture(scope="module")
+def a_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from harness.cli import main
+
+    out = tmp_path_factory.mktemp("run") / "out"
+    assert main(["run", "--no-gates", "--out", str(out), str(ROOT / "scenarios" / "recall" / "abstain-cjk.yaml")],
+                environ={}) == 0
+    return out
+
+
+@SETTINGS
+@given(which=st.sampled_from(["cassette-meta.json", "summary.json", "results.jsonl", "probes.jsonl"]),
+       n=st.integers(0, 10_000))
+def test_a_json_member_written_twice_is_located_not_the_last_kept(
+        tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str], a_run: Path, which: str,
+        n: int) -> None:
+    """A member written twice in ``cassette-meta.json``, ``summary.json`` or a run file's row was read as JSON reads
+    it, the last kept without a word (the cassette's own lines refused it since round 14). Now one located line."""
+    tmp = tmp_path_factory.mktemp("dup")
+    if which == "cassette-meta.json":
+        target = _set_with_meta(tmp)
+        path = target / which
+        args = ["run", "--no-gates", "--strategy", "model", "--cassettes", str(target), "--out", str(tmp / "out"),
+                str(SCENARIO)]
+    else:
+        run = tmp / "run"
+        shutil.copytree(a_run, run)
+        path = run / which
+        args = ["report", str(run), "--output", str(tmp / "r.html")]
+    text, key, line = _twice(path.read_text(encoding="utf-8"), n)
+    path.write_text(text, encoding="utf-8")
+    o = cli(args, capsys)
+    assert_one_line_error(o, mentions=(which, f"{key!r} twice"))
+    m = LOCATED.match(o.err.strip())
+    assert m is not None, o.err
+    assert int(m["line"]) == line, (o.err, line)
