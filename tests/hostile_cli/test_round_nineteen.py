@@ -10,6 +10,13 @@ a few thousand samples, classified) found that the rounds before had left open.
 2. ``junit.xml`` wrote every message as it came: any character XML 1.0 cannot hold (C0 controls but tab, LF, CR;
    lone surrogates; U+FFFE, U+FFFF) made the whole document unreadable. Now such a character is written as its
    escape (``\\x1b``), whatever text reaches a test case.
+3. ``validate`` judged a portable scenario's step-level system input (``check.system``, ``recall.options``,
+   ``forget.options``) only when a memory had seed fields: ``validate --strict`` accepted a check the file system
+   refuses, and every plain run ended "did not finish (error)". A ``cassette-meta.json`` naming no model said "no
+   cassette-meta.json" (it was there), with no line.
+4. A JSON member written twice in ``cassette-meta.json``, ``summary.json`` or a run file's row was read as Python's
+   ``json`` reads it: the last kept, in silence.
+5. CR LF line ends in a cassette set: a normalisation (read as LF), now documented and tested.
 """
 
 from __future__ import annotations
@@ -234,3 +241,17 @@ def test_a_json_member_written_twice_is_located_not_the_last_kept(
     m = LOCATED.match(o.err.strip())
     assert m is not None, o.err
     assert int(m["line"]) == line, (o.err, line)
+
+
+@pytest.mark.parametrize("which", ["cassette.jsonl", "cassette-meta.json"])
+def test_a_cassette_set_with_crlf_line_ends_replays_as_with_lf(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str) -> None:
+    """The probe's one normalisation of a cassette set (documented in limits.md): CR LF line ends read as LF (the CR
+    is JSON whitespace), so a set saved by a Windows editor replays the same."""
+    target = _set_with_meta(tmp_path)
+    path = target / which
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    o = cli(["run", "--no-gates", "--strategy", "model", "--cassettes", str(target), "--out", str(tmp_path / "out"),
+             str(SCENARIO)], capsys)
+    assert o.code == 0, o.err
+    assert "1 passed" in o.err, o.err
