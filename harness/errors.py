@@ -65,12 +65,29 @@ def too_deep(path: object, text: str, what: str = "invalid JSON") -> str:
     return f"{one_line(str(path))}:{line}: {what} (nested too deeply: {depth:,} levels, the deepest from this line)"
 
 
+class Duplicate(ValueError):
+    """A member written twice in one JSON object (``json`` keeps the last without a word)."""
+
+
+def unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` refusing a member written twice (round 19: cassette-meta.json, summary.json, a run
+    file's row and a benchmark file kept the last of two in silence; the cassette's lines refused it since round 14)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise Duplicate(key)
+        out[key] = value
+    return out
+
+
 def json_trouble(exc: BaseException) -> str:
     """What ``json.loads`` met that is no ``JSONDecodeError``: nesting deeper than Python recurses, or an integer
     of more digits than ``int()`` converts (``ValueError``; round 16: an internal error in summary.json, the run
     files' rows, a benchmark file, cassette-meta.json and a LoCoMo file)."""
     if isinstance(exc, RecursionError):
         return "nested too deeply"
+    if isinstance(exc, Duplicate):
+        return f"member {one_line(str(exc))[:60]!r} twice in one object (JSON keeps the last without a word)"
     return f"a number of thousands of digits (at most {sys.get_int_max_str_digits() or 4300:,} are read)"
 
 
@@ -79,6 +96,11 @@ def unreadable_json(path: object, text: str, what: str, exc: BaseException) -> s
     number."""
     if isinstance(exc, RecursionError):
         return too_deep(path, text, what)
+    if isinstance(exc, Duplicate):  # the line of its second member
+        import json
+
+        found = [n for n, row in enumerate(text.split("\n"), 1) if json.dumps(str(exc)) + ":" in row.replace('" :', '":')]
+        return f"{one_line(str(path))}:{found[1] if len(found) > 1 else found[0] if found else 1}: {what} ({json_trouble(exc)})"
     return f"{one_line(str(path))}:{long_number_line(text)}: {what} ({json_trouble(exc)})"
 
 

@@ -59,6 +59,26 @@ def names(text: str) -> str:
     return text
 
 
+def text_line(text: str) -> str:
+    """A name or URL the run writes into its outputs (``--model``, ``--api-base``, ``--set``): one printable line,
+    not blank. Round 19: an ESC, a NUL or a line separator in ``--model`` reached summary.md raw and made junit.xml
+    ill-formed XML (every scenario's "stale: … this run asks <model>")."""
+    if problem := text_line_problem(text):
+        raise argparse.ArgumentTypeError(f"{problem}, got {one_line(repr(text))[:60]}")
+    return text
+
+
+def text_line_problem(text: str) -> str | None:
+    """Why ``text`` is not one printable line that is not blank (``str.isprintable``: no control character, line
+    separator, format character, lone surrogate), or ``None``."""
+    if not text.strip():
+        return "expected a name, got nothing (blank)"
+    if not text.isprintable():
+        bad = next(c for c in text if not c.isprintable())
+        return f"expected one printable line (it holds {one_line(bad)})"
+    return None
+
+
 def path(text: str) -> Any:
     """An argparse type for a path: ``pathlib.Path``, imported at the first use so ``--help`` never pays for it.
     A path that is (or lies below) a symbolic-link loop is refused here, for every path argument at once: each
@@ -144,6 +164,8 @@ def check_environment(environ: Mapping[str, str]) -> None:
         if name in FLAG_VARIABLES and parse_flag(value, name) is None:
             raise HarnessError(f"environment variable {name}: {flag_expected(name)}, got {one_line(repr(value))[:60]}")
         if name == "MEMHARNESS_TRACE_URL" and value.strip() and (problem := trace_url_problem(value.strip())):
+            raise HarnessError(f"environment variable {name}: {problem}, got {one_line(repr(value))[:60]}")
+        if name == "MEMHARNESS_MODEL" and value.strip() and (problem := text_line_problem(value)):
             raise HarnessError(f"environment variable {name}: {problem}, got {one_line(repr(value))[:60]}")
         if name == "MEMHARNESS_RUN_ID" and value and not (len(value) <= 128 and value.isprintable()
                                                           and not any(c.isspace() for c in value)):

@@ -184,8 +184,8 @@ def _run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         mode: Mode = "record" if args.record else "live" if args.live else "replay"
         if proxied and mode != "replay" and not args.api_base:  # else each scenario would end saying it
             raise HarnessError(f"--{mode}: a system behind the model proxy needs --api-base URL, the upstream it calls")
-        model = ModelSpec(cassettes, mode, args.model or environ.get("MEMHARNESS_MODEL"), args.api_base, args.timeout_scale,
-                          shelf=shelf)
+        model = ModelSpec(cassettes, mode, args.model or environ.get("MEMHARNESS_MODEL", "").strip() or None,  # blank: unset
+                          args.api_base, args.timeout_scale, shelf=shelf)
         for s in strategies:
             if base_strategy(s) != s:
                 model.for_set(s.partition(":")[2]).resolved_model()  # model:SET names a recorded set: fail fast

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness import __version__
-from harness.cli._argtypes import GIVEN, StoreOnce, bounded, file_path, names, path
+from harness.cli._argtypes import GIVEN, StoreOnce, bounded, file_path, names, path, text_line
 from harness.cli._report_cmds import add_report_commands
 from harness.errors import HarnessError
 
@@ -127,8 +127,9 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     run.add_argument("--strategy", default=None, type=names, help=STRATEGY_HELP)
     run.add_argument("--tag", action="append", dest="tags", metavar="TAG", type=names,
                      help="run only scenarios with this tag (repeatable; comma-separated allowed; any tag matches)")
-    run.add_argument("--model", help="litellm model string for the model strategy (default: the cassette's model)")
-    run.add_argument("--api-base", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8765/v1")
+    run.add_argument("--model", type=text_line,
+                     help="litellm model string for the model strategy (default: the cassette's model)")
+    run.add_argument("--api-base", type=text_line, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8765/v1")
     run.add_argument("--cassettes", type=path, help="cassette directory (default: <first path>/cassettes)")
     mode = run.add_mutually_exclusive_group()
     mode.add_argument("--record", action="store_true", help="call the real model for unrecorded calls and store them")
@@ -227,10 +228,11 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     rec = sub.add_parser("record", help="record the model calls a cassette set lacks (missing or changed prompts); "
                                         "resumable, needs the model's server")
     rec.add_argument("paths", nargs="*", type=path, help="scenario files or directories (default: scenarios/)")
-    rec.add_argument("--set", help="a set of the cassette shelf (directory or alias in sets.toml; default: its default)")
+    rec.add_argument("--set", type=text_line,
+                     help="a set of the cassette shelf (directory or alias in sets.toml; default: its default)")
     rec.add_argument("--cassettes", type=path, help="the cassette shelf or a set directory (default: <first path>/cassettes)")
-    rec.add_argument("--model", help="litellm model string (default: the set's cassette-meta.json)")
-    rec.add_argument("--api-base", help="OpenAI-compatible endpoint (default: the set's cassette-meta.json)")
+    rec.add_argument("--model", type=text_line, help="litellm model string (default: the set's cassette-meta.json)")
+    rec.add_argument("--api-base", type=text_line, help="OpenAI-compatible endpoint (default: the set's cassette-meta.json)")
     rec.add_argument("--timeout-scale", type=_scale, default=None, help="default: the set's cassette-meta.json")
     rec.add_argument("--tag", action="append", dest="tags", metavar="TAG", type=names, help="record only scenarios with this tag")
     rec.add_argument("--system", help="as `memharness run --system` (default: every shipped system)")

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.cli._argtypes import bounded, file_path, path
-from harness.errors import HarnessError, one_line, unreadable_json
+from harness.errors import HarnessError, one_line, unique_members, unreadable_json
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -206,8 +206,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         except ScenarioError as exc:
             problems.append(str(exc))
     problems += duplicate_ids(scenarios)
-    if any(any(m.system for m in s.memories) or s.design or s.systems for s in scenarios):  # seed fields and recall
-        from harness.replay import input_problems  # options a shipped system refuses (its own code decides)
+    if any(any(m.system for m in s.memories) or any(getattr(st, "system", None) or getattr(st, "options", None)
+                                                  for st in s.steps) for s in scenarios):  # seed fields, recall/forget
+        from harness.replay import input_problems  # options, system checks a shipped system refuses (its code decides;
+        # round 19: a portable file's step-level input was judged only when a memory had seed fields)
 
         problems += [p for s in scenarios for p in input_problems(s)]
     problems += [p for s in scenarios for p in strict_problems(s)] if args.strict else []
@@ -257,7 +259,7 @@ def read_benchmark(path: Path) -> dict[str, Any]:
 
     text = decode_utf8(read_regular(path, limit=MAX_RUN_FILE_BYTES, error=HarnessError), path, HarnessError)
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_members)
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{path}:{exc.lineno}: file: cannot read the benchmark file ({exc.msg})") from None
     except (RecursionError, ValueError) as exc:

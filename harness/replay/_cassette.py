@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from harness.errors import CassetteMiss, HarnessError, one_line, unreadable_json, unwritable
+from harness.errors import CassetteMiss, HarnessError, one_line, unique_members, unreadable_json, unwritable
 from harness.replay._jsonl import strict_json
 from harness.replay._models import ProbeContext
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
@@ -321,7 +321,7 @@ def read_meta(directory: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(text := _read_text(path))
+        data = json.loads(text := _read_text(path), object_pairs_hook=unique_members)
     except json.JSONDecodeError as exc:  # every error names its line (round 12)
         raise HarnessError(f"{path}:{exc.lineno}: file: invalid JSON ({exc.msg})") from None
     except (RecursionError, ValueError) as exc:
@@ -332,6 +332,8 @@ def read_meta(directory: Path) -> dict[str, Any]:
     for key, kinds, wanted in _META_TYPES:
         value = data.get(key)
         bad = value is not None and (not isinstance(value, kinds) or isinstance(value, bool))
+        if isinstance(value, str) and (not value.strip() or not value.isprintable()):  # round 19: an ESC in the
+            bad = True  # model's name reached summary.md raw and made junit.xml ill-formed (stale: "… asks <model>")
         if bad or (key == "timeout_scale" and isinstance(value, (int, float)) and not 0 < value < 1e6):
             line = next((n for n, t in enumerate(text.split("\n"), 1) if re.match(rf'\s*[{{,]?\s*"{key}"\s*:', t)), 1)
             raise HarnessError(f"{path}:{line}: {key}: expected {wanted}, got "
@@ -339,8 +341,9 @@ def read_meta(directory: Path) -> dict[str, Any]:
     return data
 
 
-_META_TYPES: Final = (("model", (str,), "a litellm model string"), ("api_base", (str,), "a URL"),
-                      ("timeout_scale", (int, float), "a number above 0"), ("weights", (str,), "text"))
+_META_TYPES: Final = (("model", (str,), "a litellm model string (one printable line)"),
+                      ("api_base", (str,), "a URL (one printable line)"),
+                      ("timeout_scale", (int, float), "a number above 0"), ("weights", (str,), "one printable line of text"))
 """The fields of ``cassette-meta.json`` the harness reads, with their JSON types (null: not given)."""
 
 
@@ -373,6 +376,10 @@ class ModelSpec:
     def resolved_model(self) -> str:
         """``--model``, else the model named in the cassette's metadata."""
         name = self.model or read_meta(self.cassettes).get("model")
+        if not name and (meta := resolve_set(self.cassettes) / "cassette-meta.json").exists():  # round 19: it said
+            line = next((n for n, t in enumerate(_read_text(meta).split("\n"), 1) if '"model"' in t), 1)
+            raise HarnessError(f"{meta}:{line}: model: missing (null or absent); name the set's model here, or pass "
+                               "--model MODEL")  # "no cassette-meta.json" of a file that is there, naming no line
         if not name:
             raise HarnessError(f"no model named: pass --model MODEL (no cassette-meta.json in {self.cassettes})")
         return str(name)

@@ -11,21 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from harness.errors import json_trouble, one_line
-
-
-class Duplicate(ValueError):
-    """A member written twice in one JSON object (``json`` keeps the last without a word)."""
-
-
-def unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``object_pairs_hook`` refusing a member written twice."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise Duplicate(key)
-        out[key] = value
-    return out
+from harness.errors import Duplicate, json_trouble, one_line, unique_members
 
 
 def strict_json(line: str, *, holder: str = "a recording", constants: bool = False) -> tuple[Any, str | None]:

@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from harness.errors import HarnessError, json_trouble, naming, one_line, unreadable_json
+from harness.errors import HarnessError, json_trouble, naming, one_line, unique_members, unreadable_json
 from harness.evaluation import RunSummary
 from harness.evaluation._stats import NULL_IS_INF
 from harness.replay import Probe, ScenarioResult
@@ -262,7 +262,7 @@ def numbered_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     for n, line in enumerate(_read_text(path).split("\n"), 1):
         if line.strip():
             try:
-                row = json.loads(line)
+                row = json.loads(line, object_pairs_hook=unique_members)  # a member twice: refused
             except json.JSONDecodeError as exc:
                 raise HarnessError(f"{path}:{n}: {json_problem(line, exc, whole='row')}") from None
             except (RecursionError, ValueError) as exc:  # nested too deep, 5,000 digits (round 16: internal)
@@ -310,7 +310,7 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
     summary_path = run_dir / "summary.json"
     text = _read_text(summary_path)
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_members)
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{summary_path}:{exc.lineno}: {json_problem(text, exc, whole='file')}") from None
     except (RecursionError, ValueError) as exc:

@@ -34,6 +34,17 @@ def junit_xml(results: Sequence[ScenarioResult], gates: Sequence[GateResult] = (
     return "".join(junit_chunks(results, gates))
 
 
+_NOT_XML: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""The characters XML 1.0 cannot hold (§2.2 Char), escaped or not: any of them made the whole junit.xml unreadable
+(round 19: an ESC in a model name, through "stale: … this run asks <model>"). Each is written as its escape."""
+
+
+def _xml_chars(text: str) -> str:
+    from harness.errors import one_line
+
+    return _NOT_XML.sub(lambda m: one_line(m.group()), text)
+
+
 _CASES: Final = "<memharness-cases />"
 """Where a suite's test cases go in the document's skeleton (a tag name no JUnit reader knows; data in attributes is
 escaped, so the text cannot come from a result)."""
@@ -66,12 +77,12 @@ def junit_chunks(results: Sequence[ScenarioResult], gates: Sequence[GateResult] 
     ET.indent(suites)
     skeleton = ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
     pieces = skeleton.split(_CASES)
-    yield pieces[0]
+    yield _xml_chars(pieces[0])
     for piece, suite_cases in zip(pieces[1:], cases, strict=True):
         for n, case in enumerate(suite_cases):
             ET.indent(case, level=2)
-            yield ("\n    " if n else "") + ET.tostring(case, encoding="unicode")
-        yield piece
+            yield ("\n    " if n else "") + _xml_chars(ET.tostring(case, encoding="unicode"))
+        yield _xml_chars(piece)
 
 
 def _result_cases(strategy: str, results: Iterable[ScenarioResult]) -> Iterator[ET.Element]:
