@@ -4,6 +4,10 @@
    only then the gates file's error: the one-line error came after a screen of output, on stdout's heels. Now the
    gates file (``--gates``, or the one the candidate run recorded) is loaded before anything is printed: one line on
    stderr, exit 2, nothing on stdout.
+2. An outcome's ``expect_strategy`` naming a strategy the step never runs with (``strategies: [heuristic]``,
+   ``expect_strategy: model``), or an ``expect_fallback`` reason on a step no model strategy runs, loaded and then
+   failed every run. Now each is a located error at its key; the strategies that can answer (the step's own, the
+   heuristic fallback, ``none``) load.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from harness.errors import HarnessError
 from harness.evaluation import load_gates
 from tests.harness.conftest import SCENARIOS
 from tests.helpers import examples
-from tests.hostile_cli._support import LOCATED, cli
+from tests.hostile_cli._support import LOCATED, cli, load_error_at
 from tests.hostile_cli.test_gates_file import DOCUMENT
 
 SETTINGS = settings(max_examples=examples(40), deadline=None, derandomize=True,
@@ -88,3 +92,68 @@ def test_compare_with_a_valid_gates_file_still_prints(one_run: Path, tmp_path: P
     assert o.code == 0, o.err
     assert "changed probe(s)" in o.out
     assert "recall.f1 drop vs baseline <= 0.05: pass" in o.out
+
+
+# 2. expect_strategy / expect_fallback the step never runs with --------------------------------------------------------
+
+BUILTIN = ("heuristic", "model", "bm25", "embedding", "hybrid")
+
+
+@st.composite
+def _outcome_scenarios(draw: st.DrawFn) -> tuple[str, int, str, str, bool]:
+    """(scenario text, line of the outcome key, its field, what it names, whether some run could meet it)."""
+    kind = draw(st.sampled_from(["recall", "forget", "dream", "extract"]))
+    strategies = draw(st.lists(st.sampled_from(BUILTIN), min_size=1, max_size=3, unique=True))
+    how = draw(st.sampled_from(["scenario", "override", "pinned"] if kind in ("recall", "forget") else
+                               ["scenario", "override"]))
+    own = draw(st.sampled_from(BUILTIN)) if how != "scenario" else None
+    runs = (own,) if own else tuple(strategies)
+    which = draw(st.sampled_from(["strategy", "fallback"]))
+    value = draw(st.sampled_from(("none", *BUILTIN)) if which == "strategy" else
+                 st.sampled_from(["none", "timeout", "provider", "invalid_json"]))
+    meets = value in (*runs, "heuristic", "none") if which == "strategy" else \
+        value == "none" or bool({"model"} & set(runs))
+    lines = ['description: "an outcome expectation"', f"strategies: [{', '.join(strategies)}]"]
+    if how == "override":
+        lines.append(f"strategy_overrides: {{1: {own}}}")
+    lines += ["facts:", '  f1: {type: project, match: ["billing"]}', "steps:",
+              "  - session: s1", '    turns: [{user: "billing runs on docker"}]']
+    key = f"expect_{which}" if kind != "extract" else which
+    if kind == "extract":
+        lines += ["  - session: s2", '    turns: [{user: "I prefer tabs over spaces"}]', "    expect_extract:"]
+        field = f"steps[1].expect_extract.{key}"
+    else:
+        lines += [f"  - {kind}:", *(['      query: "billing"'] if kind != "dream" else ["      force: true"])]
+        lines += [f"      strategy: {own}"] if how == "pinned" else []
+        field = f"steps[1].{kind}.{key}"
+    lines.append(f"      {key}: {value}")
+    return "\n".join(lines) + "\n", len(lines), field, value, meets
+
+
+@SETTINGS
+@given(case=_outcome_scenarios())
+def test_an_outcome_no_run_can_report_is_refused_at_its_key(case: tuple[str, int, str, str, bool],
+                                                            tmp_path_factory: pytest.TempPathFactory) -> None:
+    from harness.scenario import load_scenario
+
+    text, line, field, value, meets = case
+    path = tmp_path_factory.mktemp("outcome") / "s.yaml"
+    path.write_text(text, encoding="utf-8")
+    if meets:
+        load_scenario(path)  # a strategy that runs (or the heuristic fallback, or none): accepted
+        return
+    match = load_error_at(path, line, f"{field}: {value} on a step that never reports it")
+    assert match["field"] == field, match[0]
+    assert "could never pass" in match["what"], match[0]
+
+
+def test_validate_names_the_key_of_an_unmet_outcome(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The heuristic never answers as the model: before, validate passed this and each run failed the step."""
+    path = tmp_path / "s.yaml"
+    path.write_text('description: "x"\nstrategies: [heuristic]\nfacts:\n  f1: {type: project, match: [billing]}\n'
+                    'memories:\n  - {path: project/b.md, name: b, type: project, body: "billing runs on docker"}\n'
+                    'steps:\n  - recall:\n      query: "billing"\n      expect: [f1]\n      expect_strategy: model\n',
+                    encoding="utf-8")
+    o = cli(["validate", str(path)], capsys)
+    assert o.code == 2, o
+    assert o.err.startswith(f"memharness: {path}:11: steps[0].recall.expect_strategy: expects strategy 'model'"), o.err
