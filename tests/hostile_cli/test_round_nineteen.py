@@ -8,6 +8,10 @@
    ``expect_strategy: model``), or an ``expect_fallback`` reason on a step no model strategy runs, loaded and then
    failed every run. Now each is a located error at its key; the strategies that can answer (the step's own, the
    heuristic fallback, ``none``) load.
+3. A run directory read back (``report``, ``compare``) took what it shows as written: an edited ``meta.trace_url``
+   (``javascript:…``) became every scenario's link, a row's name or a meta field could carry an escape sequence or
+   a line break into the report and the terminal. Now the trace URL keeps ``MEMHARNESS_TRACE_URL``'s rule, meta text
+   and a row's names, path, description and trace id their own, else one located line naming the file and field.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import random
+import re
 import shutil
 from pathlib import Path
 
@@ -27,7 +33,7 @@ from harness.errors import HarnessError
 from harness.evaluation import load_gates
 from tests.harness.conftest import SCENARIOS
 from tests.helpers import examples
-from tests.hostile_cli._support import LOCATED, cli, load_error_at
+from tests.hostile_cli._support import LOCATED, cli, load_error_at, set_at
 from tests.hostile_cli.test_gates_file import DOCUMENT
 
 SETTINGS = settings(max_examples=examples(40), deadline=None, derandomize=True,
@@ -157,3 +163,65 @@ def test_validate_names_the_key_of_an_unmet_outcome(tmp_path: Path, capsys: pyte
     o = cli(["validate", str(path)], capsys)
     assert o.code == 2, o
     assert o.err.startswith(f"memharness: {path}:11: steps[0].recall.expect_strategy: expects strategy 'model'"), o.err
+
+
+# 3. display fields of a run directory read back ---------------------------------------------------------------------
+
+HOSTILE_TEXT = st.one_of(
+    st.sampled_from(["javascript:alert(1)//{trace_id}", "JavaScript:x/{trace_id}", "data:text/html,{trace_id}",
+                     "http://ok.example/{trace_id}", "https://h.example/t/{trace_id}?a=1", "<script>x</script>",
+                     "\x1b[2J\x1b[31mred", "a\nb", "tab\there", "\u202egnp.exe", "x\x00y", "\x85", "", " ",
+                     "e5922683580d27a47c4c9a90cea62a50", "E5922683580D27A47C4C9A90CEA62A50", "../../x"]),
+    st.text(max_size=12))
+FIELDS = [("summary.json", ("meta", k)) for k in ("trace_url", "system", "git_commit", "gates_file", "cassettes",
+                                                  "platform")] + \
+    [("summary.json", ("meta", "systems", 0))] + \
+    [("results.jsonl", (k,)) for k in ("scenario", "strategy", "path", "trace_id", "description")] + \
+    [("results.jsonl", ("tags", 0))]
+_RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f]")
+"""Raw in a report or on the terminal: what no field may carry there (a scenario's own text may hold bidi marks)."""
+
+
+def _edit(run: Path, name: str, path: tuple[str | int, ...], value: str, rng: random.Random) -> None:
+    target = run / name
+    if name == "summary.json":
+        doc = json.loads(target.read_text(encoding="utf-8"))
+        set_at(doc, path, value)
+        target.write_text(json.dumps(doc, indent=2, ensure_ascii=rng.random() < 0.5), encoding="utf-8")
+        return
+    rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    set_at(rows[rng.randrange(len(rows))], path, value)
+    target.write_text("".join(json.dumps(r, ensure_ascii=rng.random() < 0.5) + "\n" for r in rows), encoding="utf-8")
+
+
+@settings(max_examples=examples(60), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(field=st.sampled_from(FIELDS), value=HOSTILE_TEXT, seed=st.integers(0, 2**16))
+def test_an_edited_display_field_is_refused_or_rendered_safely(
+        field: tuple[str, tuple[str | int, ...]], value: str, seed: int, one_run: Path,
+        tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
+    scratch = tmp_path_factory.mktemp("edited")
+    run = scratch / "run"
+    shutil.copytree(one_run, run)
+    _edit(run, *field, value, random.Random(seed))
+    html = scratch / "r.html"
+    for args in (["report", str(run), "-o", str(html)], ["compare", str(one_run), str(run)]):
+        o = cli(args, capsys)
+        assert "Traceback" not in o.err, o.err
+        assert "internal error" not in o.err, o.err
+        if o.code == 2:
+            (line,) = o.err.splitlines()
+            assert line.isprintable(), repr(line)
+            if "compare runs of the same --system" in line:  # an edited system name: another system's run
+                continue
+            match = LOCATED.match(line)
+            assert match, line
+            assert match["file"].startswith(str(run)), line  # the edited file, or one the edit contradicts
+            continue
+        assert o.code in (0, 1), o
+        assert not _RAW_CONTROL.search(o.out + o.err), repr(o.out + o.err)
+        if args[0] == "report":
+            page = html.read_text(encoding="utf-8")
+            assert not re.search(r"""href=["']?\s*(?!https?://|#|\.|/)[a-z]+:""", page, re.IGNORECASE), value
+            assert not _RAW_CONTROL.search(page), value
+            assert "<script>x</script>" not in page
