@@ -29,6 +29,7 @@ from harness.reporting._located import problem_line
 from harness.reporting._stored import meta_problem, row_problem_shown
 from harness.reporting._targets import _umask
 from harness.reporting._text import junit_chunks, summary_markdown
+from harness.reporting._trace_rows import check_trace_rows
 from harness.reporting._traces import TraceSpool, spooled
 from harness.reporting._typed import row_problem, rows_problem, type_problem
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
@@ -380,7 +381,9 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
     numbered = numbered_jsonl(traces) if traces.exists() or traces.is_symlink() else None
     if numbered is not None:
         checked_lines(traces, numbered)
-    return summary, results, check_traces(run_dir, summary, rows, numbered)  # each row's trace, of this run
+    spans = check_traces(run_dir, summary, rows, numbered)  # each row's trace, of this run
+    check_trace_rows(run_dir, rows, by_key, probe_lines, spans)  # and whose it is (round 19: rows swapped, probes moved)
+    return summary, results, spans
 
 
 def result_line(run_dir: Path, scenario: str, strategy: str) -> str:

@@ -12,6 +12,12 @@
    (``javascript:…``) became every scenario's link, a row's name or a meta field could carry an escape sequence or
    a line break into the report and the terminal. Now the trace URL keeps ``MEMHARNESS_TRACE_URL``'s rule, meta text
    and a row's names, path, description and trace id their own, else one located line naming the file and field.
+4. Rows relabelled in a run directory read back: a results row holding another scenario's fields under its own name
+   (the two rows' contents swapped, the order kept), or two scenarios' probes swapped with their names, read as
+   written: the report showed one scenario's verdict, trace, path and probes under the other's name. Now each row's
+   trace (its ``scenario`` span, its recall spans' step and query length) must be its own, else one located line at
+   the results or probes row. (Rows moved, or a row without its probes, were refused already: the order check and
+   the counts.)
 """
 
 from __future__ import annotations
@@ -225,3 +231,71 @@ def test_an_edited_display_field_is_refused_or_rendered_safely(
             assert not re.search(r"""href=["']?\s*(?!https?://|#|\.|/)[a-z]+:""", page, re.IGNORECASE), value
             assert not _RAW_CONTROL.search(page), value
             assert "<script>x</script>" not in page
+
+
+# 4. rows swapped between scenarios ----------------------------------------------------------------------------------
+
+FOUR = ("multi-fact.yaml", "type-user.yaml", "abstain-cjk.yaml", "abstain-unrelated.yaml")
+
+
+@pytest.fixture(scope="module")
+def four_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of four recall scenarios on the reference system (one column, a recall probe and a check each)."""
+    out = tmp_path_factory.mktemp("run") / "four"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["run", *(str(SCENARIOS / "recall" / name) for name in FOUR), "--system", "reference",
+                     "--out", str(out), "--no-gates"], environ={})
+    assert code == 0
+    return out
+
+
+def _rows(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> None:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+@SETTINGS
+@given(pair=st.lists(st.integers(0, len(FOUR) - 1), min_size=2, max_size=2, unique=True),
+       how=st.sampled_from(["fields", "probes"]), keep=st.sets(st.sampled_from(["description", "path", "duration_ms",
+                                                                                "tags", "failures", "passed"])))
+def test_rows_swapped_between_scenarios_are_a_located_line(pair: list[int], how: str, keep: set[str], four_run: Path,
+                                                           tmp_path_factory: pytest.TempPathFactory,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``fields``: two results rows trade every field but their names (``keep``: and these), in place; ``probes``:
+    two scenarios' probes trade names and places. Either is refused at the row, unless the swap is one the files
+    cannot tell from the run (two probe lists of the same steps and query lengths: nothing read changes)."""
+    run = tmp_path_factory.mktemp("swapped") / "run"
+    shutil.copytree(four_run, run)
+    results, probes = _rows(run / "results.jsonl"), _rows(run / "probes.jsonl")
+    a, b = (results[i] for i in pair)
+    names = (a["scenario"], b["scenario"])
+    if how == "fields":
+        moved = [k for k in a if k not in ("scenario", "strategy", *keep)]
+        for k in moved:
+            a[k], b[k] = b[k], a[k]
+        _write(run / "results.jsonl", results)
+        file, telling = "results.jsonl", "trace_id" in moved
+    else:
+        mine = {n: [p for p in probes if p["scenario"] == n] for n in names}
+        shape = {n: [(p["step"], p["kind"], len(str(p["query"]))) for p in mine[n]] for n in names}
+        for p in probes:
+            if p["scenario"] in names:
+                p["scenario"] = names[1 - names.index(p["scenario"])]
+        order = {r["scenario"]: i for i, r in enumerate(results)}
+        probes.sort(key=lambda p: (order[p["scenario"]], p["step"]))  # the order check passes: only names changed
+        _write(run / "probes.jsonl", probes)
+        file, telling = "probes.jsonl", shape[names[0]] != shape[names[1]]
+    for args in (["report", str(run), "-o", str(run / "r.html")], ["compare", str(four_run), str(run)]):
+        o = cli(args, capsys)
+        if not telling:
+            assert o.code == 0, o.err
+            continue
+        assert o.code == 2, (o.code, o.out[-300:])
+        (line,) = o.err.splitlines()
+        match = LOCATED.match(line)
+        assert match, line
+        assert match["file"] == str(run / file), line
+        assert "since the run" in match["what"], line
