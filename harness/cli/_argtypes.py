@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, one_line
+from harness.reporting._stored import trace_url_problem
 from harness.scenario._envflag import FLAG_VARIABLES, parse_flag
 from harness.scenario._envflag import expected as flag_expected
 
@@ -177,35 +177,6 @@ def check_environment(environ: Mapping[str, str]) -> None:
         check_pairs(environ)
     except ValueError as exc:
         raise HarnessError(f"environment variable {one_line(str(exc))}") from None
-
-
-_PLACEHOLDER = re.compile(r"\{[A-Za-z0-9_.-]*\}")
-"""A ``{name}``, ``{0}`` or ``{}`` the report would leave as it is: only ``{trace_id}`` is filled. Other braces
-are the URL's own text (a Grafana Explore link holds JSON: ``left={"queries":[...]}``)."""
-
-
-def trace_url_problem(template: str) -> str | None:
-    """What is wrong with ``MEMHARNESS_TRACE_URL``, the report's link to a scenario's trace: an ``http://`` or
-    ``https://`` URL with a host, no spaces or control characters, holding ``{trace_id}`` (each scenario's trace id
-    is put there) and no other ``{...}`` (nothing else is filled in); None when it is one. Before (round 18) any
-    value was written into every link: ``javascript:…``, a URL without ``{trace_id}`` (every scenario linked to one
-    page), ``{traceid}`` left verbatim."""
-    from urllib.parse import urlsplit
-
-    expected = "expected an http:// or https:// URL template holding {trace_id}"
-    if any(c.isspace() or not c.isprintable() for c in template):
-        return f"{expected} (no spaces or control characters)"
-    try:
-        parts = urlsplit(template.replace("{trace_id}", "0"))
-    except ValueError:
-        return expected
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return expected
-    if "{trace_id}" not in template:
-        return f"{expected} (each scenario's trace id is put there)"
-    if (other := _PLACEHOLDER.search(template.replace("{trace_id}", ""))) is not None:  # left unfilled: a broken link
-        return f"{expected} and no other placeholder ({other.group()} is never filled)"  # (JSON's braces are text)
-    return None
 
 
 def unused_model_flags(args: argparse.Namespace) -> str:

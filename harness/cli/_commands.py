@@ -255,6 +255,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     base_summary, base, _ = read_run(args.base)
     cand_summary, cand, _ = read_run(args.cand)
     _same_primary(base_summary.meta, cand_summary.meta, args.base)
+    gates_path = args.gates or _suite_gates(cand_summary.meta)  # checked before anything is printed
+    gates = [g for g in load_gates(gates_path) if g.vs == "baseline"] if gates_path else []
+    if args.max_drop is not None:
+        gates.append(Gate("recall.f1", max_drop=args.max_drop, vs="baseline"))
     info = compare_runs(base, cand, base_dir=args.base, base_summary=base_summary,
                         cand_incomplete=cand_summary.incomplete)
     for v in info.verdicts:
@@ -273,10 +277,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for row in info.changed:
         print(f"  {row.scenario} step {row.step} [{row.strategy}] {row.query!r}: F1 {row.f1_base} -> {row.f1_cand}; "
               f"{list(row.selected_base)} -> {list(row.selected_cand)}")
-    gates_path = args.gates or _suite_gates(cand_summary.meta)
-    gates = [g for g in load_gates(gates_path) if g.vs == "baseline"] if gates_path else []
-    if args.max_drop is not None:
-        gates.append(Gate("recall.f1", max_drop=args.max_drop, vs="baseline"))
     failed = False
     for g in evaluate(gates, cand_summary.strategies, baseline=info, system=_system_name(cand_summary.meta.get("system"))):
         if not g.skipped:

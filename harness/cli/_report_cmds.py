@@ -236,7 +236,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def trace_url(environ: Mapping[str, str]) -> str | None:
     """Where a trace of this run can be opened when it was exported: ``MEMHARNESS_TRACE_URL`` (an http(s) URL template
     with ``{trace_id}``, checked before any work: ``trace_url_problem``; empty or spaces only: unset), else Phoenix's
-    trace redirect on the OTLP endpoint's host."""
+    trace redirect on the OTLP endpoint's host when that makes such a URL (else no link)."""
     if environ.get("MEMHARNESS_TRACE_URL", "").strip():
         return environ["MEMHARNESS_TRACE_URL"].strip()
     endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -245,7 +245,10 @@ def trace_url(environ: Mapping[str, str]) -> str | None:
     if not endpoint or "otlp" not in exporters(environ, "OTEL_TRACES_EXPORTER", "otlp"):
         return None
     base = endpoint.rstrip("/").removesuffix("/v1/traces")
-    return f"{base}/redirects/traces/{{trace_id}}"
+    from harness.reporting._stored import trace_url_problem
+
+    derived = f"{base}/redirects/traces/{{trace_id}}"  # a run directory read back holds it to the same rule
+    return None if trace_url_problem(derived) else derived
 
 
 def read_benchmark(path: Path) -> dict[str, Any]:

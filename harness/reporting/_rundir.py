@@ -28,8 +28,10 @@ from harness.reporting._beside import Writer, put_each
 from harness.reporting._beside import text_writer as _text
 from harness.reporting._consistency import check_traces, order_problem, probe_kinds_problem, summary_problem
 from harness.reporting._located import problem_line
+from harness.reporting._stored import meta_problem, row_problem_shown
 from harness.reporting._targets import _umask
 from harness.reporting._text import junit_chunks, summary_markdown
+from harness.reporting._trace_rows import check_trace_rows
 from harness.reporting._traces import TraceSpool, spooled
 from harness.reporting._typed import row_problem, rows_problem, type_problem
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
@@ -298,13 +300,6 @@ def _nulls_read(value: Any) -> Any:
     return [_nulls_read(v) for v in value] if isinstance(value, list) else value
 
 
-META_READ: Final = ("system", "systems", "gates_file", "git_commit", "cassettes", "trace_url", "models")
-"""``summary.json`` meta fields a reader uses: a wrong type was an unlocated error or an internal one (round 13:
-``meta.system = true`` made compare say "system True", naming no line; ``trace_url = [null]`` and ``models`` not a
-mapping of mappings were internal errors in the report). ``systems`` is a list of names, ``models`` a mapping of
-strategy to a mapping, the rest text."""
-
-
 def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict[str, Any]]]:
     """(summary, results with their probes, spans) of a run directory; a file, line and field in every error."""
     summary_path = run_dir / "summary.json"
@@ -329,14 +324,8 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
             raise located(f"{key}: expected {kind.__name__}, got "
                           f"{one_line(json.dumps(data[key], ensure_ascii=False))[:60]}")
     meta: dict[str, Any] = data["meta"] if isinstance(data.get("meta"), dict) else {}
-    for key in META_READ:  # the meta fields the readers use (compare, merge, history, the report): typed or null
-        value = meta.get(key)
-        fits = {"systems": isinstance(value, list) and all(isinstance(x, str) for x in value),
-                "models": isinstance(value, dict) and all(isinstance(x, dict) for x in value.values())}
-        if value is not None and not fits.get(key, isinstance(value, str)):
-            wanted = {"systems": "a list of system names", "models": "a mapping of strategy to its model"}
-            raise located(f"meta.{key}: expected {wanted.get(key, 'text')} or null, "
-                          f"got {one_line(json.dumps(value, ensure_ascii=False))[:60]}")
+    if (problem := meta_problem(meta)) is not None:  # typed, and what is shown or linked to as written (round 19)
+        raise located(problem)
     try:
         summary = RunSummary.from_dict(data)
         if (problem := type_problem(summary)) is not None:
@@ -360,6 +349,8 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
         for n, row in rows:
             where = f"{run_dir / 'results.jsonl'}:{n}"
             _typed(run_dir / "results.jsonl", n, row, ScenarioResult)
+            if (problem := row_problem_shown(row)) is not None:  # names, path, trace id: shown or linked to
+                raise HarnessError(f"{where}: {problem}")
             if "status" in row and row["status"] not in typing.get_args(ScenarioStatus):  # written, derived on read
                 raise HarnessError(f"{where}: status: expected one of {', '.join(typing.get_args(ScenarioStatus))}, "
                                    f"got {one_line(json.dumps(row['status'], ensure_ascii=False))[:60]}")
@@ -390,7 +381,9 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
     numbered = numbered_jsonl(traces) if traces.exists() or traces.is_symlink() else None
     if numbered is not None:
         checked_lines(traces, numbered)
-    return summary, results, check_traces(run_dir, summary, rows, numbered)  # each row's trace, of this run
+    spans = check_traces(run_dir, summary, rows, numbered)  # each row's trace, of this run
+    check_trace_rows(run_dir, rows, by_key, probe_lines, spans)  # and whose it is (round 19: rows swapped, probes moved)
+    return summary, results, spans
 
 
 def result_line(run_dir: Path, scenario: str, strategy: str) -> str:

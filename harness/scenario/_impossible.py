@@ -13,15 +13,28 @@ the system does:
 
 and in a ``check`` step, which judges one moment: a fact in both ``facts_present`` and ``facts_absent``, a path in
 both ``files_present`` and ``files_absent``.
+
+Outcome expectations no run of the scenario can meet (round 19), on extract (``expect_extract``, ``expect_trailing``),
+dream, recall and forget steps, when the strategies the step runs with are known (its own ``strategy``, its
+``strategy_overrides`` entry, else the scenario's ``strategies``; none of these: any strategy may run, nothing is
+judged):
+
+- ``expect_strategy`` (``strategy`` in an extract mapping) naming a strategy that is neither one the step runs with,
+  nor ``heuristic`` (every model strategy's fallback, and what a ranked strategy runs outside recall), nor ``none``
+  (nothing ran): the strategy that answers is always one of those.
+- ``expect_fallback`` (``fallback``) other than ``none`` on a step no model strategy runs: only a model path falls
+  back, so no fallback reason is ever reported.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 import yaml
 
-from harness.scenario._types import CheckStep, RecallStep
+from harness.scenario._registry import MODEL_STRATEGIES
+from harness.scenario._types import CheckStep, DreamStep, ForgetStep, RecallStep, SessionStep, Step
 from harness.scenario._yaml import NodeReader
 
 QWEN_RECALL_LIMIT: Final = 5
@@ -67,3 +80,43 @@ def refuse_contradictions(ctx: NodeReader, c: dict[str, yaml.Node], here: str, s
                                f"{what} {name!r:.60} is also in {present}: one check cannot find it both present and "
                                "absent")
     return step
+
+
+def _entries(node: yaml.Node | None, names: tuple[str, str]) -> list[tuple[str, yaml.Node, str]]:
+    """``(name, key node, value)`` of ``node``'s (a checked mapping's) keys among ``names``."""
+    if not isinstance(node, yaml.MappingNode):
+        return []
+    return [(k.value, k, v.value) for k, v in node.value
+            if isinstance(k, yaml.ScalarNode) and k.value in names and isinstance(v, yaml.ScalarNode)]
+
+
+def refuse_unrun_strategies(ctx: NodeReader, steps_node: yaml.Node, steps: Sequence[Step],
+                            overrides: dict[int, str], strategies: tuple[str, ...]) -> None:
+    """Refuse an outcome's strategy or fallback reason no strategy the step runs with can report (located at its key)."""
+    for i, (node, step) in enumerate(zip(steps_node.value, steps, strict=True)):
+        top = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+        runs = (overrides[i],) if i in overrides else strategies
+        if isinstance(step, SessionStep):
+            checked = [(f"steps[{i}].expect_extract", top.get("expect_extract"), runs),  # trailing runs: any step's
+                       (f"steps[{i}].expect_trailing", top.get("expect_trailing"),
+                        (*strategies, *overrides.values()) if strategies else ())]
+            names = ("strategy", "fallback")
+        elif isinstance(step, RecallStep | ForgetStep | DreamStep):
+            kind = "dream" if isinstance(step, DreamStep) else "recall" if isinstance(step, RecallStep) else "forget"
+            pinned = getattr(step, "strategy", None)
+            checked = [(f"steps[{i}].{kind}", top.get(kind), (pinned,) if pinned else runs)]
+            names = ("expect_strategy", "expect_fallback")
+        else:
+            continue
+        for here, mapping, ran in checked:
+            if not ran:
+                continue
+            for name, key, value in _entries(mapping, names):
+                runs_text = f"this step runs only with {', '.join(dict.fromkeys(ran))}"
+                if name == names[0] and value not in (*ran, "heuristic", "none"):
+                    raise ctx.fail(key, f"{here}.{name}", f"expects strategy {value!r:.60}, but {runs_text}: the "
+                                   "strategy that answers is one of those, heuristic (a fallback) or none, so this "
+                                   "could never pass")
+                if name == names[1] and value != "none" and not set(ran) & set(MODEL_STRATEGIES):
+                    raise ctx.fail(key, f"{here}.{name}", f"expects fallback {value!r:.60}, but {runs_text}, which "
+                                   "call no model: only a model strategy falls back, so this could never pass")

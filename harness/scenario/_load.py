@@ -15,6 +15,7 @@ import yaml
 from harness.errors import ScenarioError, one_line
 from harness.scenario import _limits as lim
 from harness.scenario import _load_more as more
+from harness.scenario._impossible import refuse_unrun_strategies
 from harness.scenario._load_more import EXTRACT_STATUSES
 from harness.scenario._memories import TYPES, memories
 from harness.scenario._packed import pack, shelving
@@ -272,6 +273,7 @@ def load_scenario(path: Path, *, suite_root: Path | None = None) -> Scenario:
         raise ctx.fail(top["strategies"], "strategies", "expected at least one strategy (leave 'strategies' out to "
                                                         "run with every strategy)")
     _dead_requirements(ctx, steps_node, steps, overrides, strategies)
+    refuse_unrun_strategies(ctx, steps_node, steps, overrides, strategies)  # round 19
     no_model = bool(strategies) and not set(strategies) & set(MODEL_STRATEGIES)
     for i, (node, step) in enumerate(zip(steps_node.value, steps, strict=True)):  # what `run` fails every time
         if no_model and isinstance(step, FaultStep) and step.model:

@@ -1,10 +1,12 @@
 """``summary.json``'s meta fields that the readers use, of a wrong type (hostile probe, round 13, found by CI's
 run-directory mutations: ``meta.system = true`` made ``compare`` say "the candidate's columns are system True",
-naming no line). Now each is text (``systems`` a list of names) or null, else one located line. Generated values."""
+naming no line). Now each is text (``systems`` a list of names) or null, else one located line; since round 19 text
+holds no control character and ``trace_url`` keeps ``MEMHARNESS_TRACE_URL``'s rule. Generated values."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.reporting._rundir import META_READ
+from harness.reporting._stored import META_READ, trace_url_problem
 from tests.harness.conftest import SCENARIOS
 from tests.hostile_cli._support import cli
 
@@ -35,9 +37,21 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def _clean(value: Any) -> bool:
+    """No text inside ``value`` (keys too) holds a control character (round 19: the report shows every meta field)."""
+    if isinstance(value, str):
+        return not re.search("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]", value)
+    items = [*value, *value.values()] if isinstance(value, dict) else value if isinstance(value, list) else []
+    return all(_clean(v) for v in items)
+
+
 def _fits(key: str, value: Any) -> bool:
     if value is None:
         return True
+    if not _clean(value):
+        return False
+    if key == "trace_url":  # round 19: held to MEMHARNESS_TRACE_URL's rule when read back
+        return isinstance(value, str) and trace_url_problem(value) is None
     if key == "systems":
         return isinstance(value, list) and all(isinstance(x, str) for x in value)
     if key == "models":
