@@ -133,21 +133,20 @@ def report_chunks(summary: RunSummary, results: Sequence[ScenarioResult],
     probe_views = _ProbeViews(calls, spool.candidates)
     gates = sorted(summary.gates, key=lambda g: g.passed)
     specs = _chart_specs(summary, survey.charts, history)
+    gathered = {"verdict": view.verdict_of(summary, survey.statuses), "failing": survey.in_order(survey.failing),
+                "flips": view.flips_among(survey.graded, strategies), "suspicious": survey.in_order(survey.suspicious),
+                "prompt_versions": sorted(survey.prompt_versions), "fallbacks": survey.fallbacks}
+    del survey  # its keys and flip outcomes (a few MB at 10,000 runs) are not held while the sections render
     try:
         yield from _env().get_template("report.html.j2").generate(
-            summary=summary, strategies=strategies, results=ordered, headline=headline(),
-            verdict=view.verdict_of(summary, survey.statuses), cards=view.cards(summary),
+            summary=summary, strategies=strategies, results=ordered, headline=headline(), cards=view.cards(summary),
             card_metrics=view.CARD_METRICS, failed_gates=[g for g in gates if not g.passed],
             passed_gates=[g for g in gates if g.passed and not g.skipped], skipped_gates=[g for g in gates if g.skipped],
-            failing=survey.in_order(survey.failing), flips=view.flips_among(survey.graded, strategies),
-            suspicious=survey.in_order(survey.suspicious),
             comparisons=summary.comparisons, baseline=summary.baseline, effect_words=view.effect_words,
-            delta_css=view.delta_css,
-            meta=summary.meta, prompt_versions=sorted(survey.prompt_versions), fallbacks=survey.fallbacks,
-            fuzz=summary.fuzz, bench=bench,
+            delta_css=view.delta_css, meta=summary.meta, fuzz=summary.fuzz, bench=bench,
             probe_views=probe_views, chart_ids=list(specs), chart_data=_json_for_script(specs),
             chartjs=Markup(charts.chartjs_source()), history=list(history), trend_metrics=TREND_METRICS,
-            waterfalls=Waterfalls(spool),
+            waterfalls=Waterfalls(spool), **gathered,
         )
     finally:
         if spool is not spans:
