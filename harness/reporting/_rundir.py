@@ -21,7 +21,7 @@ from typing import Any, Final
 from harness.errors import HarnessError, json_trouble, naming, one_line, unique_members, unreadable_json
 from harness.evaluation import RunSummary
 from harness.evaluation._stats import NULL_IS_INF
-from harness.replay import Probe, ScenarioResult
+from harness.replay import Probe, ScenarioResult, shipped
 from harness.replay._records import ScenarioStatus
 from harness.reporting._badjson import json_problem
 from harness.reporting._beside import Writer, put_each
@@ -382,7 +382,8 @@ def read_run(run_dir: Path) -> tuple[RunSummary, list[ScenarioResult], list[dict
     if numbered is not None:
         checked_lines(traces, numbered)
     spans = check_traces(run_dir, summary, rows, numbered)  # each row's trace, of this run
-    check_trace_rows(run_dir, rows, by_key, probe_lines, spans)  # and whose it is (round 19: rows swapped, probes moved)
+    check_trace_rows(run_dir, rows, by_key, probe_lines, spans,  # and whose it is (round 19: rows swapped, probes moved)
+                     trusted=shipped(str(summary.meta.get("system") or "") or None))
     return summary, results, spans
 
 

@@ -42,9 +42,13 @@ def _spans(traces: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]
 
 def check_trace_rows(run_dir: Path, rows: Sequence[tuple[int, Mapping[str, Any]]],
                      probes: Mapping[tuple[str, str], Sequence[Probe]],
-                     probe_lines: Mapping[tuple[str, str, int, str], int], traces: Iterable[Mapping[str, Any]]) -> None:
+                     probe_lines: Mapping[tuple[str, str, int, str], int], traces: Iterable[Mapping[str, Any]],
+                     *, trusted: bool = True) -> None:
     """Raise ``HarnessError`` (``<file>:<line>: <field>: …``) for a results row whose trace is another scenario's, or a
-    recall probe whose row's trace ran a different query at that step."""
+    recall probe whose row's trace ran no recall, or (``trusted``: a shipped system's run, whose recall events count
+    the query's characters) a different query at that step. A plug-in system's run (``--system module:attr``) is
+    judged on what the harness itself records: its events' query length is the plug-in's to fill, or not (a
+    ``report`` of the own-system example refused its own run, as "a query of None character(s)")."""
     spans = _spans(traces)
     for n, row in rows:
         trace = spans.get(str(row.get("trace_id")), [])
@@ -58,7 +62,9 @@ def check_trace_rows(run_dir: Path, rows: Sequence[tuple[int, Mapping[str, Any]]
             recalls = [s for s in at if s.get("memory.operation") == "recall"]
             if probe.kind != "recall" or not at:
                 continue
-            lengths = {str(s.get("memory.recall.query.length")) for s in recalls}
+            lengths = {str(s["memory.recall.query.length"]) for s in recalls if "memory.recall.query.length" in s}
+            if recalls and not (trusted and lengths):
+                continue  # the length is the system's own word (its event): a plug-in may send none, or count otherwise
             if not recalls or str(len(probe.query)) not in lengths:
                 where = run_dir / "probes.jsonl"
                 n_probe = probe_lines[(probe.scenario, probe.strategy, probe.step, probe.kind)]

@@ -83,6 +83,7 @@ def test_a_run_written_from_a_spool_equals_one_written_from_the_list(tmp_path: P
     span = {"traceId": results[0].trace_id, "spanId": "1" * 16, "name": "search_memory",
             "startTimeUnixNano": "1", "endTimeUnixNano": "9",
             "attributes": [{"key": "memory.step", "value": {"intValue": "0"}},
+                           {"key": "memory.operation", "value": {"stringValue": "recall"}},  # as a real span says
                            {"key": "memory.recall.candidates", "value": {"intValue": "7"}}]}
     lines = [{"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}]
     html = render_report(summary, results, lines)

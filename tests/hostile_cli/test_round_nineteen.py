@@ -299,3 +299,18 @@ def test_rows_swapped_between_scenarios_are_a_located_line(pair: list[int], how:
         assert match, line
         assert match["file"] == str(run / file), line
         assert "since the run" in match["what"], line
+
+
+def test_a_plug_in_systems_run_reads_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The trace check judges a plug-in's run only on what the harness records: the query length on a recall span
+    is the system's event's to give (tests.example_system sends no events), and ``report`` refused its own run as
+    "a query of None character(s)" (round 19 review)."""
+    from tests.helpers import fresh_process_run
+
+    out = tmp_path / "run"
+    assert fresh_process_run(["run", str(SCENARIOS / "recall"), "--tag", "portable", "--no-gates", "--out", str(out),
+                              "--system", "tests.example_system:factory"]) in (0, 1)
+    assert json.loads((out / "summary.json").read_text())["meta"]["system"] == "tests.example_system:factory"
+    assert any(json.loads(line)["kind"] == "recall" for line in (out / "probes.jsonl").read_text().splitlines())
+    done = cli(["report", str(out), "-o", str(tmp_path / "again.html")], capsys)
+    assert (done.code, done.err) == (0, ""), done.err
