@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
+from harness.errors import one_line
 from harness.evaluation import GateResult, RunSummary, p_text
 from harness.replay import Probe, ScenarioResult
 from harness.reporting._view import effect_words, flip_inputs, flips_among, gate_failure, verdict_of
@@ -40,8 +41,6 @@ _NOT_XML: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uff
 
 
 def _xml_chars(text: str) -> str:
-    from harness.errors import one_line
-
     return _NOT_XML.sub(lambda m: one_line(m.group()), text)
 
 

@@ -214,25 +214,18 @@ def _success(p: Probe) -> bool | None:
     return set(p.expected) <= set(p.covered)
 
 
-def flips(results: Sequence[ScenarioResult], strategies: Sequence[str]) -> list[Flip]:
-    """Recall probes where the first strategy and another disagree on success (all facts found, or abstained)."""
-    if len(strategies) < 2:
-        return []
-    # only the probes _success grades, and only the first strategy's keys sorted: a dict and a sorted list of every
-    # probe were 5 MB at 10,000 scenario runs, writing summary.md and again the report (issue 34)
-    # a run's results are read back from disk one at a time: what is kept of each probe is its success and query
-    return flips_among({key: outcome for r in results for key, outcome in flip_inputs(r)}, strategies)
-
-
 def flip_inputs(r: ScenarioResult) -> Iterator[tuple[tuple[str, int, str], tuple[bool | None, str]]]:
-    """What :func:`flips` keeps of a result: each graded recall probe's (scenario, step, strategy) → (success,
+    """What the flips keep of a result: each graded recall probe's (scenario, step, strategy) → (success,
     query)."""
     return (((p.scenario, p.step, p.strategy), (_success(p), p.query)) for p in r.probes
             if p.kind == "recall" and p.graded)
 
 
 def flips_among(by: Mapping[tuple[str, int, str], tuple[bool | None, str]], strategies: Sequence[str]) -> list[Flip]:
-    """:func:`flips` from what :func:`flip_inputs` kept of every result."""
+    """Recall probes where the first strategy and another disagree on success (all facts found, or abstained), from
+    what :func:`flip_inputs` kept of every result (only graded probes, and only the first strategy's keys sorted:
+    a run's results are read back from disk one at a time, and a list of every probe was 5 MB at 10,000 scenario
+    runs; issue 34)."""
     if len(strategies) < 2:
         return []
     out = []
@@ -246,11 +239,6 @@ def flips_among(by: Mapping[tuple[str, int, str], tuple[bool | None, str]], stra
             if a is not None and b is not None and a != b:
                 out.append(Flip(scenario, step, query, strategies[0], other, a, b))
     return out
-
-
-def suspicious_passes(results: Sequence[ScenarioResult]) -> list[tuple[ScenarioResult, int, int]]:
-    """Passing scenarios with recall probes at recall 0 (expected facts, none found): (result, zero, total)."""
-    return [(r, *counts) for r in results if (counts := suspicion(r)) is not None]
 
 
 def suspicion(r: ScenarioResult) -> tuple[int, int] | None:
