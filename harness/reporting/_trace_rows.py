@@ -3,8 +3,9 @@
 The order check (``order_problem``) and the counts (``probe_kinds``, ``summary.json``) catch rows moved or lost, but
 not rows relabelled: a results row holding another scenario's fields under its own name (description, path,
 duration, verdict: swapped since the run), or probes moved from one scenario to another with their names changed,
-read as written and were shown under the wrong scenario with the wrong numbers (round 19). Each row's trace says
-whose it is: the ``scenario`` span names the scenario (``test.case.name``), and each recall's span its step
+read as written and were shown under the wrong scenario with the wrong numbers (round 19); so were two columns of
+one scenario traded (round 20). Each row's trace says whose it is: the ``scenario`` span names the scenario
+(``test.case.name``) and the strategy (``memory.scenario.strategy``), and each recall's span its step
 (``memory.step``) and the length of its query (``memory.recall.query.length``).
 
 A run with no traces (``OTEL_SDK_DISABLED``, a scenario whose process died: no ``trace_id``) has nothing to compare.
@@ -40,6 +41,15 @@ def _spans(traces: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]
     return out
 
 
+def _whose(root: Mapping[str, Any]) -> str:
+    """``<scenario> [<column>]`` of a trace's ``scenario`` span, as a row names its run: the primary system's columns
+    are bare strategy names (the span names no system), another system's ``<strategy>@<system>``
+    (``memory.system``)."""
+    column = str(root.get("memory.scenario.strategy", "?")) + (f"@{root['memory.system']}" if root.get("memory.system")
+                                                                else "")
+    return f"{one_line(str(root.get('test.case.name')))[:60]} [{one_line(column)[:60]}]"
+
+
 def check_trace_rows(run_dir: Path, rows: Sequence[tuple[int, Mapping[str, Any]]],
                      probes: Mapping[tuple[str, str], Sequence[Probe]],
                      probe_lines: Mapping[tuple[str, str, int, str], int], traces: Iterable[Mapping[str, Any]],
@@ -52,11 +62,15 @@ def check_trace_rows(run_dir: Path, rows: Sequence[tuple[int, Mapping[str, Any]]
     spans = _spans(traces)
     for n, row in rows:
         trace = spans.get(str(row.get("trace_id")), [])
-        names = {s["test.case.name"] for s in trace if isinstance(s.get("test.case.name"), str)}
-        if names and row["scenario"] not in names:
-            raise HarnessError(f"{run_dir / 'results.jsonl'}:{n}: scenario: {one_line(row['scenario'])[:60]} "
+        roots = [s for s in trace if isinstance(s.get("test.case.name"), str)]
+        strategy, _, system = str(row["strategy"]).partition("@")
+        if roots and (row["scenario"] not in {s["test.case.name"] for s in roots}
+                      or strategy not in {s.get("memory.scenario.strategy") for s in roots}
+                      or (system or None) not in {s.get("memory.system") for s in roots}):  # a column's own, as run
+            field = "scenario" if row["scenario"] not in {s["test.case.name"] for s in roots} else "strategy"
+            raise HarnessError(f"{run_dir / 'results.jsonl'}:{n}: {field}: {one_line(row['scenario'])[:60]} "
                                f"[{one_line(row['strategy'])[:60]}], but its trace {row['trace_id']} is a run of "
-                               f"{one_line(sorted(names)[0])[:60]} (rows or fields swapped since the run?)")
+                               f"{_whose(roots[0])} (rows or fields swapped since the run?)")
         for probe in probes.get((row["scenario"], row["strategy"]), ()):
             at = [s for s in trace if str(s.get("memory.step")) == str(probe.step)]
             recalls = [s for s in at if s.get("memory.operation") == "recall"]
