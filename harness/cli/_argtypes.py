@@ -79,6 +79,25 @@ def text_line_problem(text: str) -> str | None:
     return None
 
 
+def http_url(text: str) -> str:
+    """An ``http(s)://`` URL with a host, one printable word (``github comment --api``, ``--report-url``); empty: none
+    given (a workflow's ``--report-url "$URL"`` of an unset variable)."""
+    from harness.tools._urls import http_url_problem
+
+    if text and (problem := http_url_problem(text)):
+        raise argparse.ArgumentTypeError(f"{problem}, got {one_line(repr(text))[:60]}")
+    return text
+
+
+def owner_repo(text: str) -> str:
+    """GitHub's ``OWNER/REPO`` (``github comment --repo``); empty: none given, as :func:`http_url`."""
+    from harness.tools._urls import repo_problem
+
+    if text and (problem := repo_problem(text)):
+        raise argparse.ArgumentTypeError(f"{problem}, got {one_line(repr(text))[:60]}")
+    return text
+
+
 def path(text: str) -> Any:
     """An argparse type for a path: ``pathlib.Path``, imported at the first use so ``--help`` never pays for it.
     A path that is (or lies below) a symbolic-link loop is refused here, for every path argument at once: each

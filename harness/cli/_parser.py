@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness import __version__
-from harness.cli._argtypes import GIVEN, StoreOnce, bounded, file_path, names, path, text_line
+from harness.cli._argtypes import GIVEN, StoreOnce, bounded, file_path, http_url, names, owner_repo, path, text_line
 from harness.cli._report_cmds import add_report_commands
 from harness.errors import HarnessError
 
@@ -220,10 +220,12 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
                                             "as one comment, updated by later runs")
     com.add_argument("run_dir", type=path, help="a finished run directory (its summary.md is the comment; refused when "
                      "its records do not render it)")
-    com.add_argument("--event", help="the workflow event JSON (default: $GITHUB_EVENT_PATH)")
-    com.add_argument("--repo", help="OWNER/REPO (default: $GITHUB_REPOSITORY)")
-    com.add_argument("--api", help="the REST API URL (default: $GITHUB_API_URL, else https://api.github.com)")
-    com.add_argument("--report-url", help="a link to the full report (e.g. the run's artifacts page)")
+    com.add_argument("--event", type=file_path, help="the workflow event JSON (default: $GITHUB_EVENT_PATH)")
+    com.add_argument("--repo", type=owner_repo, help="OWNER/REPO (default: $GITHUB_REPOSITORY)")
+    com.add_argument("--api", type=http_url,
+                     help="the REST API URL (default: $GITHUB_API_URL, else https://api.github.com)")
+    com.add_argument("--report-url", type=http_url, help="an http(s) link to the full report (e.g. the run's "
+                     "artifacts page)")
     _add_sensitivity(sub)
     rec = sub.add_parser("record", help="record the model calls a cassette set lacks (missing or changed prompts); "
                                         "resumable, needs the model's server")

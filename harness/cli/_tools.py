@@ -159,9 +159,9 @@ def cmd_github(args: argparse.Namespace) -> int:
     from harness.tools._github import post_verdict
 
     env = args.environ  # main()'s environment
-    print(post_verdict(args.run_dir, event_path=args.event or env.get("GITHUB_EVENT_PATH", ""),
+    print(post_verdict(args.run_dir, event_path=str(args.event or env.get("GITHUB_EVENT_PATH", "")),
                        repo=args.repo or env.get("GITHUB_REPOSITORY", ""),
-                       api=args.api or env.get("GITHUB_API_URL", "https://api.github.com"),
+                       api=args.api or env.get("GITHUB_API_URL") or "https://api.github.com",
                        token=env.get("GITHUB_TOKEN", ""), report_url=args.report_url or ""))
     return 0
 

@@ -117,7 +117,17 @@ def _call(method: str, url: str, token: str, payload: Mapping[str, Any] | None, 
 
 
 def post_verdict(run_dir: Path, *, event_path: str, repo: str, api: str, token: str, report_url: str = "") -> str:
-    """Comment the run's verdict on the workflow's pull request; what was done, in one line."""
+    """Comment the run's verdict on the workflow's pull request; what was done, in one line. The run directory, the
+    API URL, the repository and the report's link are checked whether or not there is a pull request to comment on
+    (round 20: a missing run directory, ``--repo`` or ``--report-url`` of any text were "nothing to comment on")."""
+    from harness.tools._urls import http_url_problem, repo_problem
+
+    body = comment_body(run_dir, report_url=report_url)
+    for name, value, problem in (("GITHUB_API_URL (or --api)", api, http_url_problem(api)),
+                                 ("--report-url", report_url, report_url and http_url_problem(report_url)),
+                                 ("GITHUB_REPOSITORY (or --repo)", repo, repo and repo_problem(repo))):
+        if problem:
+            raise HarnessError(f"{name}: {problem}, got {one_line(repr(value))[:60]}")
     if not event_path:
         return "no GitHub event (GITHUB_EVENT_PATH is not set): nothing to comment on"
     number = pull_number(Path(event_path))
@@ -125,7 +135,7 @@ def post_verdict(run_dir: Path, *, event_path: str, repo: str, api: str, token: 
         return "the workflow event is not a pull request: nothing to comment on"
     if not token:
         raise HarnessError("GITHUB_TOKEN is not set: the workflow must pass it (permissions: pull-requests: write)")
-    if not api.startswith(("http://", "https://")) or "/" not in repo:
-        raise HarnessError(f"expected an http(s) API URL and OWNER/REPO, got {api!r} and {repo!r}")
-    what, ident = upsert_comment(api, repo, number, comment_body(run_dir, report_url=report_url), token)
+    if not repo:
+        raise HarnessError("GITHUB_REPOSITORY (or --repo): expected OWNER/REPO, got nothing")
+    what, ident = upsert_comment(api, repo, number, body, token)
     return f"{what} the memharness comment {ident} on pull request #{number}"

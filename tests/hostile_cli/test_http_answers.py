@@ -28,6 +28,8 @@ from harness.errors import HarnessError
 from harness.tools._github import upsert_comment
 from tests.hostile_cli._support import cli
 
+ROOT = Path(__file__).resolve().parents[2]
+
 MARK = "<!-- memharness:verdict -->"
 
 
@@ -153,10 +155,12 @@ def test_a_trickling_server_is_answered_within_the_timeout(server: Server) -> No
 
 
 def test_a_hostile_event_file_is_read_or_one_located_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The workflow's event JSON (--event): on the old code an unreadable one named no line."""
+    """The workflow's event JSON (--event): on the old code an unreadable one named no line. (The run directory is a
+    real run's: since round 20 it is checked before the event is read.)"""
     run = tmp_path / "run"
-    run.mkdir()
-    (run / "summary.md").write_text("verdict PASS\n")
+    assert main(["run", str(ROOT / "scenarios" / "recall" / "multi-fact.yaml"), "--no-gates", "--out", str(run)],
+                environ={}) == 0
+    capsys.readouterr()
     event = tmp_path / "event.json"
     rng = random.Random(3)
     for case in range(150):
