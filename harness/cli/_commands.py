@@ -115,7 +115,7 @@ def _print_outcome(summary: RunSummary, out: Path, results: Sequence[ScenarioRes
         echo(f"GATE FAILED: {g.name} (value {g.value}) {g.detail}".rstrip())
     for line in github_outputs(summary, results, out, environ):  # main()'s environment, not the process's
         echo(line)
-    echo(f"wrote {out}/report.html")
+    echo(f"wrote {one_line(str(out))}/report.html")
     if any(r.status == "error" for r in results):
         return 2
     # a failed scenario fails the run even without a gates file (an implicit "scenarios.failed = 0" gate)

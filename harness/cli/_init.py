@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Final
 
-from harness.errors import HarnessError, naming
+from harness.errors import HarnessError, naming, one_line
 
 SCENARIO: Final = """\
 # Your first scenario: what your memory system must remember, and how it is graded. docs/scenarios.md has every key.
@@ -183,7 +183,7 @@ def cmd_init(args: argparse.Namespace) -> int:
             with contextlib.suppress(OSError):
                 created.rmdir() if created.is_dir() else created.unlink()
         raise
-    print(f"wrote {len(FILES)} files into {root}:")
+    print(f"wrote {len(FILES)} files into {one_line(str(root))}:")
     for relative in FILES:
         print(f"  {relative}")
     where = "" if root.resolve() == Path.cwd().resolve() else f"cd {root} && "

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line
 from harness.scenario import load_all
 
 DEFAULT_SCENARIOS = Path("scenarios")
@@ -65,6 +65,6 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     write_report(args.out, report)
     for line in format_lines(report):
         print(line)
-    print(f"wrote {args.out}/sensitivity.json and sensitivity.md"
+    print(f"wrote {one_line(str(args.out))}/sensitivity.json and sensitivity.md"
           + (" and coverage.md (rule -> the scenarios that kill it)" if any(m.kind == "spec" for m in mutants) else ""))
     return exit_code(report)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line
 from harness.scenario import load_all
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     atomic_write(args.out / "benchmark.json", json.dumps(bench, indent=1) + "\n")
     atomic_write(args.out / "benchmark.txt", table + "\n")
     atomic_write(args.out / "report.html", render_benchmark(bench))
-    print(f"wrote {args.out}/report.html")
+    print(f"wrote {one_line(str(args.out))}/report.html")
     return 0
 
 
@@ -130,7 +130,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             raise HarnessError(f"{one_line(str(args.path))}: a scenario made from it is invalid, nothing written: "
                                f"{str(exc).replace(tmp + os.sep, '')}") from None
     write_dir(args.out, files)  # every file or none (a kill, a full disk), the directory's other files kept
-    print(f"wrote {len(scenarios)} scenario(s) to {args.out}")
+    print(f"wrote {len(scenarios)} scenario(s) to {one_line(str(args.out))}")
     return 0
 
 

@@ -84,7 +84,7 @@ def _own_descriptor(path: Path) -> int | None:
 
 def wrote(path: Path) -> None:
     """Say ``wrote PATH``: on stdout, unless PATH is stdout itself (then stderr, so the file stays what was asked)."""
-    print(f"wrote {path}", file=sys.stderr if _own_descriptor(path) == 1 else sys.stdout)
+    print(f"wrote {one_line(str(path))}", file=sys.stderr if _own_descriptor(path) == 1 else sys.stdout)
 
 
 def _alias(path: Path) -> bool:
