@@ -1,0 +1,112 @@
+"""Round 20: known leftovers of the hostile-input rounds. Each section is one class of input; each test draws its cases.
+
+1. A cassette entry holding a member the recorder never writes (at its top, in ``request``, ``response``, ``error``
+   or a message), or a ``request`` whose contents were of the wrong type (``messages`` not a list of ``{role,
+   content}`` strings, ``schema`` / ``grammar`` no object, ``temperature`` / ``max_tokens`` no number), loaded in
+   silence. Now each is one located line when the cassette is read: the file, the entry's line and the member.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.errors import HarnessError
+from harness.replay import Cassette
+from harness.replay._entry_members import ENTRY, ERROR, MESSAGE, REQUEST, RESPONSE
+from tests.helpers import examples
+from tests.hostile_cli._support import LOCATED, assert_one_line_error, cli
+
+REPO = Path(__file__).resolve().parents[2]
+SETTINGS = settings(max_examples=examples(30), deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+# 1. cassette entries ------------------------------------------------------------------------------------------------
+
+SHIPPED = sorted((REPO / "scenarios" / "cassettes").glob("*/cassette.jsonl"))
+ENTRIES: list[str] = [line for path in SHIPPED for line in path.read_text(encoding="utf-8").split("\n")[:6] if line]
+ERROR_ENTRY = {"reason": "timeout", "message": "the model timed out"}
+NAMES = st.text(min_size=1, max_size=12).filter(lambda name: name not in ENTRY | REQUEST | RESPONSE | ERROR | MESSAGE)
+JSON: st.SearchStrategy[Any] = st.none() | st.booleans() | st.integers() | st.text(max_size=8) | st.lists(
+    st.integers(), max_size=2) | st.dictionaries(st.text(max_size=4), st.integers(), max_size=2)
+WRONG: dict[str, st.SearchStrategy[Any]] = {  # a request member and values of a type it never holds
+    "messages": JSON.filter(lambda v: not isinstance(v, list) or any(not isinstance(m, dict) for m in v)),
+    "schema": JSON.filter(lambda v: not isinstance(v, dict)),
+    "grammar": JSON.filter(lambda v: v is not None and not isinstance(v, dict)),
+    "temperature": JSON.filter(lambda v: type(v) is not int or v < 0) | st.floats(max_value=-0.001),
+    "max_tokens": JSON.filter(lambda v: type(v) is not int or v < 1) | st.floats(),
+    "messages[0].role": JSON.filter(lambda v: not isinstance(v, str)),
+    "messages[0].content": JSON.filter(lambda v: not isinstance(v, str)),
+}
+
+
+def _write(directory: Path, lines: list[str]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "cassette.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return directory / "cassette.jsonl"
+
+
+def _refused(directory: Path, path: Path, line: int, capsys: pytest.CaptureFixture[str]) -> str:
+    """The located error reading the cassette gives (``Cassette.open`` and ``memharness cassettes``): its field."""
+    with pytest.raises(HarnessError) as caught:
+        Cassette.open(directory)
+    match = LOCATED.match(f"memharness: {caught.value}")
+    assert match, str(caught.value)
+    assert match["file"] == str(path), str(caught.value)
+    assert int(match["line"]) == line, str(caught.value)
+    o = cli(["cassettes", "status", str(directory)], capsys)
+    assert_one_line_error(o, mentions=(f"{path}:{line}: {match['field']}",))
+    return match["field"]
+
+
+@SETTINGS
+@given(data=st.data(), where=st.sampled_from(["", "request", "response", "error", "request.messages[0]"]),
+       name=NAMES, value=JSON)
+def test_a_cassette_entry_with_an_unknown_member_is_refused(data: st.DataObject, where: str, name: str, value: Any,
+                                                           tmp_path_factory: pytest.TempPathFactory,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    lines = data.draw(st.lists(st.sampled_from(ENTRIES), min_size=1, max_size=4, unique=True))
+    index = data.draw(st.integers(0, len(lines) - 1))
+    entry = json.loads(lines[index])
+    if where == "error":
+        entry.pop("response")
+        entry["error"] = dict(ERROR_ENTRY)
+    block = entry
+    for part in filter(None, re.split(r"\.|\[(\d+)\]", where)):
+        block = block[int(part) if part.isdigit() else part]
+    block[name] = value
+    lines[index] = json.dumps(entry, ensure_ascii=False)
+    directory = tmp_path_factory.mktemp("cassette")
+    field = _refused(directory, _write(directory, lines), index + 1, capsys)
+    assert field in (f"{where}.{name}" if where else name, where or "line"), field
+    assert where.split(".")[0] in field
+
+
+@SETTINGS
+@given(data=st.data(), member=st.sampled_from(sorted(WRONG)))
+def test_a_cassette_request_of_the_wrong_type_is_refused(data: st.DataObject, member: str,
+                                                         tmp_path_factory: pytest.TempPathFactory,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    lines = data.draw(st.lists(st.sampled_from(ENTRIES), min_size=1, max_size=4, unique=True))
+    index = data.draw(st.integers(0, len(lines) - 1))
+    entry = json.loads(lines[index])
+    value = data.draw(WRONG[member])
+    if member.startswith("messages[0]."):
+        entry["request"]["messages"][0][member.split(".")[1]] = value
+    else:
+        entry["request"][member] = value
+    lines[index] = json.dumps(entry, ensure_ascii=False)
+    directory = tmp_path_factory.mktemp("cassette")
+    assert _refused(directory, _write(directory, lines), index + 1, capsys) == f"request.{member}"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.parent.name)
+def test_every_shipped_cassette_set_still_loads(path: Path) -> None:
+    assert len(Cassette.open(path.parent)) == len(path.read_text(encoding="utf-8").splitlines())
