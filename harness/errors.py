@@ -96,12 +96,36 @@ def unreadable_json(path: object, text: str, what: str, exc: BaseException) -> s
     number."""
     if isinstance(exc, RecursionError):
         return too_deep(path, text, what)
-    if isinstance(exc, Duplicate):  # the line of its second member
-        import json
-
-        found = [n for n, row in enumerate(text.split("\n"), 1) if json.dumps(str(exc)) + ":" in row.replace('" :', '":')]
-        return f"{one_line(str(path))}:{found[1] if len(found) > 1 else found[0] if found else 1}: {what} ({json_trouble(exc)})"
+    if isinstance(exc, Duplicate):  # the line of its second member, in the same object
+        line, name = duplicate_member(text) or (1, str(exc))
+        return f"{one_line(str(path))}:{line}: {what} ({json_trouble(Duplicate(name))})"
     return f"{one_line(str(path))}:{long_number_line(text)}: {what} ({json_trouble(exc)})"
+
+
+_MEMBER_TOKENS: Final = re.compile(r'"(?:[^"\\\n]|\\.)*"(?:\s*:)?|[{}\n]')
+
+
+def duplicate_member(text: str) -> tuple[int, str] | None:
+    """(line, name) of the first member written twice in one object of JSON ``text``, or None. Round 20: the line
+    was the second line anywhere holding ``"name":``, so in a file whose objects all hold the member (a LoCoMo
+    turn's ``"speaker"``) it named another object's line, not the duplicate's."""
+    import json
+
+    line, objects = 1, list[set[str]]()
+    for token in _MEMBER_TOKENS.finditer(text):
+        got = token.group()
+        if got == "{":
+            objects.append(set())
+        elif got == "}":
+            if objects:
+                objects.pop()
+        elif got.endswith(":") and objects:  # a member's name (a string followed by ':'), not a string value
+            name = json.loads(got[: got.rindex('"') + 1])
+            if name in objects[-1]:
+                return line, name
+            objects[-1].add(name)
+        line += got.count("\n")
+    return None
 
 
 def long_number_line(text: str) -> int:

@@ -4,6 +4,11 @@
    or a message), or a ``request`` whose contents were of the wrong type (``messages`` not a list of ``{role,
    content}`` strings, ``schema`` / ``grammar`` no object, ``temperature`` / ``max_tokens`` no number), loaded in
    silence. Now each is one located line when the cassette is read: the file, the entry's line and the member.
+2. A member written twice in one object of a LoCoMo file (``memharness import locomo``, ``bench locomo``) or of the
+   GitHub event file (``memharness github comment``: the last of two ``number`` members was the pull request
+   commented on) kept the last in silence. Now it is one located line (``file: invalid JSON (member 'x' twice …)``)
+   naming the line of the second member in its own object (the locator of round 19 named the second line anywhere
+   holding ``"x":``, which in a file whose objects all hold the member, a turn's ``"speaker"``, is another object's).
 """
 
 from __future__ import annotations
@@ -110,3 +115,75 @@ def test_a_cassette_request_of_the_wrong_type_is_refused(data: st.DataObject, me
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.parent.name)
 def test_every_shipped_cassette_set_still_loads(path: Path) -> None:
     assert len(Cassette.open(path.parent)) == len(path.read_text(encoding="utf-8").splitlines())
+
+
+# 2. a member twice in a LoCoMo file or the GitHub event file --------------------------------------------------------
+
+WORD = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
+TURN = st.fixed_dictionaries({"speaker": st.sampled_from(["Ann", "Bob"]), "text": WORD})
+LOCOMO = st.lists(st.fixed_dictionaries({
+    "conversation": st.fixed_dictionaries({"speaker_a": st.just("Ann"), "speaker_b": st.just("Bob"),
+                                           "session_1_date_time": st.just("1:56 pm on 8 May, 2023"),
+                                           "session_1": st.lists(TURN, min_size=1, max_size=4)}),
+    "qa": st.lists(st.fixed_dictionaries({"question": WORD, "answer": WORD, "evidence": st.just(["D1:1"]),
+                                          "category": st.integers(1, 5)}), max_size=3)}), min_size=1, max_size=3)
+EVENT = st.fixed_dictionaries({"action": st.sampled_from(["opened", "synchronize"]),
+                               "number": st.integers(1, 999),
+                               "pull_request": st.fixed_dictionaries({"number": st.integers(1, 999),
+                                                                      "head": st.fixed_dictionaries({"ref": WORD}),
+                                                                      "base": st.fixed_dictionaries({"ref": WORD})}),
+                               "repository": st.fixed_dictionaries({"full_name": WORD})})
+MARK = "\u0001twice"
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """Every non-empty object in ``value``, outermost first."""
+    if isinstance(value, list):
+        return [o for item in value for o in _objects(item)]
+    if isinstance(value, dict):
+        return ([value] if value else []) + [o for item in value.values() for o in _objects(item)]
+    return []
+
+
+def _with_a_member_twice(data: st.DataObject, value: Any) -> tuple[str, int, str]:
+    """``value`` as indented JSON text with one member of one of its objects written again (its value changed,
+    at the object's end): the text, the line of the second member, its name."""
+    target = data.draw(st.sampled_from(_objects(value)))
+    name = data.draw(st.sampled_from(sorted(target)))
+    target[MARK] = 0
+    text = json.dumps(value, indent=1)
+    rows = text.split("\n")
+    line = next(n for n, row in enumerate(rows, 1) if json.dumps(MARK) in row)
+    again = data.draw(st.sampled_from([target[name], None, 7, "other"]))
+    rows[line - 1] = rows[line - 1].replace(f"{json.dumps(MARK)}: 0", f"{json.dumps(name)}: {json.dumps(again)}")
+    return "\n".join(rows), line, name
+
+
+@SETTINGS
+@given(data=st.data(), samples=LOCOMO)
+def test_a_locomo_member_written_twice_is_refused_at_its_line(data: st.DataObject, samples: list[dict[str, Any]],
+                                                             tmp_path_factory: pytest.TempPathFactory,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    for i, sample in enumerate(samples):  # a valid file but for the member twice
+        sample["sample_id"] = f"conv-{i}"
+        for j, turn in enumerate(sample["conversation"]["session_1"], 1):
+            turn["dia_id"] = f"D1:{j}"
+    text, line, name = _with_a_member_twice(data, samples)
+    path = tmp_path_factory.mktemp("locomo") / "locomo10.json"
+    path.write_text(text, encoding="utf-8")
+    o = cli(["import", "locomo", str(path), "--out", str(path.parent / "out")], capsys)
+    assert_one_line_error(o, mentions=(f"{path}:{line}: file: invalid JSON (member {name!r} twice",))
+    assert not (path.parent / "out").exists()
+
+
+@SETTINGS
+@given(data=st.data(), event=EVENT)
+def test_a_github_event_member_written_twice_is_refused_at_its_line(data: st.DataObject, event: dict[str, Any],
+                                                                   tmp_path_factory: pytest.TempPathFactory,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    text, line, name = _with_a_member_twice(data, event)
+    path = tmp_path_factory.mktemp("event") / "event.json"
+    path.write_text(text, encoding="utf-8")
+    o = cli(["github", "comment", str(path.parent / "no-run"), "--event", str(path), "--repo", "o/r"], capsys,
+            environ={"GITHUB_TOKEN": "t"})
+    assert_one_line_error(o, mentions=(f"{path}:{line}: file: cannot read the GitHub event (member {name!r} twice",))
