@@ -351,3 +351,24 @@ def shown(value: object, limit: int = 200) -> str:
         return one_line(str(value))[:limit]
     except Exception as exc:
         return f"<{type(value).__name__} whose str() raised {type(exc).__name__}>"
+
+
+# Round 20: the free text a run records from what the system under test said (a results row's ``failures`` and
+# ``error``), as the run writes it and as ``report``, ``compare`` and ``merge`` accept it read back. A plug-in's
+# error text (``RecallResult.error``) was written raw and read back unchecked: an ESC sequence, a NUL, U+2028 or
+# U+202E reached the terminal and the report. Now the run writes each such character as its escape (``\x1b``: the
+# text stays readable, nothing is lost) and a row read back holding one is refused; tab and LF are kept (an error
+# may hold several lines).
+SHOWN_REFUSED: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+"""C0 controls but tab and LF, DEL, C1 controls, line and paragraph separators, bidirectional embeddings, overrides
+and isolates, lone surrogates."""
+
+
+def shown_text(text: str) -> str:
+    """``text`` with each character :data:`SHOWN_REFUSED` holds written as its escape (as ``one_line`` shows it)."""
+    return SHOWN_REFUSED.sub(lambda m: one_line(m.group()), text) if SHOWN_REFUSED.search(text) else text
+
+
+def text_problem(text: str) -> str | None:
+    """``U+XXXX`` for the first character of ``text`` the rule refuses, else None."""
+    return None if (m := SHOWN_REFUSED.search(text)) is None else f"U+{ord(m.group()):04X}"

@@ -9,12 +9,19 @@
    commented on) kept the last in silence. Now it is one located line (``file: invalid JSON (member 'x' twice …)``)
    naming the line of the second member in its own object (the locator of round 19 named the second line anywhere
    holding ``"x":``, which in a file whose objects all hold the member, a turn's ``"speaker"``, is another object's).
+3. A run directory read back (``report``, ``compare``, ``merge``) took a results row's ``failures`` and ``error``
+   as written: an ESC sequence, a NUL, U+2028 or U+202E reached the terminal and the report. Now such a character in
+   either is one located line naming ``results.jsonl``, the row and ``failures[i]`` / ``error``. The run itself
+   wrote a plug-in's text (an exception's message) raw, so a run could not have been read back under that rule: it
+   now writes each such character as its escape (``\\x1b``), and its directory reads back.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +29,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.errors import HarnessError
+from harness.cli import main
+from harness.errors import SHOWN_REFUSED as REFUSED
+from harness.errors import HarnessError, one_line
 from harness.replay import Cassette
 from harness.replay._entry_members import ENTRY, ERROR, MESSAGE, REQUEST, RESPONSE
+from harness.system import RecallResult, reference_factory
+from tests.harness.conftest import SCENARIOS
 from tests.helpers import examples
 from tests.hostile_cli._support import LOCATED, assert_one_line_error, cli
 
@@ -172,7 +183,7 @@ def test_a_locomo_member_written_twice_is_refused_at_its_line(data: st.DataObjec
     path = tmp_path_factory.mktemp("locomo") / "locomo10.json"
     path.write_text(text, encoding="utf-8")
     o = cli(["import", "locomo", str(path), "--out", str(path.parent / "out")], capsys)
-    assert_one_line_error(o, mentions=(f"{path}:{line}: file: invalid JSON (member {name!r} twice",))
+    assert_one_line_error(o, mentions=(f"{path}:{line}: file: invalid JSON (member {name!r} twice",), budget=10.0)
     assert not (path.parent / "out").exists()
 
 
@@ -186,4 +197,94 @@ def test_a_github_event_member_written_twice_is_refused_at_its_line(data: st.Dat
     path.write_text(text, encoding="utf-8")
     o = cli(["github", "comment", str(path.parent / "no-run"), "--event", str(path), "--repo", "o/r"], capsys,
             environ={"GITHUB_TOKEN": "t"})
-    assert_one_line_error(o, mentions=(f"{path}:{line}: file: cannot read the GitHub event (member {name!r} twice",))
+    assert_one_line_error(o, mentions=(f"{path}:{line}: file: cannot read the GitHub event (member {name!r} twice",),
+                          budget=10.0)
+
+
+# 3. a results row's failures and error, read back -------------------------------------------------------------------
+
+CONTROLS = st.sampled_from(["\x1b", "\x00", "\x07", "\r", "\x0b", "\x7f", "\x85", "\x9b", "\u2028", "\u2029",
+                            "\u202e", "\u202a", "\u2066", "\u2069"])
+SAID = st.lists(st.text(alphabet="abc xyz\t\n", max_size=6) | CONTROLS, min_size=1, max_size=6).map("".join)
+PLAN: dict[str, str] = {}
+
+
+class _Saying:
+    """The reference system, except that ``recall`` fails with ``PLAN["said"]`` as its ``error`` (the system's text,
+    as it wrote it)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def recall(self, *args: Any, **kwargs: Any) -> Any:
+        return RecallResult(selected=(), strategy="heuristic", error=PLAN["said"])
+
+
+def factory(workdir: Path, clock: Any, model: Any, events: Any) -> _Saying:
+    return _Saying(reference_factory(workdir, clock, model, events))
+
+
+def _run_saying(said: str, out: Path) -> list[dict[str, Any]]:
+    PLAN["said"] = said
+    code = main(["run", str(SCENARIOS / "recall" / "multi-fact.yaml"), "--system", f"{__name__}:factory",
+                 "--no-gates", "--out", str(out)], environ={})
+    assert code == 1
+    return [json.loads(row) for row in (out / "results.jsonl").read_text(encoding="utf-8").split("\n")[:-1]]
+
+
+@pytest.fixture(scope="module")
+def failing_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real run of a plug-in system failing one shipped recall scenario (its recall fails)."""
+    out = tmp_path_factory.mktemp("failing") / "run"
+    _run_saying("the index is gone", out)
+    return out
+
+
+@settings(max_examples=examples(10), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(said=SAID)
+def test_a_system_s_controls_are_written_as_escapes_and_read_back(said: str, tmp_path_factory: pytest.TempPathFactory,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path_factory.mktemp("run") / os.urandom(4).hex()
+    rows = _run_saying(said, out)
+    texts = [t for row in rows for t in [*row["failures"], row["error"] or ""]]
+    escaped = "".join(one_line(c) if REFUSED.fullmatch(c) else c for c in said)  # tab and LF kept as written
+    assert any(t.endswith(f"recall failed: {escaped}") for t in texts), (said, texts)
+    for text in texts:
+        assert REFUSED.search(text) is None, text
+    o = cli(["report", str(out)], capsys)
+    assert o.code == 0, o.err
+
+
+@SETTINGS
+@given(data=st.data(), field=st.sampled_from(["failures", "error"]), control=CONTROLS)
+def test_a_control_in_a_row_s_failures_or_error_is_refused_on_read_back(
+        data: st.DataObject, field: str, control: str, failing_run: Path, tmp_path_factory: pytest.TempPathFactory,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path_factory.mktemp("edited") / "run"
+    shutil.copytree(failing_run, run)
+    path = run / "results.jsonl"
+    rows = [json.loads(row) for row in path.read_text(encoding="utf-8").split("\n")[:-1]]
+    n = data.draw(st.sampled_from([i for i, row in enumerate(rows) if not row["passed"]]))
+    failures = rows[n]["failures"]
+    i = data.draw(st.integers(0, len(failures) - 1))
+    text = failures[i] if field == "failures" else data.draw(st.sampled_from([*failures, "boom"]))
+    at = data.draw(st.integers(0, len(text)))
+    edited = text[:at] + control + text[at:]
+    if field == "failures":
+        failures[i] = edited
+    else:  # the row as a run writes one that could not finish, and the summary's counts to match
+        rows[n].update(error=edited, status="error")
+        summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+        counts = summary["strategies"][rows[n]["strategy"]]["scenarios"]
+        counts.update(failed=counts["failed"] - 1, errors=counts["errors"] + 1)
+        summary.update(passed=False, complete=False, incomplete=[f"{rows[n]['scenario']} [{rows[n]['strategy']}]"])
+        (run / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    where = f"{path}:{n + 1}: {field}[{i}]" if field == "failures" else f"{path}:{n + 1}: error"
+    for args in (["report", str(run)], ["compare", str(failing_run), str(run)],
+                 ["merge", str(run.parent / "merged"), str(run)]):
+        assert_one_line_error(cli(args, capsys), mentions=(where,), budget=10.0)
