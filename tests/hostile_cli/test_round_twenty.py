@@ -14,6 +14,11 @@
    either is one located line naming ``results.jsonl``, the row and ``failures[i]`` / ``error``. The run itself
    wrote a plug-in's text (an exception's message) raw, so a run could not have been read back under that rule: it
    now writes each such character as its escape (``\\x1b``), and its directory reads back.
+4. ``strategies: [heuristic, model]`` with a step's ``expect_strategy: model`` (or an ``expect_fallback`` reason,
+   or ``hybrid`` beside ``heuristic``) loaded: round 19 judged the columns together, and one of them could meet it.
+   But an expectation holds in every column the step runs (the format scopes none to a column: only ``require_by``
+   is per strategy), so the other column failed every run. Now the first column that can never report it is named
+   at the key; a step pinned to its strategy (its own ``strategy``, a ``strategy_overrides`` entry) loads.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from harness.replay._entry_members import ENTRY, ERROR, MESSAGE, REQUEST, RESPON
 from harness.system import RecallResult, reference_factory
 from tests.harness.conftest import SCENARIOS
 from tests.helpers import examples
-from tests.hostile_cli._support import LOCATED, assert_one_line_error, cli
+from tests.hostile_cli._support import LOCATED, assert_one_line_error, cli, load_error_at
 
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS = settings(max_examples=examples(30), deadline=None, derandomize=True,
@@ -288,3 +293,53 @@ def test_a_control_in_a_row_s_failures_or_error_is_refused_on_read_back(
     for args in (["report", str(run)], ["compare", str(failing_run), str(run)],
                  ["merge", str(run.parent / "merged"), str(run)]):
         assert_one_line_error(cli(args, capsys), mentions=(where,), budget=10.0)
+
+
+# 4. an outcome one of the step's columns can never report ------------------------------------------------------------
+
+BUILTIN = ("heuristic", "model", "bm25", "embedding", "hybrid")
+
+
+@st.composite
+def _columns_scenarios(draw: st.DrawFn) -> tuple[str, int, str, str | None]:
+    """(scenario text, line of the outcome key, its field, the first column that can never report it, or None)."""
+    kind = draw(st.sampled_from(["recall", "forget", "dream", "extract"]))
+    strategies = draw(st.lists(st.sampled_from(BUILTIN), min_size=2, max_size=4, unique=True))
+    pinned = draw(st.sampled_from(strategies)) if kind in ("recall", "forget") and draw(st.booleans()) else None
+    which = draw(st.sampled_from(["strategy", "fallback"]))
+    value = draw(st.sampled_from(("none", *strategies)) if which == "strategy" else
+                 st.sampled_from(["none", "timeout", "invalid_json"]))
+    columns = (pinned,) if pinned else strategies
+    bad = next((c for c in columns if (value not in (c, "heuristic", "none") if which == "strategy" else
+                                       value != "none" and c != "model")), None)
+    lines = ['description: "an outcome expectation"', f"strategies: [{', '.join(strategies)}]", "facts:",
+             '  f1: {type: project, match: ["billing"]}', "steps:", "  - session: s1",
+             '    turns: [{user: "billing runs on docker"}]']
+    key = f"expect_{which}" if kind != "extract" else which
+    if kind == "extract":
+        lines += ["  - session: s2", '    turns: [{user: "I prefer tabs over spaces"}]', "    expect_extract:"]
+        field = f"steps[1].expect_extract.{key}"
+    else:
+        lines += [f"  - {kind}:", *(['      query: "billing"'] if kind != "dream" else ["      force: true"])]
+        lines += [f"      strategy: {pinned}"] if pinned else []
+        field = f"steps[1].{kind}.{key}"
+    lines.append(f"      {key}: {value}")
+    return "\n".join(lines) + "\n", len(lines), field, bad
+
+
+@SETTINGS
+@given(case=_columns_scenarios())
+def test_an_outcome_one_column_can_never_report_is_refused_at_its_key(
+        case: tuple[str, int, str, str | None], tmp_path_factory: pytest.TempPathFactory) -> None:
+    from harness.scenario import load_scenario
+
+    text, line, field, bad = case
+    path = tmp_path_factory.mktemp("columns") / "s.yaml"
+    path.write_text(text, encoding="utf-8")
+    if bad is None:
+        load_scenario(path)  # every column the step runs can report it: accepted
+        return
+    match = load_error_at(path, line, f"{field} that the {bad} column never reports")
+    assert match["field"] == field, match[0]
+    assert "could never pass" in match["what"], match[0]
+    assert f"the {bad} column" in match["what"] or "runs only with" in match["what"], match[0]
