@@ -19,6 +19,9 @@
    But an expectation holds in every column the step runs (the format scopes none to a column: only ``require_by``
    is per strategy), so the other column failed every run. Now the first column that can never report it is named
    at the key; a step pinned to its strategy (its own ``strategy``, a ``strategy_overrides`` entry) loads.
+5. docs/limits.md did not say which forms of ``clock:`` the loader takes (YAML 1.1 timestamps, dates, quoted ISO
+   8601 text, with or without a zone). It now does, with a table of examples; each is loaded here and must be read
+   as the table says (the instant, or refused at ``clock``).
 """
 
 from __future__ import annotations
@@ -343,3 +346,33 @@ def test_an_outcome_one_column_can_never_report_is_refused_at_its_key(
     assert match["field"] == field, match[0]
     assert "could never pass" in match["what"], match[0]
     assert f"the {bad} column" in match["what"] or "runs only with" in match["what"], match[0]
+
+
+# 5. the clock forms docs/limits.md lists -------------------------------------------------------------------------------
+
+CLOCK_DOC = REPO / "docs" / "limits.md"
+
+
+def _clock_examples() -> list[tuple[str, str]]:
+    text = CLOCK_DOC.read_text(encoding="utf-8")
+    assert "<!-- clock-examples -->" in text, "docs/limits.md has no table of clock examples"
+    table = text.split("<!-- clock-examples -->", 1)[1].split("<!-- /clock-examples -->", 1)[0]
+    rows = [re.fullmatch(r"\| `(.+)` \| (.+) \|", row.strip()) for row in table.strip().split("\n")[2:]]
+    assert all(rows), table
+    return [(m[1], m[2]) for m in rows if m]
+
+
+def test_every_clock_example_of_the_limits_doc_reads_as_it_says(tmp_path: Path) -> None:
+    from harness.scenario import load_scenario
+
+    examples_ = _clock_examples()
+    assert len(examples_) >= 20
+    assert {said == "refused" for _, said in examples_} == {True, False}
+    for n, (written, said) in enumerate(examples_):
+        path = tmp_path / f"c{n}.yaml"
+        path.write_text(f'description: "clock"\nclock: {written}\nsteps: [{{advance: 1h}}]\n', encoding="utf-8")
+        if said == "refused":
+            match = load_error_at(path, 2, f"clock: {written}")
+            assert match["field"] == "clock", match[0]
+        else:
+            assert load_scenario(path).clock.isoformat() == said, written
