@@ -96,12 +96,36 @@ def unreadable_json(path: object, text: str, what: str, exc: BaseException) -> s
     number."""
     if isinstance(exc, RecursionError):
         return too_deep(path, text, what)
-    if isinstance(exc, Duplicate):  # the line of its second member
-        import json
-
-        found = [n for n, row in enumerate(text.split("\n"), 1) if json.dumps(str(exc)) + ":" in row.replace('" :', '":')]
-        return f"{one_line(str(path))}:{found[1] if len(found) > 1 else found[0] if found else 1}: {what} ({json_trouble(exc)})"
+    if isinstance(exc, Duplicate):  # the line of its second member, in the same object
+        line, name = duplicate_member(text) or (1, str(exc))
+        return f"{one_line(str(path))}:{line}: {what} ({json_trouble(Duplicate(name))})"
     return f"{one_line(str(path))}:{long_number_line(text)}: {what} ({json_trouble(exc)})"
+
+
+_MEMBER_TOKENS: Final = re.compile(r'"(?:[^"\\\n]|\\.)*"(?:\s*:)?|[{}\n]')
+
+
+def duplicate_member(text: str) -> tuple[int, str] | None:
+    """(line, name) of the first member written twice in one object of JSON ``text``, or None. Round 20: the line
+    was the second line anywhere holding ``"name":``, so in a file whose objects all hold the member (a LoCoMo
+    turn's ``"speaker"``) it named another object's line, not the duplicate's."""
+    import json
+
+    line, objects = 1, list[set[str]]()
+    for token in _MEMBER_TOKENS.finditer(text):
+        got = token.group()
+        if got == "{":
+            objects.append(set())
+        elif got == "}":
+            if objects:
+                objects.pop()
+        elif got.endswith(":") and objects:  # a member's name (a string followed by ':'), not a string value
+            name = json.loads(got[: got.rindex('"') + 1])
+            if name in objects[-1]:
+                return line, name
+            objects[-1].add(name)
+        line += got.count("\n")
+    return None
 
 
 def long_number_line(text: str) -> int:
@@ -327,3 +351,24 @@ def shown(value: object, limit: int = 200) -> str:
         return one_line(str(value))[:limit]
     except Exception as exc:
         return f"<{type(value).__name__} whose str() raised {type(exc).__name__}>"
+
+
+# Round 20: the free text a run records from what the system under test said (a results row's ``failures`` and
+# ``error``), as the run writes it and as ``report``, ``compare`` and ``merge`` accept it read back. A plug-in's
+# error text (``RecallResult.error``) was written raw and read back unchecked: an ESC sequence, a NUL, U+2028 or
+# U+202E reached the terminal and the report. Now the run writes each such character as its escape (``\x1b``: the
+# text stays readable, nothing is lost) and a row read back holding one is refused; tab and LF are kept (an error
+# may hold several lines).
+SHOWN_REFUSED: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+"""C0 controls but tab and LF, DEL, C1 controls, line and paragraph separators, bidirectional embeddings, overrides
+and isolates, lone surrogates."""
+
+
+def shown_text(text: str) -> str:
+    """``text`` with each character :data:`SHOWN_REFUSED` holds written as its escape (as ``one_line`` shows it)."""
+    return SHOWN_REFUSED.sub(lambda m: one_line(m.group()), text) if SHOWN_REFUSED.search(text) else text
+
+
+def text_problem(text: str) -> str | None:
+    """``U+XXXX`` for the first character of ``text`` the rule refuses, else None."""
+    return None if (m := SHOWN_REFUSED.search(text)) is None else f"U+{ord(m.group()):04X}"

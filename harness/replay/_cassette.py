@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import CassetteMiss, HarnessError, one_line, unique_members, unreadable_json, unwritable
+from harness.replay._entry_members import ENTRY, ERROR, RESPONSE, request_problem, unknown_member
 from harness.replay._jsonl import strict_json
 from harness.replay._models import ProbeContext
 from harness.scenario._limits import MAX_RUN_FILE_BYTES
@@ -269,8 +270,8 @@ def _parse_entry(line: str) -> tuple[dict[str, Any], tuple[str, str] | None]:
             return {}, (name, f"expected a string, got {_kind(entry[name])}")
     if entry.get("step") is not None and (type(entry["step"]) is not int):
         return {}, ("step", f"expected an integer, got {_kind(entry['step'])}")
-    if entry.get("request") is not None and not isinstance(entry["request"], dict):
-        return {}, ("request", f"expected an object, got {_kind(entry['request'])}")
+    if (shape := unknown_member(entry, ENTRY, "") or request_problem(entry.get("request"))) is not None:
+        return {}, shape  # round 20: unknown members and a request of the wrong types loaded in silence
     if "error" in entry and "response" in entry:  # which one replay would answer with is not the file's to leave open
         return {}, ("response", "an entry holds a response or an error, not both")
     if "error" in entry:
@@ -285,6 +286,8 @@ def _check_fields(block: object, name: str, fields: dict[str, type]) -> tuple[st
     """``block`` is an object holding each of ``fields`` with its type (and an optional ``cost_usd``)."""
     if not isinstance(block, dict):
         return name, f"expected an object, got {_kind(block)}"
+    if (unknown := unknown_member(block, RESPONSE if name == "response" else ERROR, name)) is not None:
+        return unknown
     for field_name, want in {**fields, **({"cost_usd": float} if "cost_usd" in block else {})}.items():
         where = f"{name}.{field_name}"
         if field_name not in block:

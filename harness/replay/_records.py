@@ -176,6 +176,13 @@ class ScenarioResult:
 
     __reduce__ = _by_fields
 
+    def __post_init__(self) -> None:  # round 20: a system's text (its error, an exception) is written as escapes
+        from harness.errors import shown_text
+
+        object.__setattr__(self, "failures", tuple(shown_text(f) for f in self.failures))
+        if self.error is not None:
+            object.__setattr__(self, "error", shown_text(self.error))
+
     @property
     def status(self) -> ScenarioStatus:
         if self.error:

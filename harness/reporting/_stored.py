@@ -11,7 +11,8 @@ tables or on the terminal are held to the rules they were written under, so an e
 - a results row's ``scenario`` and ``tags``: identifiers, as a scenario's own (one line, no control character); its
   ``strategy`` (a column label) and ``path``: no control character; its ``description``: scenario text (no
   control character but tab, LF, CR, NEL); its ``trace_id``: empty or 32 lowercase hex digits (what the
-  run writes; it is put into the trace link).
+  run writes; it is put into the trace link); its ``failures`` and ``error`` (round 20): no control character but
+  tab and LF, no line separator or bidirectional control (``harness.errors.shown_text``: the run writes them escaped).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from harness.errors import one_line
+from harness.errors import one_line, text_problem
 
 META_READ: Final = ("system", "systems", "gates_file", "git_commit", "cassettes", "trace_url", "models")
 """``summary.json`` meta fields a reader uses: a wrong type was an unlocated error or an internal one (round 13:
@@ -110,6 +111,11 @@ def row_problem_shown(row: Mapping[str, Any]) -> str | None:
     text = row.get("description")
     if isinstance(text, str) and (bad := bad_char(text)) is not None:  # scenario text: line breaks and tabs kept
         return f"description: expected text without control characters, got {bad} in {_shown(text)}"
+    texts = [*((f"failures[{i}]", f) for i, f in enumerate(row.get("failures") or ())), ("error", row.get("error"))]
+    for field, value in texts:  # round 20: the system's text, written with its controls as escapes
+        if isinstance(value, str) and (bad := text_problem(value)) is not None:
+            return f"{field}: expected text without control characters (tab and line feed aside), got {bad} in " \
+                   f"{_shown(value)}"
     trace = row.get("trace_id")
     if isinstance(trace, str) and not _TRACE_ID.fullmatch(trace):
         return f"trace_id: expected 32 lowercase hex digits (or empty), got {_shown(trace)}"

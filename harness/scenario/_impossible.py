@@ -108,7 +108,7 @@ def refuse_unrun_strategies(ctx: NodeReader, steps_node: yaml.Node, steps: Seque
             names = ("expect_strategy", "expect_fallback")
         else:
             continue
-        for here, mapping, ran in checked:
+        for n, (here, mapping, ran) in enumerate(checked):
             if not ran:
                 continue
             for name, key, value in _entries(mapping, names):
@@ -120,3 +120,20 @@ def refuse_unrun_strategies(ctx: NodeReader, steps_node: yaml.Node, steps: Seque
                 if name == names[1] and value != "none" and not set(ran) & set(MODEL_STRATEGIES):
                     raise ctx.fail(key, f"{here}.{name}", f"expects fallback {value!r:.60}, but {runs_text}, which "
                                    "call no model: only a model strategy falls back, so this could never pass")
+                if n == 0 and (column := _failing_column(name == names[0], value, ran)) is not None:
+                    raise ctx.fail(key, f"{here}.{name}", f"expects {name.split('_')[-1]} {value!r:.60}, but the "
+                                   f"{column} column runs this step too, where this could never pass (an expectation "
+                                   "holds in every column the step runs: pin the step with its own strategy)")
+
+
+def _failing_column(strategy: bool, value: str, ran: tuple[str, ...]) -> str | None:  # noqa: FBT001
+    """Round 20: the first column (of several the step runs with) that can never report ``value``: a strategy other
+    than its own, heuristic or none; a fallback reason other than none where no model runs. The checks above judged
+    only the columns together, so ``strategies: [heuristic, model]`` with ``expect_strategy: model`` loaded, and its
+    heuristic column failed every run."""
+    for column in dict.fromkeys(ran):
+        if strategy and value not in (column, "heuristic", "none"):
+            return column
+        if not strategy and value != "none" and column not in MODEL_STRATEGIES:
+            return column
+    return None

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from harness.errors import HarnessError, one_line, too_deep
+from harness.errors import Duplicate, HarnessError, one_line, too_deep, unique_members, unreadable_json
 
 MARKER: Final = "<!-- memharness:verdict -->"
 """The hidden first line of the comment: how a later run finds the comment to update."""
@@ -26,9 +26,11 @@ MAX_BODY: Final = 65_000
 def pull_number(event_path: Path) -> int | None:
     """The pull request number of a workflow event (``pull_request`` / ``pull_request_target``), or None."""
     try:
-        event = json.loads(text := _read(event_path))
+        event = json.loads(text := _read(event_path), object_pairs_hook=unique_members)
     except RecursionError:
         raise HarnessError(too_deep(event_path, text, "file: cannot read the GitHub event")) from None
+    except Duplicate as exc:  # round 20: the last of two "number" members was the pull request commented on
+        raise HarnessError(unreadable_json(event_path, text, "file: cannot read the GitHub event", exc)) from None
     except ValueError as exc:  # its line named, as every file's error (round 12)
         raise HarnessError(f"{one_line(str(event_path))}:{getattr(exc, 'lineno', 1)}: file: cannot read the GitHub "
                            f"event ({type(exc).__name__}: {one_line(str(exc))[:200]})") from None

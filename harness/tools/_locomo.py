@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from harness.errors import HarnessError, one_line, unreadable_json
+from harness.errors import Duplicate, HarnessError, one_line, unique_members, unreadable_json
 from harness.scenario._yaml import read_regular
 from memory_core.files.topic import TopicDoc
 
@@ -110,7 +110,8 @@ def load_locomo(path: Path) -> list[Conversation]:
     if not path.exists():
         raise HarnessError(f"{path}: no such file (how to get LoCoMo: docs/locomo.md)")
     try:  # regular files only (a FIFO would block), bounded
-        data = json.loads(text := read_regular(path, limit=200 * 1024 * 1024, error=HarnessError).decode("utf-8"))
+        data = json.loads(text := read_regular(path, limit=200 * 1024 * 1024, error=HarnessError).decode("utf-8"),
+                          object_pairs_hook=unique_members)  # round 20: a member written twice kept the last
     except UnicodeDecodeError as exc:
         raise HarnessError(f"{path}: not UTF-8 ({exc.reason})") from None
     except FileNotFoundError:
@@ -118,7 +119,8 @@ def load_locomo(path: Path) -> list[Conversation]:
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
     except (RecursionError, ValueError) as exc:
-        raise HarnessError(unreadable_json(path, text, "invalid JSON", exc)) from None
+        what = "file: invalid JSON" if isinstance(exc, Duplicate) else "invalid JSON"  # located: file, line, field
+        raise HarnessError(unreadable_json(path, text, what, exc)) from None
     if not isinstance(data, list):
         raise HarnessError(f"{path}: expected a JSON list of LoCoMo samples")
     out: list[Conversation] = []
