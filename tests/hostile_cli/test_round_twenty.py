@@ -198,12 +198,14 @@ def test_a_locomo_member_written_twice_is_refused_at_its_line(data: st.DataObjec
 @SETTINGS
 @given(data=st.data(), event=EVENT)
 def test_a_github_event_member_written_twice_is_refused_at_its_line(data: st.DataObject, event: dict[str, Any],
+                                                                   failing_run: Path,
                                                                    tmp_path_factory: pytest.TempPathFactory,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """(A real run directory: ``github comment`` checks it before the event since round 20's argv probe.)"""
     text, line, name = _with_a_member_twice(data, event)
     path = tmp_path_factory.mktemp("event") / "event.json"
     path.write_text(text, encoding="utf-8")
-    o = cli(["github", "comment", str(path.parent / "no-run"), "--event", str(path), "--repo", "o/r"], capsys,
+    o = cli(["github", "comment", str(failing_run), "--event", str(path), "--repo", "o/r"], capsys,
             environ={"GITHUB_TOKEN": "t"})
     assert_one_line_error(o, mentions=(f"{path}:{line}: file: cannot read the GitHub event (member {name!r} twice",),
                           budget=10.0)
