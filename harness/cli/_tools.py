@@ -148,10 +148,11 @@ def cmd_cassettes(args: argparse.Namespace) -> int:
         raise HarnessError(f"{one_line(str(cassette.directory))}: not a cassette set (no cassette.jsonl or "
                            "cassette-meta.json; nor a shelf of sets, sets.toml): record into it first, or name the set")
     stale = list(cassette.stale())
-    print(f"{len(cassette)} entries in {args.directory}; {len(stale)} recorded with a prompt that has changed since")
-    for entry, changes in stale:
-        print(f"  {entry['key'][:16]} {entry['purpose']} ({entry.get('scenario')} step {entry.get('step')}): "
-              + "; ".join(changes))
+    print(f"{len(cassette)} entries in {one_line(str(args.directory))}; {len(stale)} recorded with a prompt that has "
+          "changed since")
+    for entry, changes in stale:  # purpose, scenario and step may be absent; any text a file's, escaped (round 20)
+        print("  " + one_line(f"{entry['key'][:16]} {entry.get('purpose', '(no purpose)')} ({entry.get('scenario')} "
+                              f"step {entry.get('step')}): " + "; ".join(changes)))
     return 1 if stale else 0
 
 
