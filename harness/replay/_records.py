@@ -180,8 +180,9 @@ class ScenarioResult:
         from harness.errors import shown_text
 
         object.__setattr__(self, "failures", tuple(shown_text(f) for f in self.failures))
-        if self.error is not None:
-            object.__setattr__(self, "error", shown_text(self.error))
+        for name in ("error", "skipped"):
+            if (text := getattr(self, name)) is not None:
+                object.__setattr__(self, name, shown_text(text))
 
     @property
     def status(self) -> ScenarioStatus:

@@ -11,8 +11,9 @@ tables or on the terminal are held to the rules they were written under, so an e
 - a results row's ``scenario`` and ``tags``: identifiers, as a scenario's own (one line, no control character); its
   ``strategy`` (a column label) and ``path``: no control character; its ``description``: scenario text (no
   control character but tab, LF, CR, NEL); its ``trace_id``: empty or 32 lowercase hex digits (what the
-  run writes; it is put into the trace link); its ``failures`` and ``error`` (round 20): no control character but
-  tab and LF, no line separator or bidirectional control (``harness.errors.shown_text``: the run writes them escaped).
+  run writes; it is put into the trace link); its ``failures``, ``error`` and ``skipped`` (round 20): no control
+  character but tab and LF, no line separator or bidirectional control (``harness.errors.shown_text``: the run
+  writes them escaped).
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def row_problem_shown(row: Mapping[str, Any]) -> str | None:
     text = row.get("description")
     if isinstance(text, str) and (bad := bad_char(text)) is not None:  # scenario text: line breaks and tabs kept
         return f"description: expected text without control characters, got {bad} in {_shown(text)}"
-    texts = [*((f"failures[{i}]", f) for i, f in enumerate(row.get("failures") or ())), ("error", row.get("error"))]
+    texts = [*((f"failures[{i}]", f) for i, f in enumerate(row.get("failures") or ())), ("error", row.get("error")),
+             ("skipped", row.get("skipped"))]
     for field, value in texts:  # round 20: the system's text, written with its controls as escapes
         if isinstance(value, str) and (bad := text_problem(value)) is not None:
             return f"{field}: expected text without control characters (tab and line feed aside), got {bad} in " \

@@ -300,6 +300,31 @@ def test_a_control_in_a_row_s_failures_or_error_is_refused_on_read_back(
         assert_one_line_error(cli(args, capsys), mentions=(where,), budget=10.0)
 
 
+@SETTINGS
+@given(field=st.sampled_from(["failures", "error", "skipped"]), said=SAID)
+def test_a_results_row_s_system_text_is_written_escaped_and_checked_as_written(field: str, said: str) -> None:
+    """Each of the three texts a system's words reach (a failure, the error, a skip's reason): a result holds them
+    escaped, its row reads back, and the raw text in a row is refused naming the field (the skip reason too, since
+    the review of round 20: it was neither escaped nor checked)."""
+    from harness.replay import ScenarioResult
+    from harness.reporting._stored import row_problem_shown
+
+    kept = ScenarioResult("s", "heuristic", False, (said,) if field == "failures" else (), (), "",
+                          **({} if field == "failures" else {field: said}))  # type: ignore[arg-type]
+    stored = kept.failures[0] if field == "failures" else getattr(kept, field)
+    assert row_problem_shown({field: [stored] if field == "failures" else stored}) is None
+    raw = row_problem_shown({field: [said] if field == "failures" else said})
+    named = f"{field}[0]" if field == "failures" else field
+    from harness.errors import text_problem
+
+    if text_problem(said) is None:
+        assert (stored, raw) == (said, None)
+    else:
+        assert stored != said, repr(stored)
+        assert raw is not None, repr(said)
+        assert raw.startswith(f"{named}: "), raw
+
+
 # 4. an outcome one of the step's columns can never report ------------------------------------------------------------
 
 BUILTIN = ("heuristic", "model", "bm25", "embedding", "hybrid")
