@@ -1,0 +1,69 @@
+"""Round 20b (blind, generated): what round 20's probe of the SQLite system found — hostile query text and hostile
+model answers reaching ``memory_core.sqlite`` through scenarios run with ``--system sqlite``, and hostile plug-ins.
+
+The probe (kept out of the repository) drew FTS5 syntax (quotes, ``NEAR``, ``*``, ``-``, ``^``, column filters,
+unbalanced parentheses, glued punctuation) into recall, forget and trace-search text, compared each outcome with the
+text's words alone, drew scripted-model answers (malformed and truncated JSON, wrong types, JSON escapes of control
+characters) for extraction, decomposition and episodes, and ran generated scenarios and plug-ins through
+``memharness run`` / ``report`` / ``compare``, classified by exit code and message.
+
+1. A forget in the fixed mode (the trigram index) dropped every word of under three characters from the words it
+   requires: ``forget "db password"`` selected (and deleted) every memory holding "password", the e-mail password
+   included, and ``forget "x·the"`` (a word glued to a stop word by a mark the keyword split keeps) every memory
+   holding "the". Such words are now required as whole words, as the other words are (a short CJK word still goes
+   through ``LIKE``): a forget never selects a memory lacking one of its words.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memory_core.clock import FixedClock
+from memory_core.sqlite import Quirks, SqliteMemory
+from memory_core.sqlite.fts import fts_words
+from memory_core.sqlite.retrieval import STOP_WORDS
+from tests.helpers import examples
+
+SETTINGS = settings(max_examples=examples(40), deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+T0 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
+SHORT = st.text("abdfgxyz0123456789", min_size=2, max_size=2).filter(lambda w: w not in STOP_WORDS)
+"""A word of two characters (a single character is no keyword of the rule decomposition, nor is a stop word)."""
+LONG = st.sampled_from(["password", "billing", "docker", "editor", "database", "cat"])
+GLUE = st.sampled_from([" ", "·", "’", "⬞", "⸓"])
+
+
+def _memory(tmp: Path) -> SqliteMemory:
+    return SqliteMemory(tmp / "m.db", FixedClock(T0), None, Quirks.fixed(), None, identity_dir=tmp / "identity")
+
+
+@SETTINGS
+@given(short=SHORT, other=SHORT, long=LONG, glue=GLUE)
+def test_forget_never_drops_a_short_word(short: str, other: str, long: str, glue: str) -> None:
+    """1. Each memory a forget selects holds every word of its query (a short one too), as a whole word."""
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        mem = _memory(tmp)
+        mem.seed([{"content": f"the {short} {long} is kept here", "type": "fact", "id": "with"},
+                  {"content": f"the {other} {long} is kept here", "type": "fact", "id": "other"},
+                  {"content": f"nothing {long} only", "type": "fact", "id": "without"},
+                  {"content": "the cat sat on the mat", "type": "fact", "id": "the"}])
+        query = f"{short}{glue}{long}"
+        selected = mem.forget(query, dry_run=True).candidates
+        for memory_id in selected:
+            text = next(d.text for d in mem.documents() if d.id == memory_id)
+            words = set(fts_words(text))
+            assert set(fts_words(query)) <= words, (query, memory_id, text, selected)
+        assert "with" in selected, (query, selected)  # the memory holding every word is still found
+        glued = mem.forget(f"{short[0]}·the", dry_run=True).candidates
+        assert "the" not in glued, glued
+        assert "without" not in glued, glued
+        mem.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
