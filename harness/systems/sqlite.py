@@ -51,6 +51,12 @@ def _delta(value: object, field: str) -> timedelta:
     return timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})
 
 
+def _detail(text: str) -> str:
+    """A model's text as a ``details`` value: a NUL (which the protocol refuses there) written as ``\\x00``. Round
+    20b: a decomposition keyword holding one (a JSON ``\\u0000``) failed the shipped system's scenario."""
+    return text.replace("\x00", "\\x00")
+
+
 @watched(reads=("add_turns", "index_text", "system_check"))  # its database vanished: store_watch.py
 class SqliteSystem:
     """``SqliteMemory`` behind ``harness.system.MemorySystem`` (capabilities: dream, events, recall_options,
@@ -144,8 +150,8 @@ class SqliteSystem:
         items = [c for c in r.items if c.source_type in ("semantic", "recent")]  # episodes are not records
         return RecallResult(tuple(c.memory_id for c in items), r.strategy if r.items else "none", r.fallback_reason,
                             tuple(c.score for c in items), r.prompt_text,
-                            {"path": r.path, "intent": r.intent, "enhanced_query": r.enhanced_query,
-                             "keywords": " ".join(r.keywords), "episodes": len(r.items) - len(items)})
+                            {"path": r.path, "intent": r.intent, "enhanced_query": _detail(r.enhanced_query),
+                             "keywords": _detail(" ".join(r.keywords)), "episodes": len(r.items) - len(items)})
 
     def forget(self, query: str, *, now: datetime, strategy: str, options: Mapping[str, Any] | None = None
                ) -> ForgetResult:

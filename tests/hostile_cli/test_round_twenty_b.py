@@ -12,6 +12,10 @@ characters) for extraction, decomposition and episodes, and ran generated scenar
    included, and ``forget "x·the"`` (a word glued to a stop word by a mark the keyword split keeps) every memory
    holding "the". Such words are now required as whole words, as the other words are (a short CJK word still goes
    through ``LIKE``): a forget never selects a memory lacking one of its words.
+2. A scripted decomposition answer whose keyword held a NUL (the JSON escape ``\\u0000`` in the model's text) failed
+   the shipped SQLite system's scenario: "the system under test failed: recall() returned a RecallResult with
+   details=…", as the protocol refuses a NUL in a ``details`` text and the adapter reported the keywords and the
+   enhanced query as the model gave them. The adapter now writes a NUL there as ``\\x00``; the recall passes.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,9 +34,12 @@ from memory_core.sqlite import Quirks, SqliteMemory
 from memory_core.sqlite.fts import fts_words
 from memory_core.sqlite.retrieval import STOP_WORDS
 from tests.helpers import examples
+from tests.hostile_cli._support import cli
 
 SETTINGS = settings(max_examples=examples(40), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+CLI_SETTINGS = settings(SETTINGS, max_examples=examples(15))
+"""A whole ``memharness run`` an example."""
 T0 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
 SHORT = st.text("abdfgxyz0123456789", min_size=2, max_size=2).filter(lambda w: w not in STOP_WORDS)
 """A word of two characters (a single character is no keyword of the rule decomposition, nor is a stop word)."""
@@ -65,5 +73,41 @@ def test_forget_never_drops_a_short_word(short: str, other: str, long: str, glue
         assert "the" not in glued, glued
         assert "without" not in glued, glued
         mem.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+DECOMPOSE = """description: "a decomposition keyword holding a control character"
+tags: [sqlite, probe]
+design: s1-sqlite
+strategies: [model]
+scripted_model:
+  - '{{"keywords": [{keywords}], "intent": "search_memory"}}'
+clock: 2026-03-02T09:00:00Z
+facts:
+  lynx: {{type: project, match: ["lynx enclosure"]}}
+memories:
+  - {{path: project/lynx.md, name: one, type: project, body: "lynx enclosure", system: {{importance: 0.5}}}}
+steps:
+  - recall:
+      query: "which wild cats live here"
+      expect: [lynx]
+"""
+ESCAPED = st.sampled_from(["\\u0000", "\\u001b", "\\u0007", "\\u007f", "\\u0085", "\\u2028"])
+
+
+@CLI_SETTINGS
+@given(escape=ESCAPED, before=st.sampled_from(["", "lynx", "wild"]), after=st.sampled_from(["", "cat", " x"]))
+def test_decomposition_control_character_is_no_system_failure(capsys: pytest.CaptureFixture[str], escape: str,
+                                                               before: str, after: str) -> None:
+    """2. The recall runs and passes whatever control character a decomposition keyword holds."""
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        keywords = f'"{before}{escape}{after}", "lynx"'
+        path = tmp / "decompose.yaml"
+        path.write_text(DECOMPOSE.format(keywords=keywords), encoding="utf-8")
+        o = cli(["run", str(path), "--system", "sqlite", "--out", str(tmp / "run")], capsys)
+        assert "system under test failed" not in o.out + o.err, o.out
+        assert o.code == 0, (o.code, o.out, o.err)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
