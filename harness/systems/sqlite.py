@@ -29,7 +29,9 @@ from harness.systems import SEED_FIELDS as SHIPPED_SEED_FIELDS
 from harness.systems.sqlite_seed import check_seed_fields
 from harness.systems.store_watch import StoreWatch, watched
 from memory_core.sqlite import Quirks, SqliteMemory
+from memory_core.sqlite.extraction import TYPES as MEMORY_TYPES
 from memory_core.sqlite.memory import PATHS as RECALL_PATHS
+from memory_core.sqlite.memory import TYPE_ALIASES
 
 RECALL_LIMIT: Final = 20
 """Spec §4.2: ``retrieve_candidates(…, limit=20)``."""
@@ -55,6 +57,19 @@ def _detail(text: str) -> str:
     """A model's text as a ``details`` value: a NUL (which the protocol refuses there) written as ``\\x00``. Round
     20b: a decomposition keyword holding one (a JSON ``\\u0000``) failed the shipped system's scenario."""
     return text.replace("\x00", "\\x00")
+
+
+def _memory_type(value: object, step: str) -> str:
+    """A recall or forget ``memory_type`` option as the type its rows hold: one of the port's types (spec §2.1), or a
+    file-core type the seeding maps onto one (``project`` → ``fact``), any case. Round 20b: a typo (``factz``) or a
+    file-core name was taken as given and matched no row, so a ``forbid`` or an empty forget held in silence."""
+    if not isinstance(value, str):
+        raise ScenarioInputError(f"{step} option memory_type: expected a type name, got {value!r:.60}")
+    kind = TYPE_ALIASES.get(value.lower(), value.lower())
+    if kind not in MEMORY_TYPES:
+        raise ScenarioInputError(f"{step} option memory_type: expected one of {', '.join(MEMORY_TYPES)} (or "
+                                 f"{', '.join(TYPE_ALIASES)}), got {value!r:.60}")
+    return kind
 
 
 @watched(reads=("add_turns", "index_text", "system_check"))  # its database vanished: store_watch.py
@@ -142,8 +157,8 @@ class SqliteSystem:
             raise ScenarioInputError(f"unknown recall option(s) {', '.join(unknown)} (known: memory_type, path)")
         if opts.get("path", "candidates") not in RECALL_PATHS:  # a typo is the scenario's, not a failure of the system
             raise ScenarioInputError(f"recall option path: expected one of {', '.join(RECALL_PATHS)}, got {opts['path']!r:.60}")
-        if "memory_type" in opts and not isinstance(opts["memory_type"], str):
-            raise ScenarioInputError(f"recall option memory_type: expected a type name, got {opts['memory_type']!r:.60}")
+        if "memory_type" in opts:
+            opts["memory_type"] = _memory_type(opts["memory_type"], "recall")
         r = self.mem.recall(query, RECALL_LIMIT if limit is None else limit, _STRATEGIES.get(strategy, "heuristic"),
                             excluded=excluded, path=str(opts.get("path", "candidates")),
                             memory_type=str(opts["memory_type"]) if "memory_type" in opts else None)
@@ -163,8 +178,8 @@ class SqliteSystem:
             raise ScenarioInputError(f"unknown forget option(s) {', '.join(unknown)} (known: max_delete, memory_type)")
         if "max_delete" in opts and (type(opts["max_delete"]) is not int or opts["max_delete"] < 0):
             raise ScenarioInputError(f"forget option max_delete: expected a whole number >= 0, got {opts['max_delete']!r}")
-        if "memory_type" in opts and not isinstance(opts["memory_type"], str):
-            raise ScenarioInputError(f"forget option memory_type: expected a type name, got {opts['memory_type']!r}")
+        if "memory_type" in opts:
+            opts["memory_type"] = _memory_type(opts["memory_type"], "forget")
         r = self.mem.forget(query, **opts)
         return ForgetResult(r.removed, "heuristic", details={"candidates": len(r.candidates)})
 

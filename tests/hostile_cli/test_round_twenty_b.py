@@ -16,6 +16,11 @@ characters) for extraction, decomposition and episodes, and ran generated scenar
    the shipped SQLite system's scenario: "the system under test failed: recall() returned a RecallResult with
    details=…", as the protocol refuses a NUL in a ``details`` text and the adapter reported the keywords and the
    enhanced query as the model gave them. The adapter now writes a NUL there as ``\\x00``; the recall passes.
+3. A SQLite recall's or forget's ``options: {memory_type: …}`` was taken as given: a typo (``factz``) or any text
+   matched no row, so ``forbid:`` held and a forget removed nothing, in silence (``validate --strict`` passed it),
+   and a file-core type (``project``, which a seeded memory of that type is stored as ``fact``) matched nothing too.
+   Now the type is one of the port's (any case) or a file-core type mapped as the seeding maps it; anything else is
+   one located line at the step's ``options``.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from memory_core.sqlite import Quirks, SqliteMemory
 from memory_core.sqlite.fts import fts_words
 from memory_core.sqlite.retrieval import STOP_WORDS
 from tests.helpers import examples
-from tests.hostile_cli._support import cli
+from tests.hostile_cli._support import LOCATED, cli
 
 SETTINGS = settings(max_examples=examples(40), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -111,3 +116,55 @@ def test_decomposition_control_character_is_no_system_failure(capsys: pytest.Cap
         assert o.code == 0, (o.code, o.out, o.err)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+TYPED = """description: "a memory_type option"
+tags: [sqlite, probe]
+design: s1-sqlite
+strategies: [heuristic]
+clock: 2026-03-02T09:00:00Z
+facts:
+  lynx: {{type: project, match: ["lynx enclosure"]}}
+memories:
+  - {{path: project/lynx.md, name: one, type: project, body: "lynx enclosure", system: {{importance: 0.5}}}}
+steps:
+  - {step}:
+      query: "lynx enclosure"
+      options: {{{path}memory_type: {kind}}}
+"""
+GOOD_TYPES = ["fact", "FACT", "Fact", "project", "Project", "preference", "rule", "user", "feedback", "reference"]
+BAD_TYPES = st.one_of(st.sampled_from(["factz", "facts", "no such type", "projects", "memory", "''", "' fact'", "f act"]),
+                      st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12).filter(
+                          lambda t: t not in {"fact", "preference", "skill", "context", "rule", "error", "persona_trait",
+                                              "user", "feedback", "project", "reference"}))
+
+
+@CLI_SETTINGS
+@given(kind=BAD_TYPES, step=st.sampled_from(["recall", "forget"]))
+def test_unknown_memory_type_is_refused(capsys: pytest.CaptureFixture[str], kind: str, step: str) -> None:
+    """3. A memory_type no row can hold is one located line at the step's options (validate and run)."""
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        path = tmp / "typed.yaml"
+        path.write_text(TYPED.format(step=step, kind=kind, path="path: typed, " if step == "recall" else ""),
+                        encoding="utf-8")
+        o = cli(["validate", str(path)], capsys)
+        assert o.code == 2, (o.code, o.out, o.err)
+        m = LOCATED.match(o.err.strip())
+        assert m is not None, o.err
+        assert (m["line"], m["field"]) == ("13", f"steps[0].{step}.options"), o.err
+        assert "memory_type" in m["what"], o.err
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", GOOD_TYPES)
+def test_known_memory_type_matches_its_rows(capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str) -> None:
+    """3. A port type in any case, or a file-core type, filters as the seeded rows are stored."""
+    path = tmp_path / "typed.yaml"
+    matches = kind.lower() in ("fact", "project", "reference")
+    path.write_text(TYPED.format(step="recall", kind=kind, path="path: typed, ").replace(
+        "options:", f"{'expect_selected: [project/lynx.md]' if matches else 'forbid: [lynx]'}\n      options:"),
+        encoding="utf-8")
+    o = cli(["run", str(path), "--system", "sqlite", "--out", str(tmp_path / "run")], capsys)
+    assert o.code == 0, (o.code, o.out, o.err)
