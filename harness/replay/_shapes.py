@@ -9,6 +9,7 @@ import itertools
 import math
 import types
 import typing
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from datetime import datetime
@@ -88,6 +89,9 @@ def shape_problem(value: Any) -> str | None:
         if (most := TEXT_CHARS.get(name)) and got and (long := next((t for t in ((got,) if isinstance(got, str) else got)
                                                                     if len(t) > most), None)) is not None:
             return f"{name} holding {_short(long)} ({len(long):,} characters), expected at most {most:,} each"
+        if name in IDS and got and (bad := next((t for t in ((got,) if isinstance(got, str) else got)
+                                                 if any(unicodedata.category(c) == "Cc" for c in t)), None)) is not None:
+            return f"{name} holding {_short(bad)}, expected an id without control characters"
         if name == "entries" and got:
             for entry in got:
                 if (problem := shape_problem(entry)) is not None:
@@ -112,6 +116,10 @@ TEXT_CHARS: Final = {"error": 2_000, "selected": 1_000, "removed": 1_000, "writt
                      "warnings": 2_000}
 """The longest ``error`` and warning, and the longest id a result names (round 16: an ``error`` or a selected id of
 5,000,000 characters went whole into probes.jsonl, traces.jsonl, junit.xml, the report and the console's line)."""
+
+IDS: Final = frozenset({"selected", "removed", "written", "touched", "id"})
+"""The fields naming memories by id (a result's, a record's): no control character (round 20b: a plug-in's selected
+id holding ESC or NUL reached report.html raw, as the scenario's failure message quoted it)."""
 
 MAX_RESULT_ITEMS: Final = 10_000
 """The most items a result's list (``selected``, ``scores``, ``removed``, ``entries``, ``details``, a record's

@@ -21,6 +21,12 @@ characters) for extraction, decomposition and episodes, and ran generated scenar
    and a file-core type (``project``, which a seeded memory of that type is stored as ``fact``) matched nothing too.
    Now the type is one of the port's (any case) or a file-core type mapped as the seeding maps it; anything else is
    one located line at the step's ``options``.
+4. An id holding a control character passed the protocol's shape check: a plug-in's recall selecting ``"a\\x1bb"``
+   or ``"a\\x00b"`` (or a forget removing it, a record named by it) failed only its expectation, and the failure
+   message carried the raw ESC or NUL into ``report.html``. Now such an id is the system's failure at that call
+   ("selected holding …, expected an id without control characters"). The SQLite system's seed field ``id``, which
+   a scenario gives as text (a tab, a line break, NEL), is refused at its memory's ``system:`` line before any run,
+   so the shipped system is never blamed for the scenario's id.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.replay._shapes import shape_problem
+from harness.system import ForgetResult, MemoryRecord, RecallResult
 from memory_core.clock import FixedClock
 from memory_core.sqlite import Quirks, SqliteMemory
 from memory_core.sqlite.fts import fts_words
@@ -168,3 +176,39 @@ def test_known_memory_type_matches_its_rows(capsys: pytest.CaptureFixture[str], 
         encoding="utf-8")
     o = cli(["run", str(path), "--system", "sqlite", "--out", str(tmp_path / "run")], capsys)
     assert o.code == 0, (o.code, o.out, o.err)
+
+
+CONTROL = st.characters(whitelist_categories=("Cc",))
+
+
+@SETTINGS
+@given(control=CONTROL, before=st.text("ab/.", max_size=4), after=st.text("cd.md", max_size=4),
+       where=st.sampled_from(["selected", "removed", "record"]))
+def test_an_id_with_a_control_character_is_the_systems_failure(control: str, before: str, after: str,
+                                                                where: str) -> None:
+    """4. Whatever control character an id holds, the shape check names the field; the id without it passes."""
+    def result(memory_id: str) -> object:
+        if where == "selected":
+            return RecallResult(("project/a.md", memory_id))
+        if where == "removed":
+            return ForgetResult((memory_id,))
+        return MemoryRecord(memory_id, "project", "title", "text")
+    problem = shape_problem(result(f"{before}{control}{after}"))
+    assert problem is not None, (where, before, control, after)
+    assert "control characters" in problem, problem
+    assert shape_problem(result(f"{before}x{after}")) is None
+
+
+@pytest.mark.parametrize("escape", ["\\t", "\\n", "\\r", "\\x85", "a\\u0085b"])
+def test_a_seeded_sqlite_id_with_a_control_character_is_located(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                                 escape: str) -> None:
+    """4. The scenario's own id is refused at its memory, never run as the system's failure."""
+    path = tmp_path / "seed-id.yaml"
+    path.write_text(TYPED.format(step="recall", kind="fact", path="").replace(
+        "system: {importance: 0.5}", f'system: {{id: "x{escape}y"}}'), encoding="utf-8")
+    o = cli(["validate", str(path)], capsys)
+    assert o.code == 2, (o.code, o.out, o.err)
+    m = LOCATED.match(o.err.strip())
+    assert m is not None, o.err
+    assert (m["line"], m["field"]) == ("9", "memories[0].system"), o.err
+    assert "id must be one line" in m["what"], o.err
