@@ -27,6 +27,11 @@ characters) for extraction, decomposition and episodes, and ran generated scenar
    ("selected holding …, expected an id without control characters"). The SQLite system's seed field ``id``, which
    a scenario gives as text (a tab, a line break, NEL), is refused at its memory's ``system:`` line before any run,
    so the shipped system is never blamed for the scenario's id.
+5. A plug-in's lone surrogate in an id (``selected=("\\ud800",)``) passed the shape check and made the scenario
+   INCOMPLETE (exit 2, "UnicodeEncodeError", blamed on the harness) instead of the system's failure; a recall's
+   ``error`` (or a warning) holding ESC or NUL was quoted raw into the step's failure, ``summary.md`` and
+   ``report.html``. The id is now the system's failure (as 4), and the error and each warning are kept on one
+   printable line (``one_line``'s escapes) as they cross into the harness.
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.replay._shapes import shape_problem
+from harness.errors import SystemFailure
+from harness.replay._shapes import checked_result, shape_problem
 from harness.system import ForgetResult, MemoryRecord, RecallResult
 from memory_core.clock import FixedClock
 from memory_core.sqlite import Quirks, SqliteMemory
@@ -212,3 +218,20 @@ def test_a_seeded_sqlite_id_with_a_control_character_is_located(capsys: pytest.C
     assert m is not None, o.err
     assert (m["line"], m["field"]) == ("9", "memories[0].system"), o.err
     assert "id must be one line" in m["what"], o.err
+
+
+@SETTINGS
+@given(bad=st.one_of(st.characters(whitelist_categories=("Cs",)), CONTROL), before=st.text("ab", max_size=3),
+       where=st.sampled_from(["error", "warning", "selected"]))
+def test_error_and_ids_cross_on_a_printable_line(bad: str, before: str, where: str) -> None:
+    """5. A lone surrogate in an id is the system's failure; an error or warning arrives escaped, one printable line."""
+    text = f"{before}{bad}z"
+    if where == "selected":
+        with pytest.raises(SystemFailure, match="expected an id without control characters"):
+            checked_result("recall", RecallResult((text,)))
+        return
+    result = RecallResult((), error=text) if where == "error" else ForgetResult((), warnings=(text,))
+    copy = checked_result("recall" if where == "error" else "forget", result)
+    shown = copy.error if where == "error" else copy.warnings[0]
+    assert shown.isprintable(), repr(shown)
+    assert shown.startswith(before), shown
