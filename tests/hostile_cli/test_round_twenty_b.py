@@ -32,6 +32,10 @@ characters) for extraction, decomposition and episodes, and ran generated scenar
    ``error`` (or a warning) holding ESC or NUL was quoted raw into the step's failure, ``summary.md`` and
    ``report.html``. The id is now the system's failure (as 4), and the error and each warning are kept on one
    printable line (``one_line``'s escapes) as they cross into the harness.
+6. An extraction item whose ``importance`` was the text ``"nan"`` (any case, signed) was stored with importance 0.1:
+   the port's NaN check ran after the clamp to [0.1, 1], which turns NaN into 0.1, so the check never fired. The
+   item is now the bad item the parser's rule makes it (memory_core/sqlite/extraction.py): skipped alone in the
+   fixed mode, the whole batch lost with the seed's ``q9_importance_drops_batch``.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from harness.errors import SystemFailure
 from harness.replay._shapes import checked_result, shape_problem
 from harness.system import ForgetResult, MemoryRecord, RecallResult
 from memory_core.clock import FixedClock
+from memory_core.model import ScriptedModel
 from memory_core.sqlite import Quirks, SqliteMemory
 from memory_core.sqlite.fts import fts_words
 from memory_core.sqlite.retrieval import STOP_WORDS
@@ -235,3 +240,28 @@ def test_error_and_ids_cross_on_a_printable_line(bad: str, before: str, where: s
     shown = copy.error if where == "error" else copy.warnings[0]
     assert shown.isprintable(), repr(shown)
     assert shown.startswith(before), shown
+
+
+@SETTINGS
+@given(nan=st.sampled_from(["nan", "NaN", "-nan", "+NAN", " nan "]), seed_mode=st.booleans(), first=st.booleans())
+def test_a_nan_importance_is_a_bad_item(nan: str, seed_mode: bool, first: bool) -> None:
+    """6. A NaN importance is never stored: that item is skipped (fixed), or the batch lost (the seed's Q9)."""
+    good = {"type": "FACT", "subject": "project", "predicate": "db", "content": "The project database is Postgres 16",
+            "importance": 0.9, "duration": "permanent"}
+    bad = {**good, "predicate": "cache", "content": "The project caches sessions in Redis 7", "importance": nan}
+    items = [bad, good] if first else [good, bad]
+    episode = {"summary": "The user described the setup.", "goal": "setup", "outcome": "success", "entities": [],
+               "tools_used": []}
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        quirks = Quirks.parse("fixed+q9_importance_drops_batch" if seed_mode else "fixed")
+        mem = SqliteMemory(tmp / "m.db", FixedClock(T0), ScriptedModel.of([{"items": items}, episode]), quirks, None,
+                           identity_dir=tmp / "identity")
+        mem.add_turns("s1", [{"role": "user", "content": "The database is Postgres 16 and sessions live in Redis 7"}])
+        mem.extract("s1", strategy="model")
+        texts = [d.text for d in mem.documents()]
+        assert not any("Redis" in t for t in texts), texts
+        assert any("Postgres" in t for t in texts) != seed_mode, texts
+        mem.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
