@@ -36,6 +36,10 @@ characters) for extraction, decomposition and episodes, and ran generated scenar
    the port's NaN check ran after the clamp to [0.1, 1], which turns NaN into 0.1, so the check never fired. The
    item is now the bad item the parser's rule makes it (memory_core/sqlite/extraction.py): skipped alone in the
    fixed mode, the whole batch lost with the seed's ``q9_importance_drops_batch``.
+7. The SQLite system's own check ``system: {index_within_limits: …}`` raised ``ValueError: max() arg is an empty
+   sequence`` on an index with no section (its message was built before it was known to be needed): the scenario
+   failed as "the system under test failed: system_check() raised …". The check now judges such an index (within
+   the caps) as any other.
 """
 
 from __future__ import annotations
@@ -265,3 +269,17 @@ def test_a_nan_importance_is_a_bad_item(nan: str, seed_mode: bool, first: bool) 
         mem.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.parametrize(("kind", "within"), [("feedback", True), ("feedback", False), ("user", True), ("project", True)])
+def test_index_within_limits_judges_an_index_without_sections(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                             kind: str, within: bool) -> None:
+    """7. The check holds (true) or fails as a check (false), never as the system's failure."""
+    path = tmp_path / "caps.yaml"
+    path.write_text(TYPED.format(step="recall", kind="fact", path="").replace("type: project, body", f"type: {kind}, body")
+                    .replace("path: project/lynx.md", f"path: {kind}/lynx.md").replace(
+        "  - recall:\n      query: \"lynx enclosure\"\n      options: {memory_type: fact}\n",
+        f"  - check:\n      system: {{index_within_limits: {str(within).lower()}}}\n"), encoding="utf-8")
+    o = cli(["run", str(path), "--system", "sqlite", "--out", str(tmp_path / "run")], capsys)
+    assert "system under test failed" not in o.out + o.err, o.out
+    assert o.code == (0 if within else 1), (o.code, o.out, o.err)
