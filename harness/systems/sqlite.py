@@ -26,12 +26,12 @@ from harness.errors import ScenarioInputError
 from harness.scenario import SeedMemory, Turn
 from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
 from harness.systems import SEED_FIELDS as SHIPPED_SEED_FIELDS
+from harness.systems.sqlite_options import detail as _detail
+from harness.systems.sqlite_options import memory_type as _memory_type
 from harness.systems.sqlite_seed import check_seed_fields
 from harness.systems.store_watch import StoreWatch, watched
 from memory_core.sqlite import Quirks, SqliteMemory
-from memory_core.sqlite.extraction import TYPES as MEMORY_TYPES
 from memory_core.sqlite.memory import PATHS as RECALL_PATHS
-from memory_core.sqlite.memory import TYPE_ALIASES
 
 RECALL_LIMIT: Final = 20
 """Spec §4.2: ``retrieve_candidates(…, limit=20)``."""
@@ -51,25 +51,6 @@ def _delta(value: object, field: str) -> timedelta:
     if m is None:
         raise ScenarioInputError(f"{field}: expected a signed duration like -1h, 30m or 3d, got {value!r}")
     return timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})
-
-
-def _detail(text: str) -> str:
-    """A model's text as a ``details`` value: a NUL (which the protocol refuses there) written as ``\\x00``. Round
-    20b: a decomposition keyword holding one (a JSON ``\\u0000``) failed the shipped system's scenario."""
-    return text.replace("\x00", "\\x00")
-
-
-def _memory_type(value: object, step: str) -> str:
-    """A recall or forget ``memory_type`` option as the type its rows hold: one of the port's types (spec §2.1), or a
-    file-core type the seeding maps onto one (``project`` → ``fact``), any case. Round 20b: a typo (``factz``) or a
-    file-core name was taken as given and matched no row, so a ``forbid`` or an empty forget held in silence."""
-    if not isinstance(value, str):
-        raise ScenarioInputError(f"{step} option memory_type: expected a type name, got {value!r:.60}")
-    kind = TYPE_ALIASES.get(value.lower(), value.lower())
-    if kind not in MEMORY_TYPES:
-        raise ScenarioInputError(f"{step} option memory_type: expected one of {', '.join(MEMORY_TYPES)} (or "
-                                 f"{', '.join(TYPE_ALIASES)}), got {value!r:.60}")
-    return kind
 
 
 @watched(reads=("add_turns", "index_text", "system_check"))  # its database vanished: store_watch.py
