@@ -25,8 +25,9 @@ characters) for extraction, decomposition and episodes, and ran generated scenar
    or ``"a\\x00b"`` (or a forget removing it, a record named by it) failed only its expectation, and the failure
    message carried the raw ESC or NUL into ``report.html``. Now such an id is the system's failure at that call
    ("selected holding …, expected an id without control characters"). The SQLite system's seed field ``id``, which
-   a scenario gives as text (a tab, a line break, NEL), is refused at its memory's ``system:`` line before any run,
-   so the shipped system is never blamed for the scenario's id.
+   a scenario gives as text (a tab, a line break, NEL, a line separator, a bidirectional control; or empty, which
+   was dropped for a fresh id in silence), is refused at its memory's ``system:`` line before any run, so the
+   shipped system is never blamed for the scenario's id.
 5. A plug-in's lone surrogate in an id (``selected=("\\ud800",)``) passed the shape check and made the scenario
    INCOMPLETE (exit 2, "UnicodeEncodeError", blamed on the harness) instead of the system's failure; a recall's
    ``error`` (or a warning) holding ESC or NUL was quoted raw into the step's failure, ``summary.md`` and
@@ -214,13 +215,13 @@ def test_an_id_with_a_control_character_is_the_systems_failure(control: str, bef
     assert shape_problem(result(f"{before}x{after}")) is None
 
 
-@pytest.mark.parametrize("escape", ["\\t", "\\n", "\\r", "\\x85", "a\\u0085b"])
+@pytest.mark.parametrize("escape", ["\\t", "\\n", "\\r", "\\x85", "a\\u0085b", "\\u2028", "\\u2029", "\\u202e", "BLANK"])
 def test_a_seeded_sqlite_id_with_a_control_character_is_located(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                                  escape: str) -> None:
     """4. The scenario's own id is refused at its memory, never run as the system's failure."""
     path = tmp_path / "seed-id.yaml"
     path.write_text(TYPED.format(step="recall", kind="fact", path="").replace(
-        "system: {importance: 0.5}", f'system: {{id: "x{escape}y"}}'), encoding="utf-8")
+        "system: {importance: 0.5}", f'system: {{id: "{"" if escape == "BLANK" else f"x{escape}y"}"}}'), encoding="utf-8")
     o = cli(["validate", str(path)], capsys)
     assert o.code == 2, (o.code, o.out, o.err)
     m = LOCATED.match(o.err.strip())
