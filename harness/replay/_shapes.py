@@ -5,16 +5,18 @@ later (a harness error) or passing unnoticed."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import types
 import typing
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from datetime import datetime
 from typing import Any, Final
 
-from harness.errors import SYSTEM_FAILED, SystemFailure
+from harness.errors import SYSTEM_FAILED, SystemFailure, one_line
 from harness.system import DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult, RecordEntry
 
 Check = Callable[[Any], bool]
@@ -88,6 +90,9 @@ def shape_problem(value: Any) -> str | None:
         if (most := TEXT_CHARS.get(name)) and got and (long := next((t for t in ((got,) if isinstance(got, str) else got)
                                                                     if len(t) > most), None)) is not None:
             return f"{name} holding {_short(long)} ({len(long):,} characters), expected at most {most:,} each"
+        if name in IDS and got and (bad := next((t for t in ((got,) if isinstance(got, str) else got)
+                                                 if any(unicodedata.category(c) in ("Cc", "Cs") for c in t)), None)) is not None:
+            return f"{name} holding {_short(bad)}, expected an id without control characters or lone surrogates"
         if name == "entries" and got:
             for entry in got:
                 if (problem := shape_problem(entry)) is not None:
@@ -112,6 +117,10 @@ TEXT_CHARS: Final = {"error": 2_000, "selected": 1_000, "removed": 1_000, "writt
                      "warnings": 2_000}
 """The longest ``error`` and warning, and the longest id a result names (round 16: an ``error`` or a selected id of
 5,000,000 characters went whole into probes.jsonl, traces.jsonl, junit.xml, the report and the console's line)."""
+
+IDS: Final = frozenset({"selected", "removed", "written", "touched", "id"})
+"""The fields naming memories by id (a result's, a record's): no control character (round 20b: a plug-in's selected
+id holding ESC or NUL reached report.html raw, as the scenario's failure message quoted it)."""
 
 MAX_RESULT_ITEMS: Final = 10_000
 """The most items a result's list (``selected``, ``scores``, ``removed``, ``entries``, ``details``, a record's
@@ -169,7 +178,19 @@ def checked_result(call: str, result: Any) -> Any:
     if (problem := _too_long(copy) or shape_problem(copy)) is not None:
         raise SystemFailure(f"{SYSTEM_FAILED}: {call}() returned a {type(result).__name__} with {problem} "
                             "(docs/system-protocol.md)")
-    return copy
+    return _quotable(copy)
+
+
+def _quotable(result: Any) -> Any:
+    """``result`` with its ``error`` and warnings on one printable line each (``one_line``): they are quoted in the
+    step's failure, summary.md and report.html (round 20b: a plug-in's ``error="a\\x1bb"`` reached both raw, a lone
+    surrogate in it made the run INCOMPLETE)."""
+    changes: dict[str, Any] = {}
+    if isinstance(error := getattr(result, "error", None), str) and not error.isprintable():
+        changes["error"] = one_line(error)
+    if (warnings := getattr(result, "warnings", None)) and not all(w.isprintable() for w in warnings):
+        changes["warnings"] = type(warnings)(one_line(w) for w in warnings)
+    return dataclasses.replace(result, **changes) if changes else result
 
 
 def checked_records(result: Any) -> list[MemoryRecord]:

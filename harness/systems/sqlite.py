@@ -26,6 +26,8 @@ from harness.errors import ScenarioInputError
 from harness.scenario import SeedMemory, Turn
 from harness.system import Capability, DreamResult, ExtractResult, ForgetResult, MemoryRecord, RecallResult
 from harness.systems import SEED_FIELDS as SHIPPED_SEED_FIELDS
+from harness.systems.sqlite_options import detail as _detail
+from harness.systems.sqlite_options import memory_type as _memory_type
 from harness.systems.sqlite_seed import check_seed_fields
 from harness.systems.store_watch import StoreWatch, watched
 from memory_core.sqlite import Quirks, SqliteMemory
@@ -136,16 +138,16 @@ class SqliteSystem:
             raise ScenarioInputError(f"unknown recall option(s) {', '.join(unknown)} (known: memory_type, path)")
         if opts.get("path", "candidates") not in RECALL_PATHS:  # a typo is the scenario's, not a failure of the system
             raise ScenarioInputError(f"recall option path: expected one of {', '.join(RECALL_PATHS)}, got {opts['path']!r:.60}")
-        if "memory_type" in opts and not isinstance(opts["memory_type"], str):
-            raise ScenarioInputError(f"recall option memory_type: expected a type name, got {opts['memory_type']!r:.60}")
+        if "memory_type" in opts:
+            opts["memory_type"] = _memory_type(opts["memory_type"], "recall")
         r = self.mem.recall(query, RECALL_LIMIT if limit is None else limit, _STRATEGIES.get(strategy, "heuristic"),
                             excluded=excluded, path=str(opts.get("path", "candidates")),
                             memory_type=str(opts["memory_type"]) if "memory_type" in opts else None)
         items = [c for c in r.items if c.source_type in ("semantic", "recent")]  # episodes are not records
         return RecallResult(tuple(c.memory_id for c in items), r.strategy if r.items else "none", r.fallback_reason,
                             tuple(c.score for c in items), r.prompt_text,
-                            {"path": r.path, "intent": r.intent, "enhanced_query": r.enhanced_query,
-                             "keywords": " ".join(r.keywords), "episodes": len(r.items) - len(items)})
+                            {"path": r.path, "intent": r.intent, "enhanced_query": _detail(r.enhanced_query),
+                             "keywords": _detail(" ".join(r.keywords)), "episodes": len(r.items) - len(items)})
 
     def forget(self, query: str, *, now: datetime, strategy: str, options: Mapping[str, Any] | None = None
                ) -> ForgetResult:
@@ -157,8 +159,8 @@ class SqliteSystem:
             raise ScenarioInputError(f"unknown forget option(s) {', '.join(unknown)} (known: max_delete, memory_type)")
         if "max_delete" in opts and (type(opts["max_delete"]) is not int or opts["max_delete"] < 0):
             raise ScenarioInputError(f"forget option max_delete: expected a whole number >= 0, got {opts['max_delete']!r}")
-        if "memory_type" in opts and not isinstance(opts["memory_type"], str):
-            raise ScenarioInputError(f"forget option memory_type: expected a type name, got {opts['memory_type']!r}")
+        if "memory_type" in opts:
+            opts["memory_type"] = _memory_type(opts["memory_type"], "forget")
         r = self.mem.forget(query, **opts)
         return ForgetResult(r.removed, "heuristic", details={"candidates": len(r.candidates)})
 

@@ -34,6 +34,11 @@ def check_seed_fields(path: str, extra: Mapping[str, Any]) -> None:
     if priority is not None and not (isinstance(priority, str) and priority in (*PRIORITIES, *(p.upper() for p in PRIORITIES))):
         raise ScenarioInputError(f"memory {path}: priority must be one of {', '.join(PRIORITIES)} (or the same in "
                                  f"uppercase, spec §7 Q24), got {priority!r}")
+    row_id = extra.get("id")  # round 20b: a tab or line break in it made the system's own results fail the protocol,
+    # a line separator reached report.html, and an empty one was dropped in silence (a fresh id instead)
+    if row_id is not None and (not str(row_id).isprintable() or not str(row_id).strip()):
+        raise ScenarioInputError(f"memory {path}: id must be one line without control characters (printable, not "
+                                 f"blank), got {row_id!r:.80}")
     duration = extra.get("duration")
     if duration is not None and duration not in DURATIONS:
         raise ScenarioInputError(f"memory {path}: duration must be one of {', '.join(DURATIONS)}, got {duration!r}")

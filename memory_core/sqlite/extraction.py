@@ -64,9 +64,10 @@ def _item(raw: Mapping[str, Any]) -> Item | None:
     importance = raw.get("importance", 0.5)
     if isinstance(importance, bool) or not isinstance(importance, int | float | str):
         raise TypeError(f"importance must be a number, got {importance!r}")
-    value = min(1.0, max(0.1, float(importance)))
-    if value != value:  # NaN
+    value = float(importance)
+    if value != value:  # NaN (round 20b: checked after the clamp, which turns NaN into 0.1, so "nan" was stored)
         raise ValueError("importance is NaN")
+    value = min(1.0, max(0.1, value))
     return Item(kind, str(raw.get("subject") or "").strip(), str(raw.get("predicate") or "").strip(),
                 content.strip()[:MAX_CONTENT_CHARS], value, duration, bool(raw.get("is_update", False)),
                 str(raw.get("update_hint") or "").strip())

@@ -83,12 +83,16 @@ MAX_WORD_POOL: Final = 65_536
 FTS_COLUMNS: Final = ("content", "subject", "predicate", "tags")
 
 
-def _word_filter(db: Database, terms: list[str]) -> tuple[tuple[frozenset[str], ...], tuple[str, ...]]:
+def _word_filter(db: Database, terms: list[str], text: str = "") -> tuple[tuple[frozenset[str], ...], tuple[str, ...]]:
     """(the MATCH terms' non-CJK words, its CJK terms) when the trigram index would match those words as substrings
-    (fixed mode), else (none, none): no filter."""
+    (fixed mode), else (none, none): no filter. With ``text`` (an AND search), its non-CJK words too short for the
+    trigram index are words to hold as well (round 20: forget dropped them, so 'db password' deleted every password
+    row and 'x·the' every row holding 'the')."""
     if db.quirks.q2_fts_sanitiser or db.tokenizer != "trigram":
         return (), ()
-    return tuple(stems(t) for t in terms if not is_cjk(t)), tuple(t for t in terms if is_cjk(t))
+    short = [p for w in _WORD.findall(text.lower()) for p in _SEGMENT.findall(w) if not is_cjk(p) and len(p) < TRIGRAM]
+    return (tuple(stems(t) for t in terms if not is_cjk(t)) + tuple(frozenset({p}) for p in dict.fromkeys(short)),
+            tuple(t for t in terms if is_cjk(t)))
 
 
 _SUFFIXES: Final = ("ing", "ed", "es", "s", "d")
@@ -140,7 +144,7 @@ def search_semantic(db: Database, text: str, limit: int, filter_type: str | None
                     join: str = "OR") -> list[Hit]:
     """``FTS5Backend.search``: ask SQLite for 2×limit rows, filter by type, keep ``limit``, attach the score."""
     match, like, terms = build_match(db, text, join=join)
-    words, cjk = _word_filter(db, terms)
+    words, cjk = _word_filter(db, terms, text if join == "AND" else "")
     asked = limit * 2 if not words else max(limit * 2 * WORD_POOL, 64)
     rows = db.search_fts(match, asked) if match else []
     while words and match:  # fix: the trigram index matches inside words ('cat' in 'communicated'): whole words only
@@ -153,7 +157,8 @@ def search_semantic(db: Database, text: str, limit: int, filter_type: str | None
     hits = [Hit(row, rank, score_of(rank, inverted=db.quirks.q4_inverted_score)) for row, rank in rows]
     if like and join == "AND":  # every term must occur: filter FTS hits, or select by LIKE when FTS had no terms
         pool = hits if match else [Hit(r, 0.0, 0.5) for r in db.search_like(like, limit * 2, escape=True)]
-        hits = [h for h in pool if all(t in str(h.row["content"]).lower() for t in like)]
+        hits = [h for h in pool if all(t in str(h.row["content"]).lower() for t in like)
+                and (not words or _has_words(h.row, words, cjk, join))]
     elif like:
         seen = {h.row["id"] for h in hits}
         hits += [Hit(r, 0.0, 0.5) for r in db.search_like(like, limit * 2, escape=True) if r["id"] not in seen]
