@@ -179,7 +179,8 @@ class ScenarioResult:
     def __post_init__(self) -> None:  # round 20: a system's text (its error, an exception) is written as escapes
         from harness.errors import shown_text
 
-        object.__setattr__(self, "failures", tuple(shown_text(f) for f in self.failures))
+        if (shown := tuple(shown_text(f) for f in self.failures)) != tuple(self.failures):
+            object.__setattr__(self, "failures", shown)
         for name in ("error", "skipped"):
             if (text := getattr(self, name)) is not None:
                 object.__setattr__(self, name, shown_text(text))
