@@ -85,3 +85,15 @@ def load_error_at(path: Path, line: int, what: str) -> re.Match[str]:
     assert message.isprintable(), message
     assert int(match["line"]) == line, message
     return match
+
+
+def quiet_run(out: Path, *paths: Path) -> Path:
+    """``memharness run PATHS --no-gates --out OUT`` in this process, its output dropped, asserted to pass: a real
+    run directory for the tests that read one back (default: one shipped recall scenario)."""
+    import contextlib
+    import io
+
+    paths = paths or (Path(__file__).resolve().parents[2] / "scenarios" / "recall" / "multi-fact.yaml",)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["run", *map(str, paths), "--no-gates", "--out", str(out)], environ={}) == 0
+    return out

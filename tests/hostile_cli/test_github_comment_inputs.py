@@ -9,19 +9,15 @@ request, ``--report-url`` went into the comment's Markdown link whatever it held
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.cli import main
 from harness.tools._urls import http_url_problem, repo_problem
-from tests.harness.conftest import SCENARIOS
 from tests.helpers import examples
-from tests.hostile_cli._support import cli
+from tests.hostile_cli._support import cli, quiet_run
 
 SETTINGS = settings(max_examples=examples(60), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -37,11 +33,7 @@ GOOD_REPO = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,10}/[A-Za-z0-9._-]{1,12}",
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("run") / "run"
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        assert main(["run", str(SCENARIOS / "recall" / "multi-fact.yaml"), "--no-gates", "--out", str(out)],
-                    environ={}) == 0
-    return out
+    return quiet_run(tmp_path_factory.mktemp("run") / "run")
 
 
 @SETTINGS

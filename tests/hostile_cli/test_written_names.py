@@ -8,8 +8,6 @@ path through ``one_line``; the "wrote" lines of ``schema``, ``report``, ``run``,
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import re
 from pathlib import Path
@@ -18,10 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.cli import main
 from tests.harness.conftest import SCENARIOS
 from tests.helpers import examples
-from tests.hostile_cli._support import cli
+from tests.hostile_cli._support import cli, quiet_run
 
 SETTINGS = settings(max_examples=examples(30), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -32,11 +29,7 @@ NAME = st.tuples(st.text("abc", max_size=3), CONTROL, st.text("xyz", min_size=1,
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("run") / "run"
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        assert main(["run", str(SCENARIOS / "recall" / "multi-fact.yaml"), "--no-gates", "--out", str(out)],
-                    environ={}) == 0
-    return out
+    return quiet_run(tmp_path_factory.mktemp("run") / "run")
 
 
 @SETTINGS
